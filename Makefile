@@ -1,0 +1,35 @@
+# sgi-run: the two commands are `make run` and `make test` (see README.md).
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+FIDELITY ?= reduced
+FIGURE ?=
+
+.PHONY: run test figures bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+$(VENV)/.installed: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e ".[test,bench]"
+	touch $@
+
+## run: set up and run the default experiment (Kubo oscillator, midpoint rule); print its summary
+run: $(VENV)/.installed
+	$(BIN)/sgi-run
+
+## test: set up and run the test suite
+test: $(VENV)/.installed
+	$(BIN)/python -m pytest -q
+
+## figures: every paper figure at FIDELITY (smoke | reduced | paper); FIGURE=fig4_1 for one
+figures: $(VENV)/.installed
+	$(BIN)/sgi-figures --fidelity $(FIDELITY) $(if $(FIGURE),--only $(FIGURE))
+
+## bench: throughput benchmarks, written to outputs/bench/
+bench: $(VENV)/.installed
+	$(BIN)/python benchmarks/throughput.py
+
+clean:
+	rm -rf $(VENV) outputs/runs outputs/figures outputs/bench

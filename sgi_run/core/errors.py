@@ -1,0 +1,14 @@
+"""The one exception type for input a user can get wrong (config keys, parameters, pairings)."""
+
+
+class ConfigError(ValueError):
+    """Bad input, refused before any compute. ``str(err)`` is a single line naming the key,
+    the value given and what is allowed."""
+
+    def __init__(self, key: str, value, allowed: str):
+        self.key, self.value, self.allowed = key, value, allowed
+        super().__init__(f"{key}={value!r} is not allowed: {allowed}")
+
+    def under(self, prefix: str) -> "ConfigError":
+        """The same error with its key placed under a config group (``nu`` -> ``system.nu``)."""
+        return ConfigError(f"{prefix}.{self.key}", self.value, self.allowed)

@@ -1,0 +1,107 @@
+r"""Random variables consumed by the integrators.
+
+Every random number is addressed by (seed, path index, fine step index), never by shard or
+worker: ``path_key = fold_in(key(seed), path)`` and the increment of fine step ``k`` is drawn
+from ``fold_in(noise_key(path), k)``. A run's numbers therefore do not depend on how paths are
+split into shards, on the output grid, or on resuming.
+
+Kinds (``NOISE_KINDS``), each an array of shape ``(rows, m)`` per step, ``m`` = number of noises:
+
+* ``gaussian``: row 0 is :math:`\Delta W \sim N(0, \Delta t)`.
+* ``gaussian_pair``: rows ``(\Delta W, \Delta Z)`` with
+  :math:`\Delta Z = \int_{t_k}^{t_{k+1}} (W(s) - W(t_k))\,ds = \tfrac12\Delta t^{3/2}(\chi + \eta/\sqrt3)`,
+  so :math:`\mathrm{Var}\,\Delta Z = \Delta t^3/3`, :math:`\mathrm{Cov}(\Delta W, \Delta Z) = \Delta t^2/2`
+  (spec 000 section 2.0). The :math:`\chi` of ``gaussian`` and ``gaussian_pair`` are the same draw,
+  so E1 and a Gaussian method see the same Brownian path.
+* ``three_point``: :math:`\hat I = \pm\sqrt{3\Delta t}` with probability 1/6 each, 0 with 2/3.
+
+Gaussian increments can be drawn on a finer grid (``refine`` fine steps per step) and aggregated,
+which is how strong-error studies share one Brownian path across step sizes.
+"""
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+NOISE_KINDS = {"gaussian": 1, "gaussian_pair": 2, "three_point": 1}
+
+_INIT_STREAM, _NOISE_STREAM = 0, 1
+
+
+def path_keys(seed: int, first_path: int, count: int) -> jax.Array:
+    """Keys of paths ``first_path .. first_path + count - 1`` of the run with root ``seed``."""
+    root = jax.random.key(seed)
+    return jax.vmap(lambda i: jax.random.fold_in(root, i))(first_path + jnp.arange(count))
+
+
+def init_key(path_key: jax.Array) -> jax.Array:
+    """Stream for a path's random initial condition."""
+    return jax.random.fold_in(path_key, _INIT_STREAM)
+
+
+def noise_key(path_key: jax.Array) -> jax.Array:
+    """Stream for a path's increments; fold in the fine step index to get one step's key."""
+    return jax.random.fold_in(path_key, _NOISE_STREAM)
+
+
+def _standard_pair(key: jax.Array, m: int) -> tuple[jax.Array, jax.Array]:
+    """chi and eta ~ N(0,1)^m for one fine step; chi does not depend on whether eta is used."""
+    return jax.random.normal(key, (m,)), jax.random.normal(jax.random.fold_in(key, 1), (m,))
+
+
+def fine_gaussian(key: jax.Array, fine_step, dt_fine, m: int, pair: bool) -> jax.Array:
+    """Increments of one fine step: (1, m) dW, or (2, m) (dW, dZ)."""
+    k = jax.random.fold_in(key, fine_step)
+    if not pair:
+        return (jnp.sqrt(dt_fine) * jax.random.normal(k, (m,)))[None]
+    chi, eta = _standard_pair(k, m)
+    dw = jnp.sqrt(dt_fine) * chi
+    dz = 0.5 * dt_fine**1.5 * (chi + eta / jnp.sqrt(3.0))
+    return jnp.stack([dw, dz])
+
+
+def aggregate(fine: jax.Array, dt_fine) -> jax.Array:
+    r"""Sum fine increments ``(r, rows, m)`` onto one coarse step.
+
+    :math:`\Delta W = \sum_i \delta W_i`, and for pairs
+    :math:`\Delta Z = \sum_i [\delta Z_i + (W_i - W_{start})\,\delta t]` with
+    :math:`W_i - W_{start}` the partial sum before fine step ``i``.
+    """
+    dw = fine[:, 0]
+    total_dw = dw.sum(axis=0)
+    if fine.shape[1] == 1:
+        return total_dw[None]
+    before = jnp.cumsum(dw, axis=0) - dw
+    total_dz = (fine[:, 1] + before * dt_fine).sum(axis=0)
+    return jnp.stack([total_dw, total_dz])
+
+
+def three_point(key: jax.Array, step, dt, m: int) -> jax.Array:
+    """Weak three-point variable, shape (1, m)."""
+    u = jax.random.uniform(jax.random.fold_in(key, step), (m,))
+    a = jnp.sqrt(3.0 * dt)
+    return jnp.where(u < 1.0 / 6.0, -a, jnp.where(u > 5.0 / 6.0, a, 0.0))[None]
+
+
+def increments(kind: str, key: jax.Array, step, dt, m: int, refine: int = 1, truncate=None) -> jax.Array:
+    """The random variables of coarse step ``step`` (of size ``dt``) for one path.
+
+    ``refine`` > 1 draws the Gaussian path on a grid ``refine`` times finer and aggregates it, so
+    runs at ``dt`` and ``dt / refine`` share one Brownian path. ``truncate`` = A clips
+    :math:`\Delta W` to ``[-A, A]`` (paper eq. 3.41); ``None`` leaves it untruncated.
+    """
+    if kind == "three_point":
+        if refine != 1:
+            raise ValueError("three_point increments cannot be aggregated from a finer grid")
+        return three_point(key, step, dt, m)
+    pair = kind == "gaussian_pair"
+    dt_fine = dt / refine
+    if refine == 1:
+        xi = fine_gaussian(key, step, dt_fine, m, pair)
+    else:
+        fine_steps = step * refine + jnp.arange(refine)
+        fine = jax.vmap(lambda s: fine_gaussian(key, s, dt_fine, m, pair))(fine_steps)
+        xi = aggregate(fine, dt_fine)
+    if truncate is not None:
+        xi = xi.at[0].set(jnp.clip(xi[0], -truncate, truncate))
+    return xi

@@ -1,0 +1,68 @@
+"""Butcher-type tableaux as data.
+
+Integrator YAML files hold their coefficients as numbers or short arithmetic strings
+(``"5/6 - sqrt(3)/3"``, ``"lam/2"``) over the method's named parameters. This module turns them
+into float64 numpy arrays with a small, safe expression evaluator (numbers, parameter names,
+``+ - * / **``, ``sqrt``), and offers the residual check used to verify order conditions.
+"""
+from __future__ import annotations
+
+import ast
+import math
+import operator
+from typing import Mapping
+
+import numpy as np
+
+from sgi_run.core.errors import ConfigError
+
+_BINARY = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
+           ast.Div: operator.truediv, ast.Pow: operator.pow}
+_UNARY = {ast.USub: operator.neg, ast.UAdd: operator.pos}
+_FUNCTIONS = {"sqrt": math.sqrt}
+
+
+def evaluate(expr, params: Mapping[str, float], key: str) -> float:
+    """Value of one coefficient: a number, or an arithmetic string over ``params``."""
+    if isinstance(expr, (int, float)) and not isinstance(expr, bool):
+        return float(expr)
+    if not isinstance(expr, str):
+        raise ConfigError(key, expr, "a number or an arithmetic expression string")
+
+    def walk(node):
+        if isinstance(node, ast.Expression):
+            return walk(node.body)
+        if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)):
+            return float(node.value)
+        if isinstance(node, ast.Name) and node.id in params:
+            return float(params[node.id])
+        if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
+            return _BINARY[type(node.op)](walk(node.left), walk(node.right))
+        if isinstance(node, ast.UnaryOp) and type(node.op) in _UNARY:
+            return _UNARY[type(node.op)](walk(node.operand))
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                and node.func.id in _FUNCTIONS and len(node.args) == 1):
+            return _FUNCTIONS[node.func.id](walk(node.args[0]))
+        raise ConfigError(key, expr, f"arithmetic over numbers, sqrt() and the parameters {sorted(params)}")
+
+    try:
+        return walk(ast.parse(expr, mode="eval"))
+    except SyntaxError:
+        raise ConfigError(key, expr, "a valid arithmetic expression") from None
+
+
+def coefficient_array(value, params: Mapping[str, float], key: str, shape: tuple[int, ...]) -> np.ndarray:
+    """A vector or matrix of coefficients, checked against the expected shape."""
+    arr = np.asarray(value, dtype=object)
+    if arr.shape != shape:
+        raise ConfigError(key, value, f"an array of shape {shape}")
+    return np.vectorize(lambda e: evaluate(e, params, key), otypes=[float])(arr).reshape(shape)
+
+
+def check_conditions(conditions: Mapping[str, float], key: str, tol: float = 1e-12) -> None:
+    """Refuse a tableau whose named condition residuals are not zero (to ``tol``)."""
+    failed = {name: r for name, r in conditions.items() if abs(r) > tol}
+    if failed:
+        name, r = max(failed.items(), key=lambda kv: abs(kv[1]))
+        raise ConfigError(key, f"{name} residual {r:.3g}",
+                          f"a tableau satisfying all of {sorted(conditions)} to {tol:g}")

@@ -1,0 +1,105 @@
+"""The sampling plan as the engine sees it: validated numbers, the output grid, the shard layout."""
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Sequence
+
+import numpy as np
+
+from sgi_run.core.errors import ConfigError
+
+# A ratio within this relative distance of an integer counts as that integer (round-off of dt).
+_GRID_RTOL = 1e-9
+
+
+def _whole_ratio(num: float, den: float) -> int | None:
+    ratio = num / den
+    n = round(ratio)
+    return n if n >= 1 and abs(ratio - n) <= _GRID_RTOL * max(1.0, ratio) else None
+
+
+@dataclasses.dataclass(frozen=True)
+class Plan:
+    paths: int
+    dt: float
+    T: float
+    output_dt: float
+    observables: tuple[str, ...] = ("H",)
+    keep_paths: int = 0
+    seed: int = 0
+    shards: int | str = "auto"
+    shard_size: int = 10000
+    brownian_refine: int = 1
+    truncate: float | None = None
+    fidelity: str = "reduced"
+
+    FIDELITIES = ("smoke", "reduced", "paper")
+
+    def __post_init__(self):
+        object.__setattr__(self, "observables", tuple(self.observables))
+        self.check()
+
+    def check(self) -> None:
+        def need(key, ok, allowed):
+            if not ok:
+                raise ConfigError(f"plan.{key}", getattr(self, key), allowed)
+
+        is_int = lambda v: isinstance(v, (int, np.integer)) and not isinstance(v, bool)
+        is_num = lambda v: isinstance(v, (int, float, np.number)) and not isinstance(v, bool) and math.isfinite(v)
+        need("paths", is_int(self.paths) and self.paths >= 1, "an integer >= 1")
+        need("dt", is_num(self.dt) and self.dt > 0, "a number > 0")
+        need("T", is_num(self.T) and self.T > 0, "a number > 0")
+        need("T", _whole_ratio(self.T, self.dt) is not None, f"a whole multiple of dt = {self.dt}")
+        need("output_dt", is_num(self.output_dt) and self.output_dt > 0
+             and _whole_ratio(self.output_dt, self.dt) is not None, f"a whole multiple of dt = {self.dt}")
+        need("output_dt", _whole_ratio(self.T, self.output_dt) is not None,
+             f"a divisor of T = {self.T} (T must be a whole number of output intervals)")
+        need("observables", len(self.observables) >= 1, "a non-empty list of observable names")
+        need("keep_paths", is_int(self.keep_paths) and self.keep_paths >= 0, "an integer >= 0")
+        need("seed", is_int(self.seed) and 0 <= self.seed < 2**32, "an integer in [0, 2^32)")
+        need("shards", self.shards == "auto" or (is_int(self.shards) and 1 <= self.shards <= self.paths),
+             f"'auto' or an integer in [1, paths = {self.paths}]")
+        need("shard_size", is_int(self.shard_size) and self.shard_size >= 1, "an integer >= 1")
+        need("brownian_refine", is_int(self.brownian_refine) and self.brownian_refine >= 1, "an integer >= 1")
+        need("truncate", self.truncate is None or (is_num(self.truncate) and self.truncate > 0),
+             "null (untruncated) or a number > 0")
+        need("fidelity", self.fidelity in self.FIDELITIES, f"one of {list(self.FIDELITIES)}")
+
+    # --- derived grid ------------------------------------------------------------------------
+    @property
+    def steps(self) -> int:
+        return _whole_ratio(self.T, self.dt)
+
+    @property
+    def steps_per_output(self) -> int:
+        return _whole_ratio(self.output_dt, self.dt)
+
+    @property
+    def outputs(self) -> int:
+        """Number of output intervals (the grid has outputs + 1 times, t = 0 included)."""
+        return self.steps // self.steps_per_output
+
+    @property
+    def times(self) -> np.ndarray:
+        return np.arange(self.outputs + 1) * self.steps_per_output * self.dt
+
+    # --- shard layout: contiguous blocks of path indices --------------------------------------
+    @property
+    def shard_count(self) -> int:
+        return math.ceil(self.paths / self.shard_size) if self.shards == "auto" else int(self.shards)
+
+    @property
+    def paths_per_shard(self) -> int:
+        return math.ceil(self.paths / self.shard_count)
+
+    def shard_paths(self, shard: int) -> tuple[int, int]:
+        """(first path index, number of paths) of a shard."""
+        first = shard * self.paths_per_shard
+        return first, max(0, min(self.paths_per_shard, self.paths - first))
+
+    @classmethod
+    def from_mapping(cls, cfg) -> "Plan":
+        known = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: (list(v) if isinstance(v, Sequence) and not isinstance(v, str) else v)
+                      for k, v in dict(cfg).items() if k in known})

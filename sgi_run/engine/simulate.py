@@ -1,0 +1,115 @@
+"""One compiled ensemble simulator per (system, integrator, plan).
+
+Paths are ``vmap``ped, steps are a ``lax.scan`` between two output times, and the statistics at
+each output time are reduced on the device, so only (times x observables) numbers come back.
+Shards all have the same padded shape, so the step function compiles once per run; padding paths
+are masked out of every statistic.
+"""
+from __future__ import annotations
+
+import dataclasses
+import time
+from typing import Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from sgi_run.core import noise
+from sgi_run.engine.moments import Moments
+from sgi_run.engine.plan import Plan
+
+
+@dataclasses.dataclass
+class ShardResult:
+    shard: int
+    first_path: int
+    paths: int
+    moments: Moments              # (times, observables)
+    nonfinite: np.ndarray         # (times,) paths whose state is not finite
+    newton_iterations: np.ndarray  # (times,) Newton iterations summed over paths and steps of the interval
+    newton_max: np.ndarray        # (times,) most iterations any path took in one step of the interval
+    kept: dict[str, np.ndarray]   # name -> (kept paths, times): state coordinates and observables
+    wall_time: float
+
+
+class Simulator:
+    def __init__(self, system, integrator, plan: Plan):
+        self.system, self.integrator, self.plan = system, integrator, plan
+        observables = system.observables()
+        self.observable_names = list(plan.observables)
+        self._observe = jax.vmap(lambda z: jnp.stack([observables[n](z) for n in self.observable_names]))
+        self.kept_count = min(plan.keep_paths, plan.paths_per_shard)
+        self._advance = jax.jit(self._advance_impl)
+        self._initial = jax.jit(self._initial_impl)
+
+    # --- compiled pieces ------------------------------------------------------------------------
+    def _statistics(self, z, valid):
+        values = self._observe(z)                                     # (S, n_obs)
+        finite = jnp.isfinite(values) & valid[:, None]
+        count = finite.sum(axis=0)
+        mean = jnp.where(finite, values, 0.0).sum(axis=0) / jnp.maximum(count, 1)
+        m2 = jnp.where(finite, (values - mean) ** 2, 0.0).sum(axis=0)
+        nonfinite = (valid & ~jnp.all(jnp.isfinite(z), axis=1)).sum()
+        return count, mean, m2, nonfinite, values[: self.kept_count]
+
+    def _initial_impl(self, path_keys, valid):
+        z0 = jax.vmap(lambda k: self.system.initial_state(noise.init_key(k)))(path_keys)
+        return z0, self._statistics(z0, valid)
+
+    def _advance_impl(self, z, noise_keys, valid, start_step):
+        plan, system, integrator = self.plan, self.system, self.integrator
+        kind, m = integrator.noise_kind, system.noises
+        draw = jax.vmap(lambda key, step: noise.increments(kind, key, step, plan.dt, m,
+                                                           plan.brownian_refine, plan.truncate),
+                        in_axes=(0, None))
+        step_all = jax.vmap(lambda z, xi: integrator.step(system, z, plan.dt, xi))
+
+        def one_step(carry, k):
+            z, it_sum, it_max = carry
+            z, iterations = step_all(z, draw(noise_keys, start_step + k))
+            iterations = jnp.where(valid, iterations, 0)
+            return (z, it_sum + iterations.sum(), jnp.maximum(it_max, iterations.max())), None
+
+        zero = jnp.zeros((), jnp.int64)
+        (z, it_sum, it_max), _ = jax.lax.scan(one_step, (z, zero, zero), jnp.arange(plan.steps_per_output))
+        return z, self._statistics(z, valid), it_sum, it_max
+
+    # --- one shard ------------------------------------------------------------------------------
+    def run_shard(self, shard: int, on_output: Callable[[int], None] | None = None) -> ShardResult:
+        plan = self.plan
+        start = time.perf_counter()
+        first, count = plan.shard_paths(shard)
+        size = plan.paths_per_shard
+        keys = noise.path_keys(plan.seed, first, size)
+        noise_keys = jax.vmap(noise.noise_key)(keys)
+        valid = jnp.arange(size) < count
+        n_times, n_obs = plan.outputs + 1, len(self.observable_names)
+
+        moments = Moments.empty((n_times, n_obs))
+        nonfinite = np.zeros(n_times, np.int64)
+        it_sum, it_max = np.zeros(n_times, np.int64), np.zeros(n_times, np.int64)
+        kept_here = max(0, min(self.kept_count, plan.keep_paths - first, count))
+        kept_states = np.zeros((kept_here, n_times, 2 * self.system.dof))
+        kept_values = np.zeros((kept_here, n_times, n_obs))
+
+        def record(i, z, stats):
+            c, mean, m2, nf, values = jax.device_get(stats)
+            moments.count[i], moments.mean[i], moments.m2[i], nonfinite[i] = c, mean, m2, nf
+            if kept_here:
+                kept_states[:, i] = np.asarray(z[:kept_here])
+                kept_values[:, i] = values[:kept_here]
+
+        z, stats = self._initial(keys, valid)
+        record(0, z, stats)
+        for i in range(1, n_times):
+            z, stats, s, mx = self._advance(z, noise_keys, valid, (i - 1) * plan.steps_per_output)
+            record(i, z, stats)
+            it_sum[i], it_max[i] = int(s), int(mx)
+            if on_output is not None:
+                on_output(count)
+
+        kept = {name: kept_states[:, :, j] for j, name in enumerate(self.system.coordinates)}
+        kept.update({name: kept_values[:, :, j] for j, name in enumerate(self.observable_names)})
+        return ShardResult(shard, first, count, moments, nonfinite, it_sum, it_max, kept,
+                           time.perf_counter() - start)

@@ -1,0 +1,33 @@
+"""Integrators: pure JAX one-step maps grouped by family; each method is a tableau in its YAML.
+
+``make_integrator(cfg)`` builds one from an ``integrator`` config node: ``family`` picks the
+implementation, ``tableau`` holds the coefficients (numbers or arithmetic strings over
+``parameters``), and the remaining keys are the family's options (Newton tolerance, ...).
+"""
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from sgi_run.core.errors import ConfigError
+from sgi_run.integrators.base import Integrator
+from sgi_run.integrators.explicit_srk import ExplicitSRK, SERKTableau
+from sgi_run.integrators.lda_prk import LdAPartitionedRK, LdAPRKTableau
+
+FAMILIES: dict[str, tuple[type[Integrator], Any]] = {
+    "lda_prk": (LdAPartitionedRK, LdAPRKTableau),
+    "explicit_srk": (ExplicitSRK, SERKTableau),
+}
+
+
+def make_integrator(cfg: Mapping) -> Integrator:
+    family = cfg["family"]
+    if family not in FAMILIES:
+        raise ConfigError("integrator.family", family, f"one of {sorted(FAMILIES)}")
+    cls, tableau_cls = FAMILIES[family]
+    params = dict(cfg.get("parameters") or {})
+    tableau = tableau_cls.from_config(cfg["tableau"], params)
+    options = {k: v for k, v in cfg.items() if k not in ("name", "family", "tableau", "parameters")}
+    return cls(name=cfg["name"], tableau=tableau, **options)
+
+
+__all__ = ["FAMILIES", "Integrator", "make_integrator"]

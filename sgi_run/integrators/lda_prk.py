@@ -1,0 +1,163 @@
+r"""Mean-square Lagrange-d'Alembert partitioned stochastic Runge-Kutta methods
+(paper 000, Def. 3.3, eq. 3.15; spec 000 section 2.1). One implementation; methods are tableaux.
+
+Stages, with the Hamiltonian parts evaluated at :math:`(Q_j, P_j)`:
+
+.. math::
+    Q_i = q + \Delta t\sum_j a_{ij}\partial_pH + \sum_r\Delta W^r\sum_j b_{ij}\partial_ph_r
+
+    P_i = p - \Delta t\sum_j\bar a_{ij}\partial_qH - \sum_r\Delta W^r\sum_j\bar b_{ij}\partial_qh_r
+          + \Delta t\sum_j\hat a_{ij}F + \sum_r\Delta W^r\sum_j\hat b_{ij}f_r
+
+and the update with weights :math:`(\alpha, \alpha, \hat\alpha, \beta, \beta, \hat\beta)`.
+Implicit stages are solved by Newton (``core.newton``). When all six matrices are lower
+triangular (DIRK, Stormer-Verlet) the stages are solved one after another, each stage only in its
+own unknowns; otherwise all stages are solved together.
+
+Every tableau is checked on construction against the variational conditions (3.16) and the
+mean-square order-1 conditions (3.27).
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import ClassVar
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from sgi_run.core import newton
+from sgi_run.core.tableau import check_conditions, coefficient_array
+from sgi_run.integrators.base import Integrator
+
+MATRICES = ("a", "abar", "ahat", "b", "bbar", "bhat")
+WEIGHTS = ("alpha", "alphahat", "beta", "betahat")
+
+# (3.16): w1_i X_ij + w2_j Y_ji = w1_i w2_j for the pairs ((w1, X), (w2, Y)).
+_VARIATIONAL_PAIRS = [
+    (("alpha", "abar"), ("alpha", "a")), (("beta", "bbar"), ("beta", "b")),
+    (("beta", "abar"), ("alpha", "b")), (("alpha", "bbar"), ("beta", "a")),
+    (("alpha", "ahat"), ("alphahat", "a")), (("alpha", "bhat"), ("betahat", "a")),
+    (("beta", "ahat"), ("alphahat", "b")), (("beta", "bhat"), ("betahat", "b")),
+]
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class LdAPRKTableau:
+    a: np.ndarray
+    abar: np.ndarray
+    ahat: np.ndarray
+    b: np.ndarray
+    bbar: np.ndarray
+    bhat: np.ndarray
+    alpha: np.ndarray
+    alphahat: np.ndarray
+    beta: np.ndarray
+    betahat: np.ndarray
+
+    @classmethod
+    def from_config(cls, spec, params, key="integrator.tableau") -> "LdAPRKTableau":
+        s = len(spec["alpha"])
+        arrays = {m: coefficient_array(spec[m], params, f"{key}.{m}", (s, s)) for m in MATRICES}
+        arrays.update({w: coefficient_array(spec[w], params, f"{key}.{w}", (s,)) for w in WEIGHTS})
+        return cls(**arrays)
+
+    @property
+    def stages(self) -> int:
+        return len(self.alpha)
+
+    def conditions(self) -> dict[str, float]:
+        """Residuals of (3.16) and (3.27); all zero for a valid tableau."""
+        res = {}
+        for (w1, x), (w2, y) in _VARIATIONAL_PAIRS:
+            W1, X, W2, Y = (getattr(self, n) for n in (w1, x, w2, y))
+            r = W1[:, None] * X + (W2[:, None] * Y).T - np.outer(W1, W2)
+            res[f"(3.16) {w1}*{x} + {w2}*{y}"] = float(np.max(np.abs(r)))
+        for w in WEIGHTS:
+            res[f"(3.27) sum {w} = 1"] = float(getattr(self, w).sum() - 1)
+        e = np.ones(self.stages)
+        for w in ("beta", "betahat"):
+            for m in ("b", "bbar", "bhat"):
+                res[f"(3.27) {w}^T {m} e = 1/2"] = float(getattr(self, w) @ getattr(self, m) @ e - 0.5)
+        return res
+
+    @property
+    def lower_triangular(self) -> bool:
+        return all(np.allclose(np.triu(getattr(self, m), 1), 0) for m in MATRICES)
+
+    def explicit_stage(self, i: int) -> bool:
+        return all(getattr(self, m)[i, i] == 0 for m in MATRICES)
+
+
+def _stack(parts_list):
+    """Stage parts (one per stage) stacked along a leading stage axis."""
+    return jax.tree.map(lambda *xs: jnp.stack(xs), *parts_list)
+
+
+@dataclasses.dataclass(frozen=True)
+class LdAPartitionedRK(Integrator):
+    family: ClassVar[str] = "lda_prk"
+    tableau: LdAPRKTableau = None
+    tol: float = newton.DEFAULT_TOL
+    max_iter: int = newton.DEFAULT_MAX_ITER
+
+    def __post_init__(self):
+        check_conditions(self.tableau.conditions(), f"integrator.tableau ({self.name})")
+
+    @property
+    def noise_kind(self) -> str:
+        return "gaussian"
+
+    # -- stage algebra ----------------------------------------------------------------------
+    @staticmethod
+    def _increment(coeffs, parts, dt, dw):
+        """Coefficients (six rows, or six matrices) contracted with the stage parts -> (dq, dp)."""
+        a, abar, ahat, b, bbar, bhat = coeffs
+        c = parts
+        noise = lambda g: jnp.einsum("r,jrn->jn", dw, g)  # sum_r dW_r g_r at each stage j
+        dq = dt * a @ c.dH_dp + b @ noise(c.dh_dp)
+        dp = (-dt * abar @ c.dH_dq - bbar @ noise(c.dh_dq)
+              + dt * ahat @ c.force + bhat @ noise(c.noise_force))
+        return dq, dp
+
+    def step(self, system, z, dt, xi):
+        t = self.tableau
+        s, n = t.stages, system.dof
+        q, p = system.split(z)
+        dw = xi[0]
+        matrices = tuple(getattr(t, m) for m in MATRICES)
+
+        if t.lower_triangular:
+            # Stage i depends on stages j <= i only: solve it in its own 2N unknowns, with the
+            # contribution of the solved stages computed once.
+            solved, iterations = [], jnp.int32(0)
+            for i in range(s):
+                dq0, dp0 = (0.0, 0.0) if i == 0 else self._increment(
+                    tuple(m[i, :i] for m in matrices), _stack(solved), dt, dw)
+                diagonal = tuple(m[i, i:i + 1] for m in matrices)
+
+                def stage_value(x, dq0=dq0, dp0=dp0, diagonal=diagonal):
+                    dq, dp = self._increment(diagonal, _stack([system.parts(x[:n], x[n:])]), dt, dw)
+                    return jnp.concatenate([q + dq0 + dq, p + dp0 + dp])
+
+                x = jnp.concatenate([q, p])
+                if t.explicit_stage(i):
+                    x = stage_value(x)
+                else:
+                    sol = newton.newton_solve(lambda x: x - stage_value(x), x, self.tol, self.max_iter)
+                    x, iterations = sol.x, iterations + sol.iterations
+                solved.append(system.parts(x[:n], x[n:]))
+            parts = _stack(solved)
+        else:
+            def all_stages(x):
+                Q, P = x[: s * n].reshape(s, n), x[s * n:].reshape(s, n)
+                dq, dp = self._increment(matrices, jax.vmap(system.parts)(Q, P), dt, dw)
+                return jnp.concatenate([(q + dq).ravel(), (p + dp).ravel()])
+            x0 = jnp.concatenate([jnp.tile(q, s), jnp.tile(p, s)])
+            sol = newton.newton_solve(lambda x: x - all_stages(x), x0, self.tol, self.max_iter)
+            Q, P = sol.x[: s * n].reshape(s, n), sol.x[s * n:].reshape(s, n)
+            parts, iterations = jax.vmap(system.parts)(Q, P), sol.iterations
+
+        weights = (t.alpha, t.alpha, t.alphahat, t.beta, t.beta, t.betahat)
+        dq, dp = self._increment(weights, parts, dt, dw)
+        return jnp.concatenate([q + dq, p + dp]), iterations

@@ -1,0 +1,72 @@
+r"""Damped Kubo oscillator (paper 000, section 4.1; spec 000 section 1.1).
+
+:math:`H = h/\beta = \tfrac12(p^2 + q^2)`, :math:`F = -\nu p`, :math:`f = -\beta\nu p`, so the
+noise field is :math:`\beta` times the drift field and every path is the deterministic damped
+oscillator run on the random clock :math:`\tau(t) = t + \beta W(t)`. That gives the exact path
+(4.1) and the exact mean energy (4.2)-(4.3) used as oracles.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import jax.numpy as jnp
+import numpy as np
+
+from sgi_run.systems.base import CanonicalSystem, require
+
+
+@dataclasses.dataclass(frozen=True)
+class Kubo(CanonicalSystem):
+    beta: float = 0.5
+    nu: float = 0.001
+    q0: float = 2.0
+    p0: float = 0.0
+
+    def check(self):
+        require("beta", self.beta, self.beta >= 0, "beta >= 0")
+        # The exact solution (4.1) is the underdamped one.
+        require("nu", self.nu, 0 <= self.nu < 2, "0 <= nu < 2 (underdamped)")
+
+    def hamiltonian(self, q, p):
+        return 0.5 * jnp.sum(p**2 + q**2)
+
+    def noise_hamiltonians(self, q, p):
+        return jnp.array([self.beta * self.hamiltonian(q, p)])
+
+    def forcing(self, q, p):
+        return -self.nu * p
+
+    def noise_forcing(self, q, p):
+        return (-self.beta * self.nu * p)[None]
+
+    def initial_state(self, key):
+        return jnp.array([self.q0, self.p0])
+
+    # --- exact solutions --------------------------------------------------------------------
+    @property
+    def omega(self) -> float:
+        return 0.5 * np.sqrt(4.0 - self.nu**2)
+
+    def exact_state(self, t, w):
+        """(4.1): the state at time t on the path whose Brownian motion has W(t) = w."""
+        tau = t + self.beta * w
+        om, nu, q0, p0 = self.omega, self.nu, self.q0, self.p0
+        decay = jnp.exp(-nu * tau / 2)
+        c, s = jnp.cos(om * tau), jnp.sin(om * tau)
+        q = decay * (q0 * c + (p0 + nu * q0 / 2) / om * s)
+        p = decay * (p0 * c - (q0 + nu * p0 / 2) / om * s)
+        return jnp.stack([q, p], axis=-1)
+
+    def exact_mean_energy(self, t):
+        """(4.2)-(4.3): E[H](t)."""
+        t = np.asarray(t, dtype=float)
+        nu, beta, q0, p0 = self.nu, self.beta, self.q0, self.p0
+        a = 2 * (p0**2 + q0**2 + nu * p0 * q0) / (4 - nu**2)
+        b = -(nu**2 * (p0**2 + q0**2) + 4 * nu * p0 * q0) / (2 * (4 - nu**2))
+        c = nu * (q0**2 - p0**2) / (2 * np.sqrt(4 - nu**2))
+        phase = 2 * (1 - beta**2 * nu) * self.omega * t
+        return (a * np.exp(-nu * (2 - beta**2 * nu) / 2 * t)
+                + np.exp(-((2 - nu**2) * beta**2 + nu) * t) * (b * np.cos(phase) + c * np.sin(phase)))
+
+    def reference_mean(self, observable):
+        return self.exact_mean_energy if observable == "H" else None
