@@ -84,7 +84,7 @@ def three_point(key: jax.Array, step, dt, m: int) -> jax.Array:
 
 
 def increments(kind: str, key: jax.Array, step, dt, m: int, refine: int = 1, truncate=None) -> jax.Array:
-    """The random variables of coarse step ``step`` (of size ``dt``) for one path.
+    r"""The random variables of coarse step ``step`` (of size ``dt``) for one path.
 
     ``refine`` > 1 draws the Gaussian path on a grid ``refine`` times finer and aggregates it, so
     runs at ``dt`` and ``dt / refine`` share one Brownian path. ``truncate`` = A clips

@@ -1,0 +1,68 @@
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from sgi_run.core import noise
+
+N = 200_000
+
+
+def draws(kind, dt, refine=1, truncate=None, m=1):
+    keys = jax.vmap(noise.noise_key)(noise.path_keys(7, 0, N))
+    return np.asarray(jax.vmap(lambda k: noise.increments(kind, k, 3, dt, m, refine, truncate))(keys))
+
+
+def within(sample, expected, sigmas=5):
+    return abs(sample.mean() - expected) <= sigmas * sample.std(ddof=1) / np.sqrt(len(sample))
+
+
+def test_gaussian_increment_has_variance_dt():
+    dw = draws("gaussian", 0.3)[:, 0, 0]
+    assert within(dw, 0.0) and within(dw**2, 0.3)
+
+
+@pytest.mark.parametrize("refine", [1, 4])
+def test_pair_moments(refine):
+    dt = 0.5
+    xi = draws("gaussian_pair", dt, refine)
+    dw, dz = xi[:, 0, 0], xi[:, 1, 0]
+    assert within(dw**2, dt) and within(dz**2, dt**3 / 3) and within(dw * dz, dt**2 / 2)
+
+
+def test_pair_and_gaussian_share_the_brownian_increment():
+    assert np.array_equal(draws("gaussian", 0.2)[:, 0], draws("gaussian_pair", 0.2)[:, 0])
+
+
+def test_three_point_law():
+    dt = 0.1
+    i = draws("three_point", dt)[:, 0, 0]
+    a = np.sqrt(3 * dt)
+    assert set(np.unique(np.round(i / a, 12))) == {-1.0, 0.0, 1.0}
+    assert within(i**2, dt) and within(i**4, 3 * dt**2)
+    assert abs(np.mean(i == 0) - 2 / 3) < 5 * np.sqrt(2 / 9 / N)
+
+
+def test_aggregation_sums_the_fine_path():
+    key = noise.noise_key(noise.path_keys(1, 0, 1)[0])
+    fine = jnp.stack([noise.increments("gaussian_pair", key, s, 0.25, 1) for s in range(8, 12)])
+    coarse = noise.increments("gaussian_pair", key, 2, 1.0, 1, refine=4)
+    w_before = jnp.cumsum(fine[:, 0, 0]) - fine[:, 0, 0]
+    assert np.isclose(coarse[0, 0], fine[:, 0, 0].sum(), rtol=1e-14)
+    assert np.isclose(coarse[1, 0], (fine[:, 1, 0] + w_before * 0.25).sum(), rtol=1e-14)
+
+
+def test_truncation_clips_dw_only():
+    xi = draws("gaussian_pair", 1.0, truncate=0.5)
+    assert np.abs(xi[:, 0]).max() <= 0.5 and np.abs(xi[:, 1]).max() > 0.5
+
+
+def test_three_point_refuses_refinement():
+    with pytest.raises(ValueError):
+        noise.increments("three_point", noise.path_keys(0, 0, 1)[0], 0, 0.1, 1, refine=2)
+
+
+def test_streams_depend_on_path_index_not_on_batch():
+    a = noise.path_keys(5, 0, 10)
+    b = noise.path_keys(5, 6, 4)
+    assert np.array_equal(jax.random.key_data(a[6:]), jax.random.key_data(b))

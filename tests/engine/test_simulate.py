@@ -1,0 +1,63 @@
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from sgi_run.engine.ensemble import run_shards
+from sgi_run.engine.plan import Plan
+from sgi_run.engine.simulate import Simulator
+from sgi_run.systems import Kubo
+
+
+@dataclasses.dataclass(frozen=True)
+class BlowsUpAboveUnitEnergy(Kubo):
+    """A harmonic oscillator (beta = nu = 0, so H is nearly constant along numerical paths)
+    started at q0 ~ N(0,1), whose forcing is NaN where H > 1: the paths with q0^2/2 > 1 fail."""
+    beta: float = 0.0
+    nu: float = 0.0
+
+    def initial_state(self, key):
+        return jnp.array([jax.random.normal(key), 0.0])
+
+    def forcing(self, q, p):
+        return 0.0 * jnp.sqrt(1.0 - self.hamiltonian(q, p)) * p
+
+
+
+def test_shard_count_does_not_change_the_numbers(make_integrator):
+    integrator = make_integrator("heun")
+    base = dict(paths=1000, dt=0.05, T=2.0, output_dt=0.5, keep_paths=5, observables=["H", "q"])
+    one = run_shards(Simulator(Kubo(nu=0.3), integrator, Plan(**base, shards=1)), None)
+    seven = run_shards(Simulator(Kubo(nu=0.3), integrator, Plan(**base, shards=7)), None)
+    assert np.array_equal(one.moments.count, seven.moments.count)
+    assert np.allclose(one.moments.mean, seven.moments.mean, rtol=1e-13, atol=1e-15)
+    assert np.allclose(one.moments.var, seven.moments.var, rtol=1e-11)
+    for name in ("q", "p", "H"):
+        assert np.array_equal(one.kept[name], seven.kept[name])
+
+
+def test_nonfinite_paths_are_counted_and_excluded(make_integrator):
+    plan = Plan(paths=500, dt=0.1, T=1.0, output_dt=0.5, shards=3, keep_paths=500, observables=["H", "q"])
+    result = run_shards(Simulator(BlowsUpAboveUnitEnergy(), make_integrator("heun"), plan), None)
+    # All paths are kept, so the engine's counts can be checked path by path.
+    failed = ~np.isfinite(result.kept["q"][:, -1])
+    bad = int(failed.sum())
+    assert 50 < bad < 120  # about P(q0^2/2 > 1) = 16% of 500
+    assert result.nonfinite[0] == 0 and result.nonfinite[-1] == bad
+    assert result.moments.count[-1, 0] == plan.paths - bad
+    good_h = result.kept["H"][~failed, -1]
+    assert np.isclose(result.moments.mean[-1, 0], good_h.mean(), rtol=1e-12)
+
+
+def test_implicit_blow_up_is_counted_not_raised(make_integrator):
+    plan = Plan(paths=200, dt=0.1, T=0.5, output_dt=0.5, keep_paths=200)
+    result = run_shards(Simulator(BlowsUpAboveUnitEnergy(), make_integrator("midpoint"), plan), None)
+    assert 0 < result.nonfinite[-1] == np.sum(~np.isfinite(result.kept["q"][:, -1]))
+
+
+def test_newton_iterations_are_recorded(make_integrator):
+    plan = Plan(paths=50, dt=0.1, T=1.0, output_dt=0.5)
+    result = run_shards(Simulator(Kubo(), make_integrator("dirk"), plan), None)
+    per_step = result.newton_iterations[1:] / (50 * plan.steps_per_output)
+    assert np.all((per_step >= 2) & (per_step <= 6)) and result.newton_max[1:].max() <= 6

@@ -1,0 +1,64 @@
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from sgi_run.systems import Kubo
+
+SYSTEM = Kubo(beta=0.5, nu=0.3)
+Z = jnp.array([1.3, -0.4])
+
+
+def step(integrator, z, dt, dw):
+    return integrator.step(SYSTEM, z, dt, jnp.array([[dw]]))[0]
+
+
+def test_midpoint_is_the_cayley_map_on_kubo(make_integrator):
+    """Spec 000 section 1.1: midpoint = (I - tau K/2)^-1 (I + tau K/2), tau = dt + beta dW."""
+    dt, dw = 0.2, 0.37
+    tau = dt + 0.5 * dw
+    K = np.array([[0, 1], [-1, -0.3]])
+    cayley = np.linalg.solve(np.eye(2) - tau / 2 * K, (np.eye(2) + tau / 2 * K) @ np.asarray(Z))
+    assert np.allclose(step(make_integrator("midpoint"), Z, dt, dw), cayley, rtol=1e-13)
+
+
+def test_dirk_is_two_midpoint_substeps(make_integrator):
+    """Spec 000 section 2.4: DIRK(lam) = midpoint(lam dt, lam dW) then midpoint((1-lam) dt, (1-lam) dW)."""
+    midpoint = make_integrator("midpoint")
+    for lam in (0.5, 0.3):
+        dirk = make_integrator("dirk", parameters={"lam": lam})
+        dt, dw = 0.4, -0.6
+        two = step(midpoint, step(midpoint, Z, lam * dt, lam * dw), (1 - lam) * dt, (1 - lam) * dw)
+        assert np.allclose(step(dirk, Z, dt, dw), two, rtol=1e-12)
+
+
+def test_heun_and_r2_coincide_on_kubo(make_integrator):
+    """Spec 000 pitfall 11: both are I + tau K + tau^2 K^2 / 2 here."""
+    for dw in (-0.8, 0.1, 1.4):
+        a = step(make_integrator("heun"), Z, 0.1, dw)
+        b = step(make_integrator("r2"), Z, 0.1, dw)
+        assert np.allclose(a, b, rtol=1e-14)
+
+
+def test_stormer_verlet_jacobian_is_the_corrected_pade_factor(make_integrator):
+    """Thm 3.9 with the sign corrected (spec 000 section 0.3): det = (1 - g/2)/(1 + g/2),
+    gamma = dt*nu + dW*beta*nu, independent of the state."""
+    sv = make_integrator("stormer_verlet")
+    dt, dw = 0.2, 0.45
+    gamma = dt * 0.3 + dw * 0.5 * 0.3
+    for z in (Z, jnp.array([-2.0, 0.9])):
+        det = np.linalg.det(jax.jacfwd(lambda z: step(sv, z, dt, dw))(z))
+        assert np.isclose(det, (1 - gamma / 2) / (1 + gamma / 2), rtol=1e-12)
+
+
+def test_midpoint_area_factor(make_integrator):
+    """The exact flow contracts area by exp(-nu tau); the midpoint step (a Cayley map) by
+    det(I + tau K/2) / det(I - tau K/2) = (1 - c nu + c^2) / (1 + c nu + c^2), c = tau/2."""
+    dt, dw = 0.3, -0.2
+    c = (dt + 0.5 * dw) / 2
+    det = np.linalg.det(jax.jacfwd(lambda z: step(make_integrator("midpoint"), z, dt, dw))(Z))
+    assert np.isclose(det, (1 - 0.3 * c + c**2) / (1 + 0.3 * c + c**2), rtol=1e-12)
+
+
+def test_newton_iterations_are_reported(make_integrator):
+    _, iterations = make_integrator("midpoint").step(SYSTEM, Z, 0.1, jnp.array([[0.2]]))
+    assert 1 <= int(iterations) <= 3

@@ -1,0 +1,48 @@
+"""Every integrator YAML builds, and every tableau satisfies its family's conditions."""
+import pathlib
+
+import numpy as np
+import pytest
+
+from sgi_run.core.errors import ConfigError
+from sgi_run.integrators.lda_prk import LdAPRKTableau
+
+from tests.conftest import ROOT, integrator_config
+
+NAMES = sorted(p.stem for p in (ROOT / "conf" / "integrator").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_every_tableau_meets_its_conditions(name, make_integrator):
+    integrator = make_integrator(name)
+    residuals = integrator.tableau.conditions()
+    assert residuals and max(abs(r) for r in residuals.values()) < 1e-14
+
+
+@pytest.mark.parametrize("lam", [0.0, 0.3, 0.5, 1.0])
+def test_dirk_is_variational_for_every_lambda(lam, make_integrator):
+    make_integrator("dirk", parameters={"lam": lam})
+
+
+def test_midpoint_tableau_values():
+    t = LdAPRKTableau.from_config(integrator_config("midpoint")["tableau"], {})
+    assert all(np.array_equal(getattr(t, m), [[0.5]]) for m in ("a", "abar", "ahat", "b", "bbar", "bhat"))
+
+
+def test_a_tableau_breaking_the_variational_conditions_is_refused(make_integrator):
+    cfg = integrator_config("dirk")
+    tableau = dict(cfg["tableau"], abar=[[0.3, 0], [0.5, 0.25]])
+    with pytest.raises(ConfigError, match=r"\(3\.16\)") as err:
+        make_integrator("dirk", tableau=tableau)
+    assert "\n" not in str(err.value)
+
+
+def test_a_tableau_breaking_strong_order_is_refused(make_integrator):
+    cfg = integrator_config("heun")
+    with pytest.raises(ConfigError, match="beta"):
+        make_integrator("heun", tableau=dict(cfg["tableau"], B=[[0, 0], [0.5, 0]]))
+
+
+def test_e1_consumes_the_pair_and_heun_does_not(make_integrator):
+    assert make_integrator("e1").noise_kind == "gaussian_pair"
+    assert make_integrator("heun").noise_kind == "gaussian"

@@ -1,0 +1,42 @@
+import h5py
+import numpy as np
+import pytest
+from omegaconf import OmegaConf
+
+import sgi_run
+from sgi_run import store
+
+
+def test_hdf5_round_trip(runs_root):
+    cfg = sgi_run.compose(runs_root + ["plan.paths=40", "plan.T=2", "plan.keep_paths=3", "plan.seed=11"])
+    result = sgi_run.run(cfg)
+    ens = sgi_run.load(result.path)
+    assert np.allclose(ens.t, np.arange(0, 2.5, 1.0))
+    assert set(ens.observables["H"]) == {"mean", "var", "count"} and ens.observables["H"]["count"][-1] == 40
+    assert ens.paths["q"].shape == (3, 3) and ens.paths["H"].shape == (3, 3)
+    assert set(ens.diagnostics) >= {"nonfinite_paths", "newton_iterations", "newton_max_iterations"}
+    assert ens.attrs["schema_version"] == 1 and ens.attrs["seed"] == 11
+    assert ens.attrs["sgi_run_version"] == sgi_run.__version__
+    assert OmegaConf.create(ens.attrs["config"]).plan.seed == 11
+    assert np.allclose(ens.paths["H"], 0.5 * (ens.paths["q"] ** 2 + ens.paths["p"] ** 2))
+    assert sgi_run.load(result.run_dir).attrs["config_hash"] == ens.attrs["config_hash"]
+
+
+def test_written_under_a_temporary_name(tmp_path, monkeypatch):
+    ens = store.Ensemble(np.zeros(2), {"H": {"mean": np.zeros(2), "var": np.zeros(2), "count": np.ones(2)}},
+                         {}, {"nonfinite_paths": np.zeros(2)}, {"seed": 0})
+
+    def crash(*args, **kwargs):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(h5py.File, "create_dataset", crash)
+    with pytest.raises(OSError):
+        store.write(tmp_path / "ensemble.h5", ens)
+    assert not (tmp_path / "ensemble.h5").exists()
+
+
+def test_other_schema_versions_are_refused(tmp_path):
+    with h5py.File(tmp_path / "ensemble.h5", "w") as f:
+        f.attrs["schema_version"] = 99
+    with pytest.raises(ValueError, match="schema_version=99"):
+        sgi_run.load(tmp_path)
