@@ -52,11 +52,16 @@ def write(rows: list[dict], directory: Path, title: str) -> None:
 
 
 def render(rows: list[dict], title: str):
-    """A rich Table of the summary, for the terminal."""
+    """A compact rich Table of the summary for the terminal (all columns are in summary.csv)."""
     from rich.table import Table
     table = Table(title=title)
-    for c in COLUMNS:
-        table.add_column(c, justify="right" if c != "observable" else "left")
+    table.caption = ("s.e. = Monte Carlo standard error; exact = the SDE's exact mean, so z = (mean - exact) / s.e.\n"
+                     "measures the method's bias in units of the Monte Carlo error")
+    for c in ("obs", "t", "mean", "s.e.", "max s.e./|mean|", "non-finite", "exact", "z"):
+        table.add_column(c, justify="left" if c == "obs" else "right")
     for r in rows:
-        table.add_row(*(_fmt(r[c]) for c in COLUMNS))
+        exact = r["reference"] != ""
+        table.add_row(r["observable"], _fmt(r["t_final"]), f"{r['mean']:.6g}", f"{r['sem']:.2g}",
+                      f"{r['max_rel_mc_error']:.3g}", str(r["nonfinite_paths"]),
+                      f"{r['reference']:.6g}" if exact else "-", f"{r['error_in_sem']:+.2f}" if exact else "-")
     return table
