@@ -1,0 +1,73 @@
+"""``sgi-figures``: run every paper figure's missing runs, draw it, check it, rebuild the gallery.
+
+    sgi-figures --fidelity smoke
+    sgi-figures --fidelity reduced --only fig4_1
+
+Exit status: 0 when every figure was made (FAIL verdicts are results, not errors), 1 with
+``--strict`` when any check FAILs, 2 on bad input (one line on stderr).
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+from sgi_run.core.errors import ConfigError
+from sgi_run.figures.experiment import FIDELITIES
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="sgi-figures", description="Run the missing runs of every paper figure, "
+                                "draw it, check it and rebuild the gallery.")
+    p.add_argument("--fidelity", choices=FIDELITIES, default="reduced",
+                   help="sampling profile of every figure (default: reduced)")
+    p.add_argument("--only", action="append", metavar="FIGURE",
+                   help="a figure id (fig4_1) or paper/figure; repeatable")
+    p.add_argument("--experiments", default="experiments", help="experiment files, <paper>/<figure>.yaml")
+    p.add_argument("--output", default="outputs/figures", help="figures, tables and index.html")
+    p.add_argument("--runs-root", default="outputs/runs", help="run directories (the run cache)")
+    p.add_argument("--strict", action="store_true", help="exit 1 when any check FAILs")
+    return p
+
+
+def _verdict_table(outcomes):
+    from rich.table import Table
+    table = Table(title="Acceptance checks")
+    for column in ("figure", "check", "run", "measured", "verdict"):
+        table.add_column(column, overflow="fold")
+    style = {"PASS": "green", "FAIL": "bold red", "SKIP": "dim"}
+    for o in outcomes:
+        for c in o.checks:
+            table.add_row(o.experiment.figure, c.id, c.run, c.measured(), f"[{style[c.verdict]}]{c.verdict}[/]")
+    return table
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    from rich.console import Console
+
+    from sgi_run.figures import experiment, gallery
+
+    console = Console()
+    try:
+        experiments = experiment.discover(args.experiments, args.only)
+        outcomes = []
+        for exp in experiments:
+            started = time.perf_counter()
+            console.print(f"[bold]{exp.paper} {exp.figure}[/] ({args.fidelity}): {exp.title}")
+            outcomes.append(experiment.make_figure(exp, args.fidelity, args.output, args.runs_root,
+                                                   log=lambda line: console.print(line, markup=False, highlight=False)))
+            console.print(f"    wrote {outcomes[-1].files['png']} in {time.perf_counter() - started:.0f} s")
+    except ConfigError as err:
+        print(f"sgi-figures: error: {err}", file=sys.stderr)
+        return 2
+    index = gallery.build(args.output)
+    if outcomes:
+        console.print(_verdict_table(outcomes))
+    console.print(f"gallery: {index}")
+    failed = sum(c.verdict == "FAIL" for o in outcomes for c in o.checks)
+    return 1 if args.strict and failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,284 @@
+"""Experiment files (``experiments/<paper>/<figure>.yaml``) and the pipeline that makes one figure.
+
+An experiment file names the runs of one paper figure as Hydra overrides, the sampling profiles
+(smoke / reduced / paper), the plot and the acceptance checks; see
+``experiments/kraus_tyranowski_2021/fig4_1.yaml`` for the annotated format. ``make_figure`` runs
+what is missing (runs are cached by config hash), draws the PNG, writes the figure's table
+(``.csv``, ``.md``), its verdicts (``_checks.md``) and a ``.json`` record the gallery is built from.
+"""
+from __future__ import annotations
+
+import csv
+import dataclasses
+import json
+import math
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import yaml
+
+from sgi_run import __version__
+from sgi_run.config import build, compose
+from sgi_run.core.errors import ConfigError
+from sgi_run.engine.linear_oracle import method_moments
+from sgi_run.figures import checks as checks_mod
+from sgi_run.figures.checks import CheckResult, Series
+from sgi_run.runner import RunResult, run
+
+FIDELITIES = ("smoke", "reduced", "paper")
+DT_SOURCES = ("paper", "inferred", "spec choice")
+PANEL_QUANTITIES = ("mean", "error")
+_REQUIRED = ("paper", "figure", "title", "caption", "common", "fidelity", "runs", "panels", "checks")
+
+
+@dataclasses.dataclass(frozen=True)
+class RunSpec:
+    id: str
+    overrides: tuple[str, ...]
+    label: str
+    dt_source: str
+
+
+@dataclasses.dataclass(frozen=True)
+class Experiment:
+    path: Path
+    paper: str
+    figure: str
+    title: str
+    caption: str
+    source: str
+    note: str               # what this reproduction leaves out or does differently, for the gallery
+    observable: str
+    oracle: str | None      # "linear_moments": each method's exact moments (linear systems only)
+    common: tuple[str, ...]
+    fidelity: dict          # name -> {"overrides": [...], "runs": {run id: [...]}}
+    runs: dict              # run id -> RunSpec, in file order (the order of colours and rows)
+    panels: list
+    checks: list            # one dict per (check, run): "runs" lists expanded
+
+    def overrides(self, run_id: str, fidelity: str, runs_root: str | None = None) -> list[str]:
+        """The run's overrides at a fidelity; a later value for the same key replaces an earlier one."""
+        profile = self.fidelity[fidelity]
+        layers = [self.common, self.runs[run_id].overrides, profile["overrides"],
+                  profile["runs"].get(run_id, ()), [f"plan.fidelity={fidelity}"],
+                  [f"output_root={runs_root}"] if runs_root is not None else []]
+        merged: dict[str, str] = {}
+        for override in (o for layer in layers for o in layer):
+            merged[override.split("=", 1)[0].lstrip("+~")] = override
+        return list(merged.values())
+
+
+# --- loading and validation -------------------------------------------------------------------------
+def _need(ok: bool, key: str, value, allowed: str) -> None:
+    if not ok:
+        raise ConfigError(key, value, allowed)
+
+
+def _override_list(value, key: str) -> tuple[str, ...]:
+    _need(isinstance(value, list) and all(isinstance(o, str) and "=" in o for o in value),
+          key, value, "a list of key=value overrides")
+    return tuple(value)
+
+
+def load(path) -> Experiment:
+    """Read and validate an experiment file; every refusal is one line naming the file and key."""
+    path = Path(path)
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as err:
+        raise ConfigError(str(path), "", f"valid YAML ({str(err).splitlines()[0]})") from None
+    k = lambda key: f"{path.name}:{key}"
+    _need(isinstance(data, dict), k(""), type(data).__name__, "a mapping")
+    for key in _REQUIRED:
+        _need(key in data, k(key), None, "a value (required)")
+
+    _need(set(data["fidelity"]) == set(FIDELITIES), k("fidelity"), sorted(data["fidelity"]),
+          f"exactly the profiles {list(FIDELITIES)}")
+    runs = {}
+    for run_id, spec in data["runs"].items():
+        _need(spec.get("dt_source") in DT_SOURCES, k(f"runs.{run_id}.dt_source"), spec.get("dt_source"),
+              f"one of {list(DT_SOURCES)}")
+        runs[run_id] = RunSpec(run_id, _override_list(spec.get("overrides"), k(f"runs.{run_id}.overrides")),
+                               spec.get("label", run_id), spec["dt_source"])
+    fidelity = {}
+    for name, profile in data["fidelity"].items():
+        per_run = profile.get("runs") or {}
+        for run_id, extra in per_run.items():
+            _need(run_id in runs, k(f"fidelity.{name}.runs"), run_id, f"a run of this figure: {list(runs)}")
+            _override_list(extra, k(f"fidelity.{name}.runs.{run_id}"))
+        fidelity[name] = {"overrides": _override_list(profile.get("overrides"), k(f"fidelity.{name}.overrides")),
+                          "runs": {r: tuple(v) for r, v in per_run.items()}}
+
+    for i, panel in enumerate(data["panels"]):
+        _need(panel.get("quantity") in PANEL_QUANTITIES, k(f"panels[{i}].quantity"), panel.get("quantity"),
+              f"one of {list(PANEL_QUANTITIES)}")
+        for run_id in panel.get("runs", []):
+            _need(run_id in runs, k(f"panels[{i}].runs"), run_id, f"a run of this figure: {list(runs)}")
+
+    oracle = data.get("oracle")
+    _need(oracle is None or oracle in ORACLES, k("oracle"), oracle, f"null or one of {list(ORACLES)}")
+
+    expanded = []
+    for i, spec in enumerate(data["checks"]):
+        checks_mod.validate(spec, k(f"checks[{i}]"))
+        targets = spec.get("runs") or [spec.get("run")]
+        for run_id in targets:
+            _need(run_id in runs, k(f"checks[{i}].run"), run_id, f"a run of this figure: {list(runs)}")
+            expanded.append({**{x: v for x, v in spec.items() if x not in ("run", "runs")}, "run": run_id})
+
+    return Experiment(path=path, paper=data["paper"], figure=data["figure"], title=data["title"],
+                      caption=data["caption"], source=data.get("source", ""), note=data.get("note", ""),
+                      observable=data.get("observable", "H"), oracle=oracle,
+                      common=_override_list(data["common"], k("common")), fidelity=fidelity, runs=runs,
+                      panels=list(data["panels"]), checks=expanded)
+
+
+def discover(directory, only: list[str] | None = None) -> list[Experiment]:
+    """Every ``<paper>/<figure>.yaml`` under ``directory``; ``only`` keeps figure ids or paper/figure."""
+    directory = Path(directory)
+    _need(directory.is_dir(), "--experiments", str(directory), "an existing directory")
+    experiments = [load(p) for p in sorted(directory.glob("*/*.yaml"))]
+    if only:
+        wanted = set(only)
+        unknown = wanted - {e.figure for e in experiments} - {f"{e.paper}/{e.figure}" for e in experiments}
+        _need(not unknown, "--only", sorted(unknown)[0] if unknown else "",
+              f"a figure of {directory}: {[e.figure for e in experiments]}")
+        experiments = [e for e in experiments if e.figure in wanted or f"{e.paper}/{e.figure}" in wanted]
+    return experiments
+
+
+# --- one figure -----------------------------------------------------------------------------------------
+@dataclasses.dataclass
+class FigureOutcome:
+    experiment: Experiment
+    fidelity: str
+    table: list[dict]
+    checks: list[CheckResult]
+    files: dict[str, Path]
+
+
+TABLE_COLUMNS = ["run", "label", "integrator", "dt", "dt_source", "paths", "T", "mean_T", "sem_T",
+                 "exact_T", "ratio_T", "max_abs_error", "t_max_abs_error", "max_rel_mc_error",
+                 "nonfinite_paths", "wall_time_s", "cached"]
+
+
+ORACLES = ("linear_moments",)
+
+
+def _series(result: RunResult, cfg, observable: str, oracle: str | None) -> Series:
+    ens = result.ensemble
+    setup = build(cfg)
+    exact = setup.system.reference_mean(observable)
+    oracle_mean = oracle_sem = None
+    if oracle == "linear_moments":
+        moments = method_moments(setup.system, setup.integrator, setup.plan)
+        oracle_mean, oracle_sem = moments.mean_H, moments.expected_sem(setup.plan.paths)
+    return Series(ens.t, ens.mean(observable), ens.sem(observable), None if exact is None else exact(ens.t),
+                  oracle_mean, oracle_sem)
+
+
+def _table_row(spec: RunSpec, cfg, result: RunResult, s: Series) -> dict:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rel_mc = np.where(np.abs(s.mean) > 0, s.sem / np.abs(s.mean), np.nan)
+    row = {"run": spec.id, "label": spec.label, "integrator": cfg.integrator.name, "dt": cfg.plan.dt,
+           "dt_source": spec.dt_source, "paths": cfg.plan.paths, "T": cfg.plan.T,
+           "mean_T": float(s.mean[-1]), "sem_T": float(s.sem[-1]),
+           "max_rel_mc_error": float(np.nanmax(rel_mc)) if np.isfinite(rel_mc).any() else math.nan,
+           "nonfinite_paths": int(np.max(result.ensemble.diagnostics["nonfinite_paths"])),
+           "wall_time_s": float(result.ensemble.attrs.get("wall_time_s", math.nan)), "cached": result.cached}
+    if s.exact is not None:
+        err = np.abs(s.mean - s.exact)
+        worst = int(np.argmax(np.where(np.isnan(err), np.inf, err)))
+        row.update(exact_T=float(s.exact[-1]), ratio_T=float(s.mean[-1] / s.exact[-1]),
+                   max_abs_error=float(err[worst]), t_max_abs_error=float(s.t[worst]))
+    return {c: row.get(c, "") for c in TABLE_COLUMNS}
+
+
+def make_figure(exp: Experiment, fidelity: str, output_dir, runs_root: str | None = None,
+                log: Callable[[str], None] = print) -> FigureOutcome:
+    from sgi_run.figures import plots   # matplotlib only when a figure is drawn
+
+    # Compose every run first, so a bad override is refused before any compute.
+    configs = {run_id: compose(exp.overrides(run_id, fidelity, runs_root)) for run_id in exp.runs}
+    results, series = {}, {}
+    for n, (run_id, cfg) in enumerate(configs.items(), 1):
+        log(f"[{exp.figure} {n}/{len(configs)}] {run_id}: {cfg.integrator.name} dt={cfg.plan.dt} "
+            f"paths={cfg.plan.paths} T={cfg.plan.T}")
+        r = results[run_id] = run(cfg)
+        series[run_id] = _series(r, cfg, exp.observable, exp.oracle)
+        seconds = r.ensemble.attrs.get("wall_time_s", math.nan)
+        log(f"    cached (computed in {seconds:.1f} s): {r.run_dir}" if r.cached
+            else f"    ran in {seconds:.1f} s: {r.run_dir}")
+
+    table = [_table_row(exp.runs[i], configs[i], results[i], series[i]) for i in exp.runs]
+    verdicts = [checks_mod.evaluate(spec, spec["run"], series[spec["run"]]) for spec in exp.checks]
+
+    out = Path(output_dir) / exp.paper
+    out.mkdir(parents=True, exist_ok=True)
+    files = {"png": out / f"{exp.figure}.png", "csv": out / f"{exp.figure}.csv", "md": out / f"{exp.figure}.md",
+             "checks": out / f"{exp.figure}_checks.md", "json": out / f"{exp.figure}.json"}
+    plots.draw(exp, series, table, fidelity, files["png"])
+    _write_table(exp, fidelity, table, files)
+    _write_checks(exp, fidelity, verdicts, files["checks"])
+    record = {"paper": exp.paper, "figure": exp.figure, "title": exp.title, "caption": exp.caption,
+              "source": exp.source, "note": exp.note, "observable": exp.observable, "fidelity": fidelity,
+              "fidelity_overrides": {name: {"overrides": list(p["overrides"]),
+                                            "runs": {r: list(v) for r, v in p["runs"].items()}}
+                                     for name, p in exp.fidelity.items()},
+              "table": table, "checks": [v.as_dict() for v in verdicts],
+              "files": {k: p.name for k, p in files.items()}, "sgi_run_version": __version__}
+    files["json"].write_text(json.dumps(record, indent=1, default=_json_default) + "\n")
+    return FigureOutcome(exp, fidelity, table, verdicts, files)
+
+
+def _json_default(x):
+    if isinstance(x, np.generic):
+        return x.item()
+    raise TypeError(f"not JSON serialisable: {type(x).__name__}")
+
+
+# --- writing ---------------------------------------------------------------------------------------------
+def fmt(x, digits: int = 4) -> str:
+    if isinstance(x, bool) or x == "" or x is None:
+        return "" if x is None else str(x)
+    if isinstance(x, float):
+        return f"{x:.{digits}g}"
+    return str(x)
+
+
+MD_HEADER = ["run", "Δt (source)", "paths", "E(T) ± SE", "exact(T)", "ratio", "max_t abs error (at t)",
+             "max_t SE/E", "non-finite paths", "wall s"]
+
+
+def md_cells(row: dict) -> list[str]:
+    """One table row as text cells (shared by the .md file and the gallery)."""
+    return [row["label"], f"{fmt(row['dt'])} ({row['dt_source']})", fmt(row["paths"]),
+            f"{fmt(row['mean_T'], 5)} ± {fmt(row['sem_T'], 2)}", fmt(row["exact_T"], 5), fmt(row["ratio_T"]),
+            f"{fmt(row['max_abs_error'])} ({fmt(row['t_max_abs_error'])})" if row["max_abs_error"] != "" else "",
+            fmt(row["max_rel_mc_error"], 3), fmt(row["nonfinite_paths"]),
+            f"{row['wall_time_s']:.0f}" + (" (cached)" if row["cached"] else "")]
+
+
+def _write_table(exp: Experiment, fidelity: str, table: list[dict], files: dict) -> None:
+    with open(files["csv"], "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=TABLE_COLUMNS)
+        w.writeheader()
+        w.writerows(table)
+    T = table[0]["T"] if table else ""
+    lines = [f"# {exp.paper} {exp.figure}: {exp.title}", "",
+             f"Fidelity: {fidelity}. Observable {exp.observable}; E(T) at the final time T = {fmt(T)}; "
+             "SE = Monte Carlo standard error.", "",
+             "| " + " | ".join(MD_HEADER) + " |", "|" + "---|" * len(MD_HEADER)]
+    lines += ["| " + " | ".join(md_cells(r)) + " |" for r in table]
+    files["md"].write_text("\n".join(lines) + "\n")
+
+
+def _write_checks(exp: Experiment, fidelity: str, verdicts: list[CheckResult], path: Path) -> None:
+    counts = {v: sum(r.verdict == v for r in verdicts) for v in (checks_mod.PASS, checks_mod.FAIL, checks_mod.SKIP)}
+    lines = [f"# {exp.paper} {exp.figure}: acceptance checks ({fidelity} fidelity)", "",
+             ", ".join(f"{n} {v}" for v, n in counts.items()), "", "```"]
+    lines += [r.line() for r in verdicts]
+    lines += ["```", "", "Criteria:", ""]
+    lines += [f"- {r.id} [{r.run}]: {r.criterion}" for r in verdicts]
+    path.write_text("\n".join(lines) + "\n")

@@ -1,0 +1,93 @@
+"""The figure pipeline end to end at smoke fidelity: runs, PNG, table, verdicts, gallery, cache."""
+import csv
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+from sgi_run.figures import cli
+from sgi_run.figures.experiment import discover, load
+
+EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments"
+FIG = "kraus_tyranowski_2021"
+VERDICT_LINE = re.compile(r"^(PASS|FAIL|SKIP)  \S+ \[\S+\]: ")
+
+
+@pytest.fixture(scope="module")
+def smoke(tmp_path_factory):
+    """One smoke run of fig4_1; later tests re-use its run cache."""
+    root = tmp_path_factory.mktemp("figures")
+    args = ["--fidelity", "smoke", "--only", "fig4_1", "--experiments", str(EXPERIMENTS),
+            "--output", str(root / "figures"), "--runs-root", str(root / "runs")]
+    assert cli.main(args) == 0
+    return root, args
+
+
+def test_smoke_writes_figure_table_verdicts_and_gallery(smoke):
+    root, _ = smoke
+    out = root / "figures" / FIG
+    png = (out / "fig4_1.png").read_bytes()
+    assert png.startswith(b"\x89PNG") and len(png) > 10_000
+    rows = list(csv.DictReader(open(out / "fig4_1.csv")))
+    assert [r["run"] for r in rows] == ["midpoint_dt0.1", "dirk_dt0.5", "dirk_dt0.1", "heun_dt0.01"]
+    assert all(r["paths"] == "200" and float(r["T"]) == 500 for r in rows)
+    assert all(float(r["sem_T"]) > 0 and r["nonfinite_paths"] == "0" for r in rows)
+    assert "| DIRK, Δt=0.5 | 0.5 (paper) | 200 |" in (out / "fig4_1.md").read_text()
+
+    lines = [l for l in (out / "fig4_1_checks.md").read_text().splitlines() if VERDICT_LINE.match(l)]
+    exp = load(EXPERIMENTS / FIG / "fig4_1.yaml")
+    assert len(lines) == len(exp.checks) == 16
+    # t=5000 checks cannot be judged on a T=500 run; the others are judged.
+    assert sum(l.startswith("SKIP") for l in lines) == 4
+    assert all(l.startswith("PASS") for l in lines if not l.startswith("SKIP"))
+
+    index = (root / "figures" / "index.html").read_text()
+    assert f'src="{FIG}/fig4_1.png"' in index
+    assert "The stochastic DIRK method proves" in index       # the paper's caption
+    assert "<b>smoke</b> fidelity" in index and "plan.paths=50000" in index
+
+
+def test_second_run_uses_the_run_cache(smoke):
+    root, args = smoke
+    assert cli.main(args) == 0
+    record = json.loads((root / "figures" / FIG / "fig4_1.json").read_text())
+    assert all(row["cached"] for row in record["table"])
+
+
+def test_fail_is_a_result_unless_strict(smoke, tmp_path):
+    root, _ = smoke
+    spec = yaml.safe_load((EXPERIMENTS / FIG / "fig4_1.yaml").read_text())
+    spec["checks"] = [{"id": "too_tight", "kind": "within_factor", "run": "midpoint_dt0.1", "factor": 1.0001,
+                       "criterion": "a band midpoint cannot meet"}]
+    (tmp_path / FIG).mkdir()
+    (tmp_path / FIG / "fig4_1.yaml").write_text(yaml.safe_dump(spec, allow_unicode=True))
+    args = ["--fidelity", "smoke", "--experiments", str(tmp_path), "--output", str(tmp_path / "out"),
+            "--runs-root", str(root / "runs")]
+    assert cli.main(args) == 0
+    assert (tmp_path / "out" / FIG / "fig4_1_checks.md").read_text().count("FAIL  too_tight") == 1
+    assert cli.main(args + ["--strict"]) == 1
+
+
+def test_bad_input_is_refused_before_any_compute(tmp_path, capsys):
+    assert cli.main(["--only", "fig9_9", "--experiments", str(EXPERIMENTS)]) == 2
+    assert "--only='fig9_9'" in capsys.readouterr().err
+    (tmp_path / FIG).mkdir()
+    text = (EXPERIMENTS / FIG / "fig4_1.yaml").read_text().replace("integrator=heun", "integrator=nope")
+    (tmp_path / FIG / "fig4_1.yaml").write_text(text)
+    runs = tmp_path / "runs"
+    assert cli.main(["--fidelity", "smoke", "--experiments", str(tmp_path), "--output", str(tmp_path / "out"),
+                     "--runs-root", str(runs)]) == 2
+    assert "integrator='nope'" in capsys.readouterr().err
+    assert not runs.exists()
+
+
+def test_fidelity_profiles_resolve_to_the_documented_counts():
+    exp, = discover(EXPERIMENTS, ["fig4_1"])
+    paper = [exp.overrides(r, "paper") for r in exp.runs]
+    assert all("plan.paths=50000" in o and "plan.T=5000" in o for o in paper)
+    heun = exp.overrides("heun_dt0.01", "reduced", "/tmp/x")
+    assert heun.count("plan.paths=5000") == 1 and "plan.paths=10000" not in heun
+    assert heun[-2:] == ["plan.fidelity=reduced", "output_root=/tmp/x"]
