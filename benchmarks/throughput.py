@@ -287,6 +287,7 @@ class _Timing:
     runs: list = dataclasses.field(default_factory=list)
     cpu: list = dataclasses.field(default_factory=list)
     load: list = dataclasses.field(default_factory=list)
+    others: list = dataclasses.field(default_factory=list)
     stats: Stats | None = None
 
     @property
@@ -313,14 +314,30 @@ def warm_up(entry: Entry, clock: _CompileClock, log) -> _Timing:
     return _Timing(entry, prep, first, clock.total - xla0)
 
 
+def _machine_busy_s() -> float | None:
+    """CPU seconds spent by the whole machine (all processes, all cores) since boot, from /proc/stat."""
+    try:
+        with open("/proc/stat") as fh:
+            f = [int(x) for x in fh.readline().split()[1:]]
+        return (f[0] + f[1] + f[2] + f[5] + f[6] + (f[7] if len(f) > 7 else 0)) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def time_once(tm: _Timing, log) -> None:
     tm.load.append(_load1())
+    busy0 = _machine_busy_s()
     t, c = time.perf_counter(), time.process_time()
     tm.stats = tm.prep.run()
     tm.runs.append(time.perf_counter() - t)
     tm.cpu.append(time.process_time() - c)
-    log(f"[{tm.entry.id}] run {len(tm.runs)}: {tm.runs[-1]:.2f} s wall, {tm.cpu[-1]:.2f} s CPU "
-        f"(load {tm.load[-1]}) -> {tm.entry.workload.path_steps / tm.runs[-1]:.3e} path-steps/s")
+    busy1 = _machine_busy_s()
+    # Cores' worth of CPU used by other processes while this run was timed.
+    tm.others.append(None if busy0 is None or busy1 is None
+                     else max(0.0, (busy1 - busy0 - tm.cpu[-1]) / tm.runs[-1]))
+    log(f"[{tm.entry.id}] run {len(tm.runs)}: {tm.runs[-1]:.2f} s wall, {tm.cpu[-1]:.2f} s CPU, "
+        f"other processes {_fmt_load(tm.others[-1])} cores "
+        f"-> {tm.entry.workload.path_steps / tm.runs[-1]:.3e} path-steps/s")
 
 
 def result(tm: _Timing) -> dict:
@@ -337,7 +354,8 @@ def result(tm: _Timing) -> dict:
         "compile_s": tm.first - tm.prep.warmup_fraction * best,
         "xla_backend_compile_s": tm.xla_compile,
         "run_s": best, "run_s_all": tm.runs, "cpu_s_all": tm.cpu, "cpu_s_best_run": tm.cpu[i],
-        "load1_before_runs": tm.load,
+        "load1_before_runs": tm.load, "other_processes_cores_all": tm.others,
+        "other_processes_cores_best_run": tm.others[i],
         "path_steps_per_s": w.path_steps / best,
         "observable": w.observable, "mean_T": stats.mean, "se_T": stats.se, "count": stats.count,
         "newton_iterations": stats.newton_iterations,
@@ -487,11 +505,12 @@ def markdown(doc: dict) -> str:
               f"- 1-minute load average: {_fmt_load(m.get('load1_at_start'))} before the benchmark started, "
               f"{_fmt_load(m.get('load1_at_end'))} at its end (per run in the JSON)",
               ""]
-    if (m.get("load1_at_start") or 0) > 0.5:
-        lines += [f"**Warning:** the machine was busy (load {m['load1_at_start']:.2f} on "
-                  f"{m['cpu_cores_usable']} cores) when the benchmark started; wall times may be inflated. "
-                  "Entries are timed round-robin so the load falls on all of them alike, and the "
-                  "CPU seconds of each run are listed as a load-insensitive cross-check.", ""]
+    others = [x for r in doc["results"] for x in r["other_processes_cores_all"] if x is not None]
+    if others and max(others) > 0.2:
+        lines += [f"**Warning:** other processes used up to {max(others):.2f} of the "
+                  f"{m['cpu_cores_usable']} cores while runs were timed (column 'others, cores'); "
+                  "wall times may be inflated. Entries are timed round-robin so that load falls on all "
+                  "of them alike.", ""]
     p = doc["problem"]
     lines += ["## Problem", "",
               f"{p['description']}.",
@@ -534,11 +553,14 @@ def markdown(doc: dict) -> str:
             lines.append(f"- {r['method']}: {r['newton_per_step']:.4f} Newton iterations per path-step "
                          f"({r['newton_iterations']:,} in all).")
     lines += ["", "## All measured settings", "",
-              head + " first call s | all runs s (wall) | all runs s (process CPU) |",
-              rule + "---:|---|---|"]
+              head + " first call s | all runs s (wall) | all runs s (process CPU) | others, cores |",
+              rule + "---:|---|---|---|"]
     for r in res:
         lines.append(row(r) + f" {r['first_call_s']:.2f} | {', '.join(f'{x:.2f}' for x in r['run_s_all'])} "
-                     f"| {', '.join(f'{x:.2f}' for x in r['cpu_s_all'])} |")
+                     f"| {', '.join(f'{x:.2f}' for x in r['cpu_s_all'])} "
+                     f"| {', '.join(_fmt_load(x) for x in r['other_processes_cores_all'])} |")
+    lines += ["", "'process CPU' is this process's CPU time (all its threads); 'others, cores' is the "
+              "CPU used by other processes during the run, in cores (from /proc/stat)."]
     lines += ["", "## Cross-checks", ""]
     for c in s["crosschecks"]:
         if "z" in c:

@@ -19,6 +19,9 @@ from sgi_run.core import noise
 from sgi_run.engine.moments import Moments
 from sgi_run.engine.plan import Plan
 
+# Random numbers drawn ahead per block of steps: at most this many (32 MiB of float64).
+BLOCK_VALUES = 2**22
+
 
 @dataclasses.dataclass
 class ShardResult:
@@ -40,6 +43,8 @@ class Simulator:
         self.observable_names = list(plan.observables)
         self._observe = jax.vmap(lambda z: jnp.stack([observables[n](z) for n in self.observable_names]))
         self.kept_count = min(plan.keep_paths, plan.paths_per_shard)
+        rows = noise.NOISE_KINDS[integrator.noise_kind] * system.noises * plan.brownian_refine
+        self.block_steps = int(max(1, min(plan.steps_per_output, BLOCK_VALUES // (plan.paths_per_shard * rows))))
         self._advance = jax.jit(self._advance_impl)
         self._initial = jax.jit(self._initial_impl)
 
@@ -65,14 +70,28 @@ class Simulator:
                         in_axes=(0, None))
         step_all = jax.vmap(lambda z, xi: integrator.step(system, z, plan.dt, xi))
 
-        def one_step(carry, k):
+        def one_step(carry, xi):
             z, it_sum, it_max = carry
-            z, iterations = step_all(z, draw(noise_keys, start_step + k))
+            z, iterations = step_all(z, xi)
             iterations = jnp.where(valid, iterations, 0)
             return (z, it_sum + iterations.sum(), jnp.maximum(it_max, iterations.max())), None
 
+        def block(carry, first, length):
+            # Drawing a block of steps' increments at once, then stepping through them, runs
+            # ~1.5x faster on a CPU than drawing inside each step. The increments are still
+            # addressed by global step index, so the block length never changes the numbers.
+            xi = jax.vmap(lambda step: draw(noise_keys, step))(first + jnp.arange(length))
+            return jax.lax.scan(one_step, carry, xi)[0]
+
+        full_blocks, rest = divmod(plan.steps_per_output, self.block_steps)
         zero = jnp.zeros((), jnp.int64)
-        (z, it_sum, it_max), _ = jax.lax.scan(one_step, (z, zero, zero), jnp.arange(plan.steps_per_output))
+        carry = (z, zero, zero)
+        if full_blocks:
+            carry = jax.lax.scan(lambda c, b: (block(c, start_step + b * self.block_steps, self.block_steps), None),
+                                 carry, jnp.arange(full_blocks))[0]
+        if rest:
+            carry = block(carry, start_step + full_blocks * self.block_steps, rest)
+        z, it_sum, it_max = carry
         return z, self._statistics(z, valid), it_sum, it_max
 
     # --- one shard ------------------------------------------------------------------------------
