@@ -14,8 +14,10 @@ What is measured
   ``diffrax.Heun()`` (converges to the Stratonovich solution), a constant step ``dt0 = dt``, and
   ``SaveAt(t1=True)``; the result is ``block_until_ready``-ed.
 
-Each entry is run once to compile (the warm-up), then ``--repeats`` times; the best repeat is the
-reported run time. "compile s" is the first call's wall time minus the run time of the same amount
+Each entry is run once to compile (the warm-up); then all entries are timed round-robin,
+``--repeats`` rounds, and the best repeat is the reported run time. The runs use every core, so
+other load distorts them; the CPU used by other processes during each run is recorded (from
+/proc/stat) and the markdown warns when it exceeds 0.2 cores. "compile s" is the first call's wall time minus the run time of the same amount
 of work (for the sharded engine the warm-up is shard 0 alone, so the best run's per-shard share is
 subtracted). The XLA backend-compile time seen by ``jax.monitoring`` is stored in the JSON as a
 cross-check.
@@ -254,9 +256,9 @@ def build_entries(args) -> list[Entry]:
         *sgi_entries(kubo, "midpoint"),
     ]
     if args.vbt_paths > 0:
-        # VirtualBrownianTree costs a tree descent per step: 25-40x slower than UnsafeBrownianPath on
-        # the 2-core development machine (0.30 M path-steps/s at 2000 paths, 0.20 M at 10^4), so
-        # 10^5 paths would take minutes. It is timed on fewer paths, once, as an indication only.
+        # VirtualBrownianTree costs a tree descent per step: about 30x slower than UnsafeBrownianPath
+        # on the 2-core development machine, so 10^5 paths would take minutes. It is timed on fewer
+        # paths, once, as an indication only (its path-steps/s also depends on the batch size).
         entries.append(diffrax_entry(dataclasses.replace(kubo, paths=min(args.vbt_paths, args.paths)), "vbt",
                                      max_repeats=1))
     return entries
@@ -429,7 +431,22 @@ def machine() -> dict:
         "jax_enable_x64": bool(jax.config.jax_enable_x64),
         "XLA_FLAGS": os.environ.get("XLA_FLAGS"),
         "date_utc": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        **_code_version(),
     }
+
+
+def _code_version() -> dict:
+    """The sgi-run commit benchmarked, and whether the engine's sources differ from it."""
+    import subprocess
+
+    def git(*a):
+        try:
+            return subprocess.run(["git", *a], cwd=ROOT, capture_output=True, text=True, timeout=10).stdout.strip()
+        except (OSError, subprocess.SubprocessError):
+            return ""
+    commit = git("rev-parse", "HEAD") or None
+    dirty = git("status", "--porcelain", "--", "sgi_run", "conf") if commit else ""
+    return {"git_commit": commit, "sgi_run_uncommitted_changes": bool(dirty)}
 
 
 # ------------------------------------------------------------------------------------------------
@@ -502,15 +519,22 @@ def markdown(doc: dict) -> str:
               f"equinox {m['equinox']}, numpy {m['numpy']}",
               f"- JAX backend: {m['jax_backend']}; devices: {', '.join(m['jax_devices'])}; "
               f"float64: {m['jax_enable_x64']}; XLA_FLAGS: {m['XLA_FLAGS'] or '(unset)'}",
+              f"- sgi-run commit {(m.get('git_commit') or 'unknown')[:12]}"
+              f"{' (with uncommitted changes to sgi_run/ or conf/)' if m.get('sgi_run_uncommitted_changes') else ''}",
               f"- 1-minute load average: {_fmt_load(m.get('load1_at_start'))} before the benchmark started, "
               f"{_fmt_load(m.get('load1_at_end'))} at its end (per run in the JSON)",
               ""]
-    others = [x for r in doc["results"] for x in r["other_processes_cores_all"] if x is not None]
-    if others and max(others) > 0.2:
-        lines += [f"**Warning:** other processes used up to {max(others):.2f} of the "
-                  f"{m['cpu_cores_usable']} cores while runs were timed (column 'others, cores'); "
-                  "wall times may be inflated. Entries are timed round-robin so that load falls on all "
-                  "of them alike.", ""]
+    best_others = [r["other_processes_cores_best_run"] or 0.0 for r in doc["results"]]
+    all_others = [x for r in doc["results"] for x in r["other_processes_cores_all"] if x is not None]
+    if best_others and max(best_others) > 0.2:
+        lines += [f"**Warning:** other processes used up to {max(best_others):.2f} of the "
+                  f"{m['cpu_cores_usable']} cores during reported (best) runs (column 'others, cores'); "
+                  "those wall times are inflated, and not alike for all entries (they use the second core "
+                  "to different degrees), so the ratios are not reliable either. Rerun on a quiet machine.", ""]
+    elif all_others and max(all_others) > 0.2:
+        lines += [f"Note: other processes used up to {max(all_others):.2f} cores during some timed runs, "
+                  "but not during any reported (best) run (at most "
+                  f"{max(best_others):.2f} cores); see 'others, cores'.", ""]
     p = doc["problem"]
     lines += ["## Problem", "",
               f"{p['description']}.",
@@ -578,13 +602,20 @@ def markdown(doc: dict) -> str:
 # ------------------------------------------------------------------------------------------------
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--repeats", type=int, default=2, help="timed runs per entry after the warm-up (best is kept)")
+    ap.add_argument("--repeats", type=int, default=3, help="timed runs per entry after the warm-up (best is kept)")
     ap.add_argument("--paths", type=int, default=100_000, help="paths (the reported benchmark uses 10^5)")
     ap.add_argument("--vbt-paths", type=int, default=2_000,
                     help="paths for the diffrax VirtualBrownianTree entry (0 to skip)")
     ap.add_argument("--only", nargs="*", default=None, help="entry ids to run (default: all)")
     ap.add_argument("--out", type=Path, default=ROOT / "outputs" / "bench")
+    ap.add_argument("--render-only", action="store_true",
+                    help="rewrite throughput.md from an existing throughput.json in --out; measure nothing")
     args = ap.parse_args(argv)
+    if args.render_only:
+        doc = json.loads((args.out / "throughput.json").read_text())
+        (args.out / "throughput.md").write_text(markdown(doc))
+        print(markdown(doc))
+        return 0
 
     log = lambda msg: print(msg, file=sys.stderr, flush=True)
     start = time.perf_counter()
@@ -593,9 +624,6 @@ def main(argv=None) -> int:
     if args.only:
         entries = [e for e in entries if e.id in args.only]
     load_start = _load1()
-    if load_start is not None and load_start > 0.5:
-        log(f"warning: 1-minute load average is {load_start:.2f} before the benchmark starts; "
-            "other processes will slow it down")
     results = measure_all(entries, args.repeats, clock, log)
     main_workload = entries[0].workload if entries else None
     exact = (main_workload.make_system().reference_mean(main_workload.observable)

@@ -154,11 +154,12 @@ def relative_error_at(series: Series, *, max: float, at: float | None = None) ->
 
 
 @check_kind("max_abs_error")
-def max_abs_error(series: Series, *, max: float) -> Measurement:
-    """max_t |E(t) - exact(t)| is at most max; the SE is the one at the maximising time."""
+def max_abs_error(series: Series, *, min: float | None = None, max: float | None = None) -> Measurement:
+    """max_t |E(t) - exact(t)| lies in [min, max] (either end may be left open); the SE is the one
+    at the maximising time."""
     err = np.abs(series.mean - series.require_exact("max_abs_error"))
     i = _nanargmax(err)
-    return Measurement(float(err[i]), float(series.sem[i]), float(series.t[i]), Band(None, max))
+    return Measurement(float(err[i]), float(series.sem[i]), float(series.t[i]), Band(min, max))
 
 
 @check_kind("within_factor")
@@ -228,6 +229,16 @@ def mc_error_matches_oracle(series: Series, *, rtol: float = 0.2) -> Measurement
                        f"max SE/E measured {measured:.3g}, predicted {predicted:.3g}")
 
 
+@check_kind("identical_to")
+def identical_to(series: Series, *, other: Series, rtol: float = 1e-12) -> Measurement:
+    """The run's mean curve equals another run's to round-off: max_t |E - E_other| / |E_other| <= rtol
+    (e.g. Heun and R2 on the Kubo oscillator, the same map given the same increments)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rel = np.abs(series.mean - other.mean) / np.maximum(np.abs(other.mean), np.finfo(float).tiny)
+    i = _nanargmax(rel)
+    return Measurement(float(rel[i]), None, float(series.t[i]), Band(None, rtol), "relative difference")
+
+
 def _nanargmax(x: np.ndarray) -> int:
     """Argmax that treats NaN (a mean over no finite paths) as the worst value."""
     return int(np.argmax(np.where(np.isnan(x), np.inf, x)))
@@ -256,8 +267,12 @@ def validate(spec: Mapping, where: str) -> None:
             raise ConfigError(f"{where}.{name}", None, f"a value ({kind} needs {name})")
 
 
-def evaluate(spec: Mapping, run: str, series: Series) -> CheckResult:
-    m = CHECK_KINDS[spec["kind"]](series, **parameters(spec))
+def evaluate(spec: Mapping, run: str, series: Series, runs: Mapping[str, Series] | None = None) -> CheckResult:
+    """Verdict of one check on one run; ``runs`` resolves a check's ``other`` run by id."""
+    params = parameters(spec)
+    if "other" in params:
+        params["other"] = runs[params["other"]]
+    m = CHECK_KINDS[spec["kind"]](series, **params)
     if m.skipped:
         verdict, margin = SKIP, None
     else:

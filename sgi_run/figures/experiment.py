@@ -122,6 +122,8 @@ def load(path) -> Experiment:
     expanded = []
     for i, spec in enumerate(data["checks"]):
         checks_mod.validate(spec, k(f"checks[{i}]"))
+        if "other" in spec:
+            _need(spec["other"] in runs, k(f"checks[{i}].other"), spec["other"], f"a run of this figure: {list(runs)}")
         targets = spec.get("runs") or [spec.get("run")]
         for run_id in targets:
             _need(run_id in runs, k(f"checks[{i}].run"), run_id, f"a run of this figure: {list(runs)}")
@@ -212,7 +214,7 @@ def make_figure(exp: Experiment, fidelity: str, output_dir, runs_root: str | Non
             else f"    ran in {seconds:.1f} s: {r.run_dir}")
 
     table = [_table_row(exp.runs[i], configs[i], results[i], series[i]) for i in exp.runs]
-    verdicts = [checks_mod.evaluate(spec, spec["run"], series[spec["run"]]) for spec in exp.checks]
+    verdicts = [checks_mod.evaluate(spec, spec["run"], series[spec["run"]], series) for spec in exp.checks]
 
     out = Path(output_dir) / exp.paper
     out.mkdir(parents=True, exist_ok=True)

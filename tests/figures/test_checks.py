@@ -139,3 +139,18 @@ def test_mc_error_matches_oracle():
 def test_oracle_kinds_need_an_oracle():
     with pytest.raises(ConfigError, match="oracle"):
         check("agrees_with_oracle", series(EXACT))
+
+
+def test_identical_to_another_run():
+    a = series(EXACT * 1.1)
+    same = evaluate({"id": "c", "kind": "identical_to", "other": "b", "rtol": 1e-12}, "a", a,
+                    {"b": series(EXACT * 1.1 * (1 + 1e-15))})
+    assert same.verdict == PASS
+    differ = evaluate({"id": "c", "kind": "identical_to", "other": "b", "rtol": 1e-12}, "a", a,
+                      {"b": series(EXACT * 1.1 * (1 + 1e-9))})
+    assert differ.verdict == FAIL and differ.value == pytest.approx(1e-9, rel=1e-3)
+
+
+def test_max_abs_error_can_demand_a_large_error():
+    assert check("max_abs_error", series(EXACT + 0.5), min=0.4).verdict == PASS
+    assert check("max_abs_error", series(EXACT + 0.1), min=0.4).verdict == FAIL

@@ -32,16 +32,17 @@ def test_smoke_writes_figure_table_verdicts_and_gallery(smoke):
     png = (out / "fig4_1.png").read_bytes()
     assert png.startswith(b"\x89PNG") and len(png) > 10_000
     rows = list(csv.DictReader(open(out / "fig4_1.csv")))
-    assert [r["run"] for r in rows] == ["midpoint_dt0.1", "dirk_dt0.5", "dirk_dt0.1", "heun_dt0.01"]
+    assert [r["run"] for r in rows] == ["midpoint_dt0.1", "dirk_dt0.5", "dirk_dt0.1", "stormer_verlet_dt0.1",
+                                        "e1_dt0.05", "heun_dt0.01", "r2_dt0.01"]
     assert all(r["paths"] == "200" and float(r["T"]) == 500 for r in rows)
     assert all(float(r["sem_T"]) > 0 and r["nonfinite_paths"] == "0" for r in rows)
     assert "| DIRK, Δt=0.5 | 0.5 (paper) | 200 |" in (out / "fig4_1.md").read_text()
 
     lines = [l for l in (out / "fig4_1_checks.md").read_text().splitlines() if VERDICT_LINE.match(l)]
     exp = load(EXPERIMENTS / FIG / "fig4_1.yaml")
-    assert len(lines) == len(exp.checks) == 16
+    assert len(lines) == len(exp.checks) == 29
     # t=5000 checks cannot be judged on a T=500 run; the others are judged.
-    assert sum(l.startswith("SKIP") for l in lines) == 4
+    assert sum(l.startswith("SKIP") for l in lines) == 7
     assert all(l.startswith("PASS") for l in lines if not l.startswith("SKIP"))
 
     index = (root / "figures" / "index.html").read_text()
