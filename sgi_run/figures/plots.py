@@ -1,6 +1,7 @@
 """Drawing a figure from its experiment's ``panels`` and the runs' mean curves (matplotlib, Agg)."""
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 
 import matplotlib
@@ -40,7 +41,8 @@ def draw(exp, series: dict[str, Series], table: list[dict], fidelity: str, path:
             ax.axhline(0, color="k", lw=0.6)
         ax.set_yscale(panel.get("yscale", "linear"))
         if panel.get("yscale") == "log":     # plain numbers at 1-2-5 steps read better than powers of ten
-            ax.yaxis.set_major_locator(LogLocator(subs=(1, 2, 5)))
+            low, high = ax.get_ylim()
+            ax.yaxis.set_major_locator(LogLocator(subs=(1, 2, 5) if high / low < 1e3 else (1,)))
             ax.yaxis.set_major_formatter(FormatStrFormatter("%g"))
             ax.yaxis.set_minor_formatter(NullFormatter())
         ax.set_ylabel(panel.get("ylabel", f"E({obs})"))
@@ -49,9 +51,10 @@ def draw(exp, series: dict[str, Series], table: list[dict], fidelity: str, path:
     axes[-1, 0].set_xlabel("t")
     axes[0, 0].set_title(f"{exp.paper} {exp.figure}: {exp.title}", fontsize=10)
     paths = ", ".join(f"{r['run']} {r['paths']}" for r in table)
-    fig.text(0.01, 0.005, f"{fidelity} fidelity, T={table[0]['T']:g}; paths: {paths}; "
-             f"bands ±{BAND_SE} SE (Monte Carlo)", fontsize=7, color="0.35")
-    fig.tight_layout(rect=(0, 0.02, 1, 1))
+    footer = textwrap.fill(f"{fidelity} fidelity, T={table[0]['T']:g}; paths: {paths}; "
+                           f"bands ±{BAND_SE} SE (Monte Carlo)", 150)
+    fig.text(0.01, 0.005, footer, fontsize=7, color="0.35")
+    fig.tight_layout(rect=(0, 0.012 * (footer.count("\n") + 2), 1, 1))
     path = Path(path)
     fig.savefig(path, dpi=130)
     plt.close(fig)
