@@ -145,6 +145,14 @@ def build(cfg: DictConfig) -> Setup:
         raise ConfigError("integrator", cfg.integrator.get("name"), f"known integrator options ({err})") from None
     integrator.check_fits(system)
     plan = Plan.from_mapping(_container(cfg.plan))
+    if integrator.noise_kind == "three_point":
+        # The three-point law is not a Brownian path: there is no finer grid to sum, nothing to clip.
+        if plan.brownian_refine != 1:
+            raise ConfigError("plan.brownian_refine", plan.brownian_refine,
+                              f"1 with the weak integrator {integrator.name} (three-point increments)")
+        if plan.truncate is not None:
+            raise ConfigError("plan.truncate", plan.truncate,
+                              f"null with the weak integrator {integrator.name} (three-point increments)")
     allowed = list(system.observables())
     for name in plan.observables:
         if name not in allowed:

@@ -55,8 +55,8 @@ def render(rows: list[dict], title: str):
     """A compact rich Table of the summary for the terminal (all columns are in summary.csv)."""
     from rich.table import Table
     table = Table(title=title)
-    table.caption = ("s.e. = Monte Carlo standard error; exact = the SDE's exact mean, so z = (mean - exact) / s.e.\n"
-                     "measures the method's bias in units of the Monte Carlo error")
+    table.caption = ("s.e.: Monte Carlo standard error. z = (mean - exact) / s.e.: the method's bias "
+                     "against the SDE's exact mean, in standard errors.")
     for c in ("obs", "t", "mean", "s.e.", "max s.e./|mean|", "non-finite", "exact", "z"):
         table.add_column(c, justify="left" if c == "obs" else "right")
     for r in rows:
