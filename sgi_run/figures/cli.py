@@ -51,6 +51,8 @@ def main(argv: list[str] | None = None) -> int:
     console = Console()
     try:
         experiments = experiment.discover(args.experiments, args.only)
+        for exp in experiments:    # every figure's runs are validated before the first computes
+            experiment.compose_runs(exp, args.fidelity, args.runs_root)
         outcomes = []
         for exp in experiments:
             started = time.perf_counter()

@@ -197,12 +197,16 @@ def _table_row(spec: RunSpec, cfg, result: RunResult, s: Series) -> dict:
     return {c: row.get(c, "") for c in TABLE_COLUMNS}
 
 
+def compose_runs(exp: Experiment, fidelity: str, runs_root: str | None = None) -> dict:
+    """Every run's validated config: a bad override is refused here, before any compute."""
+    return {run_id: compose(exp.overrides(run_id, fidelity, runs_root)) for run_id in exp.runs}
+
+
 def make_figure(exp: Experiment, fidelity: str, output_dir, runs_root: str | None = None,
                 log: Callable[[str], None] = print) -> FigureOutcome:
     from sgi_run.figures import plots   # matplotlib only when a figure is drawn
 
-    # Compose every run first, so a bad override is refused before any compute.
-    configs = {run_id: compose(exp.overrides(run_id, fidelity, runs_root)) for run_id in exp.runs}
+    configs = compose_runs(exp, fidelity, runs_root)
     results, series = {}, {}
     for n, (run_id, cfg) in enumerate(configs.items(), 1):
         log(f"[{exp.figure} {n}/{len(configs)}] {run_id}: {cfg.integrator.name} dt={cfg.plan.dt} "
