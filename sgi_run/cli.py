@@ -46,7 +46,8 @@ def _job(cfg: DictConfig) -> None:
     nonfinite = result.summary[0]["nonfinite_paths"] if result.summary else 0
     if nonfinite:
         console.print(f"[yellow]{nonfinite} path(s) went non-finite; excluded from the statistics and counted in diagnostics/nonfinite_paths[/]")
-    console.print(f"{'cached' if result.cached else 'wrote'} {result.path}")
+    resumed = f" (resumed {result.shards_resumed} finished shard(s) of an interrupted run)" if result.shards_resumed else ""
+    console.print(f"{'cached' if result.cached else 'wrote'} {result.path}{resumed}")
 
 
 def main() -> None:
