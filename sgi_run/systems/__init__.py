@@ -1,9 +1,14 @@
 """Systems: pure JAX physics. ``SYSTEMS`` maps the config name (``system.name``) to its class."""
 from sgi_run.systems.base import CanonicalSystem
 from sgi_run.systems.kubo import Kubo
+from sgi_run.systems.van_der_pol import VanDerPol
+from sgi_run.systems.vlasov import VlasovLenardBernstein, VlasovLorentz
 
 SYSTEMS: dict[str, type[CanonicalSystem]] = {
     "kubo": Kubo,
+    "van_der_pol": VanDerPol,
+    "vlasov_lenard_bernstein": VlasovLenardBernstein,
+    "vlasov_lorentz": VlasovLorentz,
 }
 
-__all__ = ["SYSTEMS", "CanonicalSystem", "Kubo"]
+__all__ = ["SYSTEMS", "CanonicalSystem", "Kubo", "VanDerPol", "VlasovLenardBernstein", "VlasovLorentz"]
