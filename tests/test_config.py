@@ -77,3 +77,8 @@ def test_hash_ignores_display_keys_only():
     a = compose(["progress=off"])
     assert config_hash(a) == config_hash(compose(["progress=on", "output_root=/elsewhere"]))
     assert config_hash(a) != config_hash(compose(["plan.seed=1"]))
+
+
+@pytest.mark.parametrize("override", ["plan.brownian_refine=2", "plan.truncate=1.0"])
+def test_three_point_increments_refuse_refinement_and_truncation(override):
+    assert refused(["integrator=srkw1", override]).startswith(override.split("=")[0] + "=")

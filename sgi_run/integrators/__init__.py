@@ -12,10 +12,14 @@ from sgi_run.core.errors import ConfigError
 from sgi_run.integrators.base import Integrator
 from sgi_run.integrators.explicit_srk import ExplicitSRK, SERKTableau
 from sgi_run.integrators.lda_prk import LdAPartitionedRK, LdAPRKTableau
+from sgi_run.integrators.weak_lda_rk import WeakLdARK, WeakLdATableau
+from sgi_run.integrators.weak_srk import WeakSRK, WeakSRKTableau
 
 FAMILIES: dict[str, tuple[type[Integrator], Any]] = {
     "lda_prk": (LdAPartitionedRK, LdAPRKTableau),
     "explicit_srk": (ExplicitSRK, SERKTableau),
+    "weak_lda_rk": (WeakLdARK, WeakLdATableau),
+    "weak_srk": (WeakSRK, WeakSRKTableau),
 }
 
 

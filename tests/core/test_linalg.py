@@ -4,7 +4,7 @@ import pytest
 from sgi_run.core.linalg import solve
 
 
-@pytest.mark.parametrize("n", [1, 2, 4, 12, 13])
+@pytest.mark.parametrize("n", [1, 2, 4, 8, 9])
 def test_matches_numpy(n):
     rng = np.random.default_rng(n)
     a, b = rng.normal(size=(n, n)), rng.normal(size=n)
