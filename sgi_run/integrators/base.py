@@ -7,20 +7,27 @@ for a single path (the engine ``vmap``s it), plus the kind of random variables `
 from __future__ import annotations
 
 import dataclasses
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import jax
 
 from sgi_run.core.errors import ConfigError
+from sgi_run.core.tableau import check_conditions
 
 
 @dataclasses.dataclass(frozen=True)
 class Integrator:
     name: str
+    # The method's coefficients; ``tableau.conditions()`` gives the residuals of the family's
+    # order (and structure) conditions, all checked when the integrator is built.
+    tableau: Any = None
     family: ClassVar[str]
     # System structures this family can integrate, and the most noises it handles (None: any).
     fits: ClassVar[tuple[str, ...]] = ("canonical",)
     max_noises: ClassVar[int | None] = None
+
+    def __post_init__(self):
+        check_conditions(self.tableau.conditions(), f"integrator.tableau ({self.name})")
 
     @property
     def noise_kind(self) -> str:

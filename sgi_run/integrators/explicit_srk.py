@@ -18,7 +18,7 @@ from typing import ClassVar
 import jax.numpy as jnp
 import numpy as np
 
-from sgi_run.core.tableau import check_conditions, coefficient_array
+from sgi_run.core.tableau import coefficient_array
 from sgi_run.integrators.base import Integrator
 
 
@@ -61,10 +61,6 @@ class SERKTableau:
 class ExplicitSRK(Integrator):
     family: ClassVar[str] = "explicit_srk"
     max_noises: ClassVar[int | None] = 1
-    tableau: SERKTableau = None
-
-    def __post_init__(self):
-        check_conditions(self.tableau.conditions(), f"integrator.tableau ({self.name})")
 
     @property
     def noise_kind(self) -> str:

@@ -27,7 +27,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from sgi_run.core import newton
-from sgi_run.core.tableau import check_conditions, coefficient_array
+from sgi_run.core.tableau import coefficient_array
 from sgi_run.integrators.base import Integrator
 
 MATRICES = ("a", "abar", "ahat", "b", "bbar", "bhat")
@@ -97,12 +97,8 @@ def _stack(parts_list):
 @dataclasses.dataclass(frozen=True)
 class LdAPartitionedRK(Integrator):
     family: ClassVar[str] = "lda_prk"
-    tableau: LdAPRKTableau = None
     tol: float = newton.DEFAULT_TOL
     max_iter: int = newton.DEFAULT_MAX_ITER
-
-    def __post_init__(self):
-        check_conditions(self.tableau.conditions(), f"integrator.tableau ({self.name})")
 
     @property
     def noise_kind(self) -> str:

@@ -37,7 +37,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from sgi_run.core import newton
-from sgi_run.core.tableau import check_conditions, coefficient_array
+from sgi_run.core.tableau import coefficient_array
 from sgi_run.integrators.base import Integrator
 from sgi_run.integrators.weak_srk import weak_order_conditions
 
@@ -113,12 +113,8 @@ class WeakLdATableau:
 @dataclasses.dataclass(frozen=True)
 class WeakLdARK(Integrator):
     family: ClassVar[str] = "weak_lda_rk"
-    tableau: WeakLdATableau = None
     tol: float = newton.DEFAULT_TOL
     max_iter: int = newton.DEFAULT_MAX_ITER
-
-    def __post_init__(self):
-        check_conditions(self.tableau.conditions(), f"integrator.tableau ({self.name})")
 
     @property
     def max_noises(self) -> int | None:

@@ -26,7 +26,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from sgi_run.core.errors import ConfigError
-from sgi_run.core.tableau import check_conditions, coefficient_array
+from sgi_run.core.tableau import coefficient_array
 from sgi_run.integrators.base import Integrator
 
 
@@ -108,10 +108,6 @@ def _combine(coefficients, values):
 class WeakSRK(Integrator):
     family: ClassVar[str] = "weak_srk"
     max_noises: ClassVar[int | None] = 1
-    tableau: WeakSRKTableau = None
-
-    def __post_init__(self):
-        check_conditions(self.tableau.conditions(), f"integrator.tableau ({self.name})")
 
     @property
     def noise_kind(self) -> str:
