@@ -59,6 +59,12 @@ def coefficient_array(value, params: Mapping[str, float], key: str, shape: tuple
     return np.vectorize(lambda e: evaluate(e, params, key), otypes=[float])(arr).reshape(shape)
 
 
+def variational_residual(w1: np.ndarray, x: np.ndarray, w2: np.ndarray, y: np.ndarray) -> float:
+    """max over i, j of |w1_i x_ij + w2_j y_ji - w1_i w2_j|: the form of every symplecticity
+    (Lagrange-d'Alembert) condition pairing two coefficient matrices, (3.16) and (3.43)."""
+    return float(np.max(np.abs(w1[:, None] * x + (w2[:, None] * y).T - np.outer(w1, w2))))
+
+
 def check_conditions(conditions: Mapping[str, float], key: str, tol: float = 1e-12) -> None:
     """Refuse a tableau whose named condition residuals are not zero (to ``tol``)."""
     failed = {name: r for name, r in conditions.items() if abs(r) > tol}

@@ -27,7 +27,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from sgi_run.core import newton
-from sgi_run.core.tableau import coefficient_array
+from sgi_run.core.tableau import coefficient_array, variational_residual
 from sgi_run.integrators.base import Integrator
 
 MATRICES = ("a", "abar", "ahat", "b", "bbar", "bhat")
@@ -71,8 +71,7 @@ class LdAPRKTableau:
         res = {}
         for (w1, x), (w2, y) in _VARIATIONAL_PAIRS:
             W1, X, W2, Y = (getattr(self, n) for n in (w1, x, w2, y))
-            r = W1[:, None] * X + (W2[:, None] * Y).T - np.outer(W1, W2)
-            res[f"(3.16) {w1}*{x} + {w2}*{y}"] = float(np.max(np.abs(r)))
+            res[f"(3.16) {w1}*{x} + {w2}*{y}"] = variational_residual(W1, X, W2, Y)
         for w in WEIGHTS:
             res[f"(3.27) sum {w} = 1"] = float(getattr(self, w).sum() - 1)
         e = np.ones(self.stages)

@@ -37,7 +37,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from sgi_run.core import newton
-from sgi_run.core.tableau import coefficient_array
+from sgi_run.core.tableau import coefficient_array, variational_residual
 from sgi_run.integrators.base import Integrator
 from sgi_run.integrators.weak_srk import weak_order_conditions
 
@@ -80,8 +80,7 @@ class WeakLdATableau:
             if x == "b3" and self.single_noise:
                 continue    # (3.43d) couples different noises; it says nothing about m = 1
             W1, X, W2, Y = (getattr(self, n) for n in (w1, x, w2, y))
-            r = W1[:, None] * X + (W2[:, None] * Y).T - np.outer(W1, W2)
-            res[f"(3.43) {w1}*{x} + {w2}*{y}"] = float(np.max(np.abs(r)))
+            res[f"(3.43) {w1}*{x} + {w2}*{y}"] = variational_residual(W1, X, W2, Y)
         res.update(weak_order_conditions(self.a0, self.b0, self.a1, self.b1, self.alpha, self.beta,
                                          self.weak_order))
         return res
