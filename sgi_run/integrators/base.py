@@ -45,3 +45,11 @@ class Integrator:
             raise ConfigError("integrator", self.name,
                               f"{self.family} handles at most {self.max_noises} noise(s); "
                               f"the system has {system.noises}")
+
+
+def combine(coefficients, values):
+    """sum_j c_j v_j over the nonzero c_j only, for explicit stages: a stage nobody uses is then
+    dead code that jit removes (RS1 never evaluates a(H0_2)), and 0 * inf never turns a finite sum
+    into NaN."""
+    terms = [c * v for c, v in zip(coefficients, values) if c != 0]
+    return sum(terms) if terms else 0.0

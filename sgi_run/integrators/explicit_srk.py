@@ -19,7 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from sgi_run.core.tableau import coefficient_array
-from sgi_run.integrators.base import Integrator
+from sgi_run.integrators.base import Integrator, combine
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -70,14 +70,11 @@ class ExplicitSRK(Integrator):
         t = self.tableau
         dw = xi[0, 0]
         dz_over_dt = xi[1, 0] / dt if t.uses_dz else 0.0
+        noise_part = lambda b, b2, noises: dw * combine(b, noises) + dz_over_dt * combine(b2, noises)
         drifts, noises = [], []
         for i in range(len(t.alpha)):
-            zi = z
-            for j in range(i):
-                zi = zi + dt * t.A[i, j] * drifts[j] + (dw * t.B[i, j] + dz_over_dt * t.B2[i, j]) * noises[j]
+            zi = z + dt * combine(t.A[i, :i], drifts) + noise_part(t.B[i, :i], t.B2[i, :i], noises)
             drifts.append(system.drift(zi))
             noises.append(system.noise_fields(zi)[0])
-        z_next = z
-        for i in range(len(t.alpha)):
-            z_next = z_next + dt * t.alpha[i] * drifts[i] + (dw * t.beta[i] + dz_over_dt * t.gamma[i]) * noises[i]
+        z_next = z + dt * combine(t.alpha, drifts) + noise_part(t.beta, t.gamma, noises)
         return z_next, jnp.int32(0)

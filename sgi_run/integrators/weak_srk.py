@@ -27,7 +27,7 @@ import numpy as np
 
 from sgi_run.core.errors import ConfigError
 from sgi_run.core.tableau import coefficient_array
-from sgi_run.integrators.base import Integrator
+from sgi_run.integrators.base import Integrator, combine
 
 
 def weak_order_conditions(A0, B0, A1, B1, alpha, beta, order: int) -> dict[str, float]:
@@ -97,13 +97,6 @@ class WeakSRKTableau:
         return res
 
 
-def _combine(coefficients, values):
-    """sum_j c_j v_j over the nonzero c_j only: a stage nobody uses is then dead code that jit
-    removes (RS1 never evaluates a(H0_2)), and 0 * inf never turns a finite sum into NaN."""
-    terms = [c * v for c, v in zip(coefficients, values) if c != 0]
-    return sum(terms) if terms else 0.0
-
-
 @dataclasses.dataclass(frozen=True)
 class WeakSRK(Integrator):
     family: ClassVar[str] = "weak_srk"
@@ -118,9 +111,9 @@ class WeakSRK(Integrator):
         i_hat = xi[0, 0]
         drifts, noises = [], []   # a(H0_j), b(H1_j)
         for i in range(len(t.alpha)):
-            h0 = z + dt * _combine(t.A0[i, :i], drifts) + i_hat * _combine(t.B0[i, :i], noises)
-            h1 = z + dt * _combine(t.A1[i, :i], drifts) + i_hat * _combine(t.B1[i, :i], noises)
+            h0 = z + dt * combine(t.A0[i, :i], drifts) + i_hat * combine(t.B0[i, :i], noises)
+            h1 = z + dt * combine(t.A1[i, :i], drifts) + i_hat * combine(t.B1[i, :i], noises)
             drifts.append(system.drift(h0))
             noises.append(system.noise_fields(h1)[0])
-        z_next = z + dt * _combine(t.alpha, drifts) + i_hat * _combine(t.beta1, noises)
+        z_next = z + dt * combine(t.alpha, drifts) + i_hat * combine(t.beta1, noises)
         return z_next, jnp.int32(0)
