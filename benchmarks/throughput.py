@@ -1,14 +1,17 @@
 """Throughput benchmark: path-steps per second of sgi-run's engine against diffrax, same machine, same run.
 
 Run with ``make bench`` (or ``.venv/bin/python benchmarks/throughput.py``). Writes
-``outputs/bench/throughput.json`` and ``outputs/bench/throughput.md``.
+``outputs/bench/throughput.json`` and ``outputs/bench/throughput.md``. Workloads (``--workload``, default
+all, one markdown table each): ``kubo`` (sgi-run heun and midpoint against diffrax Heun) and
+``van_der_pol`` (every integrator in conf/integrator/ against diffrax Heun), both at 10^5 paths.
 
 What is measured
 ----------------
 * sgi-run: the ensemble engine itself, ``sgi_run.engine.simulate.Simulator.run_shard`` called for
   every shard of the plan, with the shard moments merged (no HDF5, no config composition). The
   engine's statistics are reduced on the device and fetched with ``device_get``, so each call has
-  finished when it returns.
+  finished when it returns. Newton iterations per path-step (mean, and the most in one step of any
+  path) come from the engine's counters.
 * diffrax: ``jax.jit(jax.vmap(solve))`` over per-path keys, where ``solve`` is one
   ``diffrax.diffeqsolve`` of ``MultiTerm(ODETerm(drift), ControlTerm(diffusion, brownian))`` with
   ``diffrax.Heun()`` (converges to the Stratonovich solution), a constant step ``dt0 = dt``, and
@@ -26,9 +29,10 @@ Adding a benchmark
 ------------------
 ``build_entries()`` returns a list of ``Entry`` objects: one per (engine, method, setting). Use
 ``sgi_entries(workload, "<integrator yaml name>")`` for sgi-run integrators (it adds one entry per
-shard layout; the faster one is reported) and ``diffrax_entry(...)`` for diffrax peers. A new system
-needs a ``Workload`` and, for a diffrax peer, nothing else (the generic vector fields come from the
-sgi-run system; hand-written ones can be registered in ``DIFFRAX_FIELDS``).
+shard layout; the faster one is reported), ``sgi_entry`` for the default layout alone, and
+``diffrax_entry(...)`` for diffrax peers. A new system needs a line in ``WORKLOADS`` and, for a
+diffrax peer, nothing else (the generic vector fields come from the sgi-run system; hand-written
+ones can be registered in ``DIFFRAX_FIELDS``).
 """
 from __future__ import annotations
 
@@ -59,7 +63,7 @@ from sgi_run.systems import SYSTEMS
 
 ROOT = Path(__file__).resolve().parents[1]
 CONF = ROOT / "conf"
-SCHEMA = "sgi-run/bench/throughput/1"
+SCHEMA = "sgi-run/bench/throughput/2"
 
 
 # ------------------------------------------------------------------------------------------------
@@ -67,12 +71,15 @@ SCHEMA = "sgi-run/bench/throughput/1"
 # ------------------------------------------------------------------------------------------------
 @dataclasses.dataclass(frozen=True)
 class Workload:
-    """One SDE problem at one size: a sgi-run system with parameters, paths, dt, T."""
+    """One SDE problem at one size: a sgi-run system with parameters, paths, dt, T. The system's
+    name is the workload's name (``--workload``); ``id_prefix`` keeps entry ids unique across them."""
     system: str
     params: dict
     paths: int
     dt: float
     T: float
+    sde: str = ""
+    id_prefix: str = ""
     observable: str = "H"
 
     @property
@@ -97,7 +104,8 @@ class Stats:
     mean: float
     se: float
     count: int
-    newton_iterations: int | None = None
+    newton_iterations: int | None = None   # summed over paths and steps
+    newton_max: int | None = None          # most any path took in one step
 
 
 @dataclasses.dataclass
@@ -141,17 +149,18 @@ def sgi_entry(w: Workload, integrator: str, shards: int | str = "auto", shard_si
         sim = Simulator(w.make_system(), make_integrator(_integrator_cfg(integrator)), plan)
 
         def run() -> Stats:
-            total, newton = None, 0
+            total, newton, newton_max = None, 0, 0
             for shard in range(plan.shard_count):
                 r = sim.run_shard(shard)     # returns host numpy: the device work is finished
                 total = r.moments if total is None else total.merge(r.moments)
-                newton += int(r.newton_iterations.sum())
-            return Stats(float(total.mean[-1, 0]), float(total.sem[-1, 0]), int(total.count[-1, 0]), newton)
+                newton, newton_max = newton + int(r.newton_iterations.sum()), max(newton_max, int(r.newton_max.max()))
+            return Stats(float(total.mean[-1, 0]), float(total.sem[-1, 0]), int(total.count[-1, 0]),
+                         newton, newton_max)
 
         # Every shard has the same padded shape, so shard 0 alone compiles everything.
         return Prepared(warmup=lambda: sim.run_shard(0), run=run, warmup_fraction=1.0 / plan.shard_count)
 
-    return Entry(id=f"sgi-{integrator}-{'auto' if shards == 'auto' else f'{shards}shard'}",
+    return Entry(id=f"{w.id_prefix}sgi-{integrator}-{'auto' if shards == 'auto' else f'{shards}shard'}",
                  group=f"sgi-run {integrator}", method=f"sgi-run {integrator}", engine="sgi-run",
                  setting=setting, workload=w, prepare=prepare,
                  note="engine only: Simulator.run_shard over all shards, moments merged")
@@ -186,7 +195,14 @@ def _generic_fields(system):
     return (lambda t, y, args: system.drift(y)), (lambda t, y, args: system.noise_fields(y).T)
 
 
-DIFFRAX_FIELDS = {"kubo": _kubo_fields}
+def _van_der_pol_fields(system):
+    """Hand-written van der Pol fields: X = (p, -q + nu (1 - q^2) p), Y = (0, sigma) (additive)."""
+    nu, sigma = system.nu, system.sigma
+    drift = lambda t, y, args: jnp.stack([y[1], -y[0] + nu * (1 - y[0] ** 2) * y[1]])
+    return drift, (lambda t, y, args: jnp.array([[0.0], [sigma]]))
+
+
+DIFFRAX_FIELDS = {"kubo": _kubo_fields, "van_der_pol": _van_der_pol_fields}
 
 
 def diffrax_entry(w: Workload, brownian: str = "unsafe", reference: bool = False, solver: str = "Heun",
@@ -235,7 +251,7 @@ def diffrax_entry(w: Workload, brownian: str = "unsafe", reference: bool = False
 
         return Prepared(warmup=run, run=run, warmup_fraction=1.0)
 
-    return Entry(id=f"diffrax-{solver.lower()}-{brownian}" + ("" if reference else f"-{w.paths}"),
+    return Entry(id=f"{w.id_prefix}diffrax-{solver.lower()}-{brownian}" + ("" if reference else f"-{w.paths}"),
                  group=f"diffrax {solver} {brownian}", method=f"diffrax {solver}", engine="diffrax",
                  setting=label, workload=w, prepare=prepare, reference=reference,
                  note="jit(vmap(diffeqsolve)), ConstantStepSize, SaveAt(t1=True), ForwardMode adjoint",
@@ -245,22 +261,42 @@ def diffrax_entry(w: Workload, brownian: str = "unsafe", reference: bool = False
 # ------------------------------------------------------------------------------------------------
 # The list of benchmarks
 # ------------------------------------------------------------------------------------------------
-KUBO = dict(beta=0.5, nu=0.001, q0=2.0, p0=0.0)
+# name (= sgi-run system) -> parameters, dt, default steps, the SDE as printed, entry-id prefix
+WORKLOADS = {
+    "kubo": (dict(beta=0.5, nu=0.001, q0=2.0, p0=0.0), 0.01, 1000,
+             "Stratonovich SDE dq = p (dt + beta∘dW), dp = (-q - nu p)(dt + beta∘dW)", ""),
+    # The paper's parameters (conf/system/van_der_pol.yaml). 100 steps keep srkw2 (~0.2 M path-steps/s
+    # on the 2-core development machine) under a minute per timed run.
+    "van_der_pol": (dict(nu=0.001, sigma=0.05, q0=1.0, p0=1.0), 0.02, 100,
+                    "SDE dq = p dt, dp = (-q + nu (1 - q²) p) dt + sigma dW (additive noise: Itô = Stratonovich)",
+                    "vdp-"),
+}
+# Every integrator in conf/integrator/: implicit (Newton) LDA methods, explicit strong, then weak.
+VDP_INTEGRATORS = ("midpoint", "stormer_verlet", "dirk", "heun", "r2", "e1", "srkw1", "srkw2", "rs1", "rs2")
+
+
+def make_workload(name: str, args) -> Workload:
+    params, dt, steps, sde, prefix = WORKLOADS[name]
+    return Workload(name, params, args.paths, dt, (args.steps or steps) * dt, sde, prefix)
 
 
 def build_entries(args) -> list[Entry]:
-    kubo = Workload("kubo", KUBO, paths=args.paths, dt=0.01, T=10.0)
-    entries = [
-        diffrax_entry(kubo, "unsafe", reference=True),
-        *sgi_entries(kubo, "heun"),
-        *sgi_entries(kubo, "midpoint"),
-    ]
-    if args.vbt_paths > 0:
-        # VirtualBrownianTree costs a tree descent per step: about 30x slower than UnsafeBrownianPath
-        # on the 2-core development machine, so 10^5 paths would take minutes. It is timed on fewer
-        # paths, once, as an indication only (its path-steps/s also depends on the batch size).
-        entries.append(diffrax_entry(dataclasses.replace(kubo, paths=min(args.vbt_paths, args.paths)), "vbt",
-                                     max_repeats=1))
+    entries = []
+    if "kubo" in args.workload:
+        kubo = make_workload("kubo", args)
+        entries += [diffrax_entry(kubo, "unsafe", reference=True), *sgi_entries(kubo, "heun"),
+                    *sgi_entries(kubo, "midpoint")]
+        if args.vbt_paths > 0:
+            # VirtualBrownianTree costs a tree descent per step: about 30x slower than UnsafeBrownianPath
+            # on the 2-core development machine, so 10^5 paths would take minutes. It is timed on fewer
+            # paths, once, as an indication only (its path-steps/s also depends on the batch size).
+            entries.append(diffrax_entry(dataclasses.replace(kubo, paths=min(args.vbt_paths, args.paths)), "vbt",
+                                         max_repeats=1))
+    if "van_der_pol" in args.workload:
+        # Every integrator in its default layout only (shards of 10^4 paths): the layouts are compared
+        # on the Kubo workload, and a second srkw2 layout would add ~3 minutes.
+        vdp = make_workload("van_der_pol", args)
+        entries += [diffrax_entry(vdp, "unsafe", reference=True), *(sgi_entry(vdp, i) for i in VDP_INTEGRATORS)]
     return entries
 
 
@@ -363,6 +399,7 @@ def result(tm: _Timing) -> dict:
         "newton_iterations": stats.newton_iterations,
         "newton_per_step": (stats.newton_iterations / w.path_steps
                             if stats.newton_iterations is not None else None),
+        "newton_max_per_step": stats.newton_max,
     }
 
 
@@ -457,6 +494,7 @@ def _z(a: dict, b: dict) -> float:
 
 
 def summarize(results: list[dict], workload_exact: Callable | None) -> dict:
+    """The summary of one workload's results: ratios, the fastest entry per group, cross-checks."""
     ref = next((r for r in results if r["reference"]), None)
     for r in results:
         r["ratio_vs_reference"] = r["path_steps_per_s"] / ref["path_steps_per_s"] if ref else None
@@ -484,6 +522,13 @@ def summarize(results: list[dict], workload_exact: Callable | None) -> dict:
                            "a_mean": rs[0]["mean_T"], "b_mean": rs[1]["mean_T"],
                            "difference": rs[0]["mean_T"] - rs[1]["mean_T"],
                            "agree_within_1e-12": abs(rs[0]["mean_T"] - rs[1]["mean_T"]) < 1e-12})
+    # Many methods on one problem: the spread of their E(H)(T) (weak bias at this dt plus noise).
+    sgi = [r for r in best_by_group.values() if r["engine"] == "sgi-run"]
+    if len(sgi) > 2:
+        lo, hi = min(sgi, key=lambda r: r["mean_T"]), max(sgi, key=lambda r: r["mean_T"])
+        checks.append({"what": "spread over sgi-run methods", "a": lo["id"], "b": hi["id"], "methods": len(sgi),
+                       "a_mean": lo["mean_T"], "b_mean": hi["mean_T"], "difference": hi["mean_T"] - lo["mean_T"],
+                       "se_max": max(r["se_T"] for r in sgi)})
     exact = None
     if workload_exact is not None and results:
         exact = float(workload_exact(results[0]["T"]))
@@ -505,11 +550,76 @@ def _fmt_ratio(x) -> str:
     return "n/a" if x is None else f"{x:.2f}"
 
 
+def _fmt_newton(r: dict) -> str:
+    if r.get("newton_per_step") is None:
+        return "n/a"
+    return "explicit" if not r["newton_iterations"] else f"{r['newton_per_step']:.3f} / {r['newton_max_per_step']}"
+
+
+def _workload_markdown(doc: dict, wl: dict) -> list[str]:
+    s, by_id = wl["summary"], {r["id"]: r for r in doc["results"]}
+    res = [r for r in doc["results"] if r["system"] == wl["system"]]
+    p = ", ".join(f"{k}={v}" for k, v in wl["params"].items())
+    lines = [f"## {wl['system']}", "",
+             f"System `{wl['system']}` ({p}); {wl['paths']:,} paths x {wl['steps']:,} steps, "
+             f"dt = {wl['dt']:g}, T = {wl['T']:g}.",
+             f"{wl['sde']}; observable H = (q² + p²)/2 at T."
+             + (f" Exact E(H)(T) = {s['exact_mean_T']:.6f} (paper eq. 4.2-4.3)." if s["exact_mean_T"]
+                else " No exact E(H)(T) is known: the E(H)(T) column is a cross-check between methods."), ""]
+    ref = by_id.get(s["reference"])
+    head = ("| method | setting | paths | steps | compile s | run s | path-steps/s | ratio vs diffrax Heun "
+            "| Newton it./step mean / max | E(H)(T) ± SE |")
+    rule = "|---|---|---:|---:|---:|---:|---:|---:|---:|---|"
+
+    def row(r):
+        return (f"| {r['method']} | {r['setting']} | {r['paths']:,} | {r['steps']:,} | {r['compile_s']:.2f} "
+                f"| {r['run_s']:.2f} | {_fmt_rate(r['path_steps_per_s'])} | {_fmt_ratio(r['ratio_vs_reference'])} "
+                f"| {_fmt_newton(r)} | {r['mean_T']:.6f} ± {r['se_T']:.1e} |")
+
+    lines += ["### Results (fastest setting of each method)", "",
+              f"Ratio is path-steps/s over that of {ref['method']} ({ref['setting']})." if ref else "", "",
+              head, rule, *(row(by_id[i]) for i in s["primary"]), ""]
+    for i in s["primary"]:
+        r = by_id[i]
+        if r["paths"] != wl["paths"]:
+            lines.append(f"- {r['method']} ({r['setting']}) was timed on {r['paths']:,} paths, not "
+                         f"{wl['paths']:,}, and {len(r['run_s_all'])} time(s): an indication of its cost, "
+                         "not a like-for-like figure.")
+    lines += ["- Newton it./step: Newton iterations per path-step, mean over all paths and steps / most in "
+              "one step of any path (summed over a step's implicit stage solves).", ""]
+    lines += ["### All measured settings", "",
+              head + " first call s | all runs s (wall) | all runs s (process CPU) | others, cores |",
+              rule + "---:|---|---|---|"]
+    lines += [row(r) + f" {r['first_call_s']:.2f} | {', '.join(f'{x:.2f}' for x in r['run_s_all'])} "
+              f"| {', '.join(f'{x:.2f}' for x in r['cpu_s_all'])} "
+              f"| {', '.join(_fmt_load(x) for x in r['other_processes_cores_all'])} |" for r in res]
+    lines += [""]
+    lines += ["### Cross-checks", ""]
+    for c in s["crosschecks"]:
+        if "z" in c:
+            lines.append(f"- {c['what']}: {c['a']} = {c['a_mean']:.6f} ± {c['a_se']:.1e} vs {c['b']} = "
+                         f"{c['b_mean']:.6f} ± {c['b_se']:.1e}; difference {c['difference']:+.2e} = "
+                         f"{c['z']:+.2f} combined SE -> {'agree' if c['agree_within_3se'] else 'DISAGREE'} "
+                         "(independent random numbers; same scheme, so the same expectation).")
+        elif "se_max" in c:
+            lines.append(f"- E(H)(T) over the {c['methods']} sgi-run methods: from {c['a_mean']:.6f} ({c['a']}) "
+                         f"to {c['b_mean']:.6f} ({c['b']}), spread {c['difference']:.1e} = "
+                         f"{c['difference'] / c['se_max']:.1f} x the largest SE (weak bias at this dt; "
+                         "methods with the same noise kind share random numbers).")
+        else:
+            lines.append(f"- {c['what']}: {c['a']} and {c['b']} means differ by {c['difference']:.1e} "
+                         f"-> {'identical' if c['agree_within_1e-12'] else 'DIFFERENT'}.")
+    return lines + [""]
+
+
 def markdown(doc: dict) -> str:
-    m, s, res = doc["machine"], doc["summary"], doc["results"]
-    by_id = {r["id"]: r for r in res}
+    if doc.get("schema") != SCHEMA:
+        raise SystemExit(f"{doc.get('schema')}: not {SCHEMA}; rerun the benchmark")
+    m, res = doc["machine"], doc["results"]
     lines = ["# Throughput: sgi-run engine vs diffrax", ""]
-    lines += [f"Generated by `benchmarks/throughput.py` (`make bench`) on {m['date_utc']}.", ""]
+    lines += [f"Generated by `benchmarks/throughput.py` (`make bench`) on {m['date_utc']}. "
+              "Workloads: " + ", ".join(f"{w['system']} ({w['paths']:,} paths x {w['steps']:,} steps, "
+                                        f"dt = {w['dt']:g})" for w in doc["workloads"]) + ".", ""]
     lines += ["## Machine", "",
               f"- CPU: {m['cpu_model']}, {m['cpu_cores_logical']} logical cores "
               f"({m['cpu_cores_usable']} usable by this process)",
@@ -524,8 +634,8 @@ def markdown(doc: dict) -> str:
               f"- 1-minute load average: {_fmt_load(m.get('load1_at_start'))} before the benchmark started, "
               f"{_fmt_load(m.get('load1_at_end'))} at its end (per run in the JSON)",
               ""]
-    best_others = [r["other_processes_cores_best_run"] or 0.0 for r in doc["results"]]
-    all_others = [x for r in doc["results"] for x in r["other_processes_cores_all"] if x is not None]
+    best_others = [r["other_processes_cores_best_run"] or 0.0 for r in res]
+    all_others = [x for r in res for x in r["other_processes_cores_all"] if x is not None]
     if best_others and max(best_others) > 0.2:
         lines += [f"**Warning:** other processes used up to {max(best_others):.2f} of the "
                   f"{m['cpu_cores_usable']} cores during reported (best) runs (column 'others, cores'); "
@@ -535,75 +645,31 @@ def markdown(doc: dict) -> str:
         lines += [f"Note: other processes used up to {max(all_others):.2f} cores during some timed runs, "
                   "but not during any reported (best) run (at most "
                   f"{max(best_others):.2f} cores); see 'others, cores'.", ""]
-    p = doc["problem"]
-    lines += ["## Problem", "",
-              f"{p['description']}.",
-              "Stratonovich SDE dq = p (dt + beta∘dW), dp = (-q - nu p)(dt + beta∘dW); "
-              "observable H = (q² + p²)/2 at T."
-              + (f" Exact E(H)(T) = {s['exact_mean_T']:.6f} (paper eq. 4.2-4.3)." if s["exact_mean_T"] else ""),
-              "",
+    lines += ["## Method", "",
               f"Timing: one warm-up (compile) call, then best of {doc['settings']['repeats']} timed runs "
               "(see 'all runs s'; secondary entries may be timed once). "
               "sgi-run is timed as its engine (`Simulator.run_shard` over every shard, moments merged; "
               "no HDF5). diffrax is `jit(vmap(diffeqsolve))` with `MultiTerm(ODETerm, ControlTerm)`, "
               "`Heun()`, `ConstantStepSize` dt0 = dt, `SaveAt(t1=True)`, `ForwardMode` adjoint; "
               "results `block_until_ready`. path-steps/s = paths x steps / run s. "
-              "compile s = first-call wall time minus the run time of the same work.", ""]
-
-    ref = by_id.get(s["reference"])
-    head = ("| method | setting | paths | steps | compile s | run s | path-steps/s | ratio vs diffrax Heun "
-            "| E(H)(T) ± SE |")
-    rule = "|---|---|---:|---:|---:|---:|---:|---:|---|"
-
-    def row(r):
-        return (f"| {r['method']} | {r['setting']} | {r['paths']:,} | {r['steps']:,} | {r['compile_s']:.2f} "
-                f"| {r['run_s']:.2f} | {_fmt_rate(r['path_steps_per_s'])} | {_fmt_ratio(r['ratio_vs_reference'])} "
-                f"| {r['mean_T']:.6f} ± {r['se_T']:.1e} |")
-
-    lines += ["## Results (fastest setting of each method)", "",
-              f"Ratio is path-steps/s over that of {ref['method']} ({ref['setting']})." if ref else "", "",
-              head, rule]
-    lines += [row(by_id[i]) for i in s["primary"]]
-    lines += [""]
-    full = doc["settings"]["paths"]
-    for i in s["primary"]:
-        r = by_id[i]
-        if r["paths"] != full:
-            lines.append(f"- {r['method']} ({r['setting']}) was timed on {r['paths']:,} paths, not {full:,}, "
-                         f"and {len(r['run_s_all'])} time(s): an indication of its cost, not a like-for-like figure.")
-    for i in s["primary"]:
-        r = by_id[i]
-        if r["newton_per_step"] is not None and r["newton_iterations"]:
-            lines.append(f"- {r['method']}: {r['newton_per_step']:.4f} Newton iterations per path-step "
-                         f"({r['newton_iterations']:,} in all).")
-    lines += ["", "## All measured settings", "",
-              head + " first call s | all runs s (wall) | all runs s (process CPU) | others, cores |",
-              rule + "---:|---|---|---|"]
-    for r in res:
-        lines.append(row(r) + f" {r['first_call_s']:.2f} | {', '.join(f'{x:.2f}' for x in r['run_s_all'])} "
-                     f"| {', '.join(f'{x:.2f}' for x in r['cpu_s_all'])} "
-                     f"| {', '.join(_fmt_load(x) for x in r['other_processes_cores_all'])} |")
-    lines += ["", "'process CPU' is this process's CPU time (all its threads); 'others, cores' is the "
-              "CPU used by other processes during the run, in cores (from /proc/stat)."]
-    lines += ["", "## Cross-checks", ""]
-    for c in s["crosschecks"]:
-        if "z" in c:
-            lines.append(f"- {c['what']}: {c['a']} = {c['a_mean']:.6f} ± {c['a_se']:.1e} vs {c['b']} = "
-                         f"{c['b_mean']:.6f} ± {c['b_se']:.1e}; difference {c['difference']:+.2e} = "
-                         f"{c['z']:+.2f} combined SE -> {'agree' if c['agree_within_3se'] else 'DISAGREE'} "
-                         "(independent random numbers; same scheme, so the same expectation).")
-        else:
-            lines.append(f"- {c['what']}: {c['a']} and {c['b']} means differ by {c['difference']:.1e} "
-                         f"-> {'identical' if c['agree_within_1e-12'] else 'DIFFERENT'}.")
-    lines += ["", f"Total benchmark wall time: {doc['total_s']:.0f} s.", ""]
+              "compile s = first-call wall time minus the run time of the same work. "
+              "'process CPU' is this process's CPU time (all its threads); 'others, cores' is the "
+              "CPU used by other processes during the run, in cores (from /proc/stat).", ""]
+    for wl in doc["workloads"]:
+        lines += _workload_markdown(doc, wl)
+    lines += [f"Total benchmark wall time: {doc['total_s']:.0f} s.", ""]
     return "\n".join(lines)
 
 
 # ------------------------------------------------------------------------------------------------
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--workload", nargs="+", choices=[*WORKLOADS, "all"], default=["all"],
+                    help="workloads to run (default: all)")
     ap.add_argument("--repeats", type=int, default=3, help="timed runs per entry after the warm-up (best is kept)")
     ap.add_argument("--paths", type=int, default=100_000, help="paths (the reported benchmark uses 10^5)")
+    ap.add_argument("--steps", type=int, default=None,
+                    help="steps for every workload (default: kubo 1000, van_der_pol 100; smaller for a smoke run)")
     ap.add_argument("--vbt-paths", type=int, default=2_000,
                     help="paths for the diffrax VirtualBrownianTree entry (0 to skip)")
     ap.add_argument("--only", nargs="*", default=None, help="entry ids to run (default: all)")
@@ -611,6 +677,8 @@ def main(argv=None) -> int:
     ap.add_argument("--render-only", action="store_true",
                     help="rewrite throughput.md from an existing throughput.json in --out; measure nothing")
     args = ap.parse_args(argv)
+    if "all" in args.workload:
+        args.workload = list(WORKLOADS)
     if args.render_only:
         doc = json.loads((args.out / "throughput.json").read_text())
         (args.out / "throughput.md").write_text(markdown(doc))
@@ -625,19 +693,23 @@ def main(argv=None) -> int:
         entries = [e for e in entries if e.id in args.only]
     load_start = _load1()
     results = measure_all(entries, args.repeats, clock, log)
-    main_workload = entries[0].workload if entries else None
-    exact = (main_workload.make_system().reference_mean(main_workload.observable)
-             if main_workload is not None else None)
+    workloads = []
+    for name in args.workload:
+        mine = [r for r in results if r["system"] == name]
+        if not mine:
+            continue
+        # The workload as configured: the first entry's (a secondary entry may use fewer paths).
+        w = next(e.workload for e in entries if e.workload.system == name)
+        workloads.append({"system": name, "params": w.params, "paths": w.paths, "steps": w.steps, "dt": w.dt,
+                          "T": w.T, "sde": w.sde, "description": w.describe(),
+                          "summary": summarize(mine, w.make_system().reference_mean(w.observable))})
     doc = {
         "schema": SCHEMA,
         "machine": machine(),
-        "problem": {"description": main_workload.describe() if main_workload else "",
-                    "system": main_workload.system if main_workload else None,
-                    "params": main_workload.params if main_workload else None,
-                    "sde": "Stratonovich: dq = p (dt + beta o dW), dp = (-q - nu p)(dt + beta o dW)"},
-        "settings": {"repeats": args.repeats, "paths": args.paths, "vbt_paths": args.vbt_paths},
+        "settings": {"workloads": args.workload, "repeats": args.repeats, "paths": args.paths,
+                     "steps": args.steps, "vbt_paths": args.vbt_paths},
+        "workloads": workloads,
         "results": results,
-        "summary": summarize(results, exact),
     }
     doc["total_s"] = time.perf_counter() - start
     doc["machine"]["load1_at_start"] = load_start
@@ -649,7 +721,6 @@ def main(argv=None) -> int:
     print(md)
     log(f"wrote {args.out / 'throughput.json'} and {args.out / 'throughput.md'}")
     return 0
-
 
 if __name__ == "__main__":
     sys.exit(main())

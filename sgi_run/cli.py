@@ -39,6 +39,10 @@ def _job(cfg: DictConfig) -> None:
     from sgi_run import summary
     from sgi_run.runner import run
 
+    if cfg.plan.get("kind", "ensemble") == "convergence":
+        from sgi_run.convergence_run import run_convergence, show
+        show(run_convergence(cfg, run_dir=HydraConfig.get().runtime.output_dir), Console())
+        return
     result = run(cfg, run_dir=HydraConfig.get().runtime.output_dir)
     console = Console()
     title = f"{cfg.system.name} / {cfg.integrator.name}  (dt={cfg.plan.dt}, paths={cfg.plan.paths}, T={cfg.plan.T})"

@@ -20,7 +20,9 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from sgi_run.core.errors import ConfigError
+from sgi_run.engine.convergence_plan import ConvergencePlan
 from sgi_run.engine.plan import Plan
+from sgi_run.engine.simulate import observable_functions
 from sgi_run.integrators import Integrator, make_integrator
 from sgi_run.systems import SYSTEMS, CanonicalSystem
 
@@ -28,6 +30,8 @@ CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
 GROUPS = ("system", "integrator", "plan", "executor")
 EXECUTORS = ("local",)
 PROGRESS = ("auto", "on", "off")
+# plan.kind: an ensemble (the default; plan/default.yaml has no kind key) or a convergence study.
+PLAN_KINDS = ("ensemble", "convergence")
 # Keys that change where and how a run is shown, never its numbers: left out of the config hash.
 _NOT_HASHED = ("hydra", "progress", "output_root", "executor")
 
@@ -112,7 +116,7 @@ def compose(overrides: Iterable[str] = ()) -> DictConfig:
 class Setup:
     system: CanonicalSystem
     integrator: Integrator
-    plan: Plan
+    plan: Plan | ConvergencePlan   # a ConvergencePlan when plan.kind = convergence
 
 
 def _container(node):
@@ -144,6 +148,13 @@ def build(cfg: DictConfig) -> Setup:
     except TypeError as err:
         raise ConfigError("integrator", cfg.integrator.get("name"), f"known integrator options ({err})") from None
     integrator.check_fits(system)
+    kind = cfg.plan.get("kind", "ensemble")
+    if kind not in PLAN_KINDS:
+        raise ConfigError("plan.kind", kind, f"one of {list(PLAN_KINDS)}")
+    if kind == "convergence":
+        plan = ConvergencePlan.from_mapping(_container(cfg.plan)).fitted_to(system, integrator)
+        _check_run_options(cfg)
+        return Setup(system, integrator, plan)
     plan = Plan.from_mapping(_container(cfg.plan))
     if integrator.noise_kind == "three_point":
         # The three-point law is not a Brownian path: there is no finer grid to sum, nothing to clip.
@@ -153,15 +164,16 @@ def build(cfg: DictConfig) -> Setup:
         if plan.truncate is not None:
             raise ConfigError("plan.truncate", plan.truncate,
                               f"null with the weak integrator {integrator.name} (three-point increments)")
-    allowed = list(system.observables())
-    for name in plan.observables:
-        if name not in allowed:
-            raise ConfigError("plan.observables", name, f"observables of {cfg.system.name}: {allowed}")
+    observable_functions(system, plan.observables)   # refuses an unknown observable name
+    _check_run_options(cfg)
+    return Setup(system, integrator, plan)
+
+
+def _check_run_options(cfg: DictConfig) -> None:
     if cfg.executor.name not in EXECUTORS:
         raise ConfigError("executor.name", cfg.executor.name, f"one of {list(EXECUTORS)}")
     if cfg.get("progress", "auto") not in PROGRESS:
         raise ConfigError("progress", cfg.progress, f"one of {list(PROGRESS)}")
-    return Setup(system, integrator, plan)
 
 
 # --- identity of a run -----------------------------------------------------------------------------

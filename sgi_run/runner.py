@@ -46,6 +46,10 @@ def _progress_bar(enabled: bool):
 
 def run(cfg: DictConfig, run_dir: Path | None = None, *, progress: bool | None = None,
         on_shard_done: Callable | None = None) -> RunResult:
+    if cfg.plan.get("kind", "ensemble") == "convergence":
+        # A convergence study has its own outputs (convergence.h5, table, figure): a ConvergenceRun.
+        from sgi_run.convergence_run import run_convergence
+        return run_convergence(cfg, run_dir)
     setup = build(cfg)
     system, integrator, plan = setup.system, setup.integrator, setup.plan
     run_dir = Path(run_dir) if run_dir is not None else run_dir_for(cfg)
@@ -80,6 +84,9 @@ def run(cfg: DictConfig, run_dir: Path | None = None, *, progress: bool | None =
         observables={name: {"mean": m.mean_or_nan[:, j], "var": m.var[:, j], "count": m.count[:, j]}
                      for j, name in enumerate(sim.observable_names)},
         paths=result.kept,
+        snapshots=({"t": plan.times[plan.snapshot_indices]}
+                   | {name: result.snapshots[:, :, j] for j, name in enumerate(system.coordinates)}
+                   if plan.snapshots else {}),
         diagnostics={"nonfinite_paths": result.nonfinite,
                      "newton_iterations": result.newton_iterations,
                      "newton_max_iterations": result.newton_max},

@@ -6,6 +6,8 @@ Layout::
     /observables/<name>/{mean,var,count} per output time (var unbiased; count = finite paths)
     /paths/<name>                        (kept paths, times) for state coordinates and observables
     /diagnostics/{nonfinite_paths,newton_iterations,newton_max_iterations}   per output time
+    /snapshots/t, /snapshots/<coordinate>   (snapshot times, paths): every path's state at the
+                                         plan's ``snapshots`` times (absent when there are none)
     attrs: schema_version, sgi_run_version, seed, config (resolved YAML), config_hash,
            system, integrator, paths, wall_time_s, shards
 
@@ -31,6 +33,18 @@ class Ensemble:
     paths: dict[str, np.ndarray]
     diagnostics: dict[str, np.ndarray]
     attrs: dict
+    snapshots: dict[str, np.ndarray] = dataclasses.field(default_factory=dict)  # "t" and coordinates
+
+    def snapshot(self, t: float | None = None) -> dict[str, np.ndarray] | None:
+        """Every path's coordinates at snapshot time ``t`` (None: the last snapshot), name -> (paths,);
+        None when the run stored no snapshot at ``t``."""
+        if not self.snapshots:
+            return None
+        times = self.snapshots["t"]
+        hits = [len(times) - 1] if t is None else np.flatnonzero(np.isclose(times, t, rtol=1e-9, atol=1e-9))
+        if not len(hits):
+            return None
+        return {k: v[hits[0]] for k, v in self.snapshots.items() if k != "t"}
 
     def mean(self, name: str) -> np.ndarray:
         return self.observables[name]["mean"]
@@ -61,6 +75,8 @@ def write(path: Path, ens: Ensemble) -> Path:
             f.create_dataset(f"paths/{name}", data=data)
         for name, data in ens.diagnostics.items():
             f.create_dataset(f"diagnostics/{name}", data=data)
+        for name, data in ens.snapshots.items():
+            f.create_dataset(f"snapshots/{name}", data=data)
     os.replace(tmp, path)
     return path
 
@@ -78,4 +94,4 @@ def load(path) -> Ensemble:
         group = lambda g: {k: f[g][k][()] for k in f[g]} if g in f else {}
         observables = {name: {k: f["observables"][name][k][()] for k in f["observables"][name]}
                        for name in f["observables"]}
-        return Ensemble(f["t"][()], observables, group("paths"), group("diagnostics"), attrs)
+        return Ensemble(f["t"][()], observables, group("paths"), group("diagnostics"), attrs, group("snapshots"))

@@ -22,6 +22,26 @@ def test_hdf5_round_trip(runs_root):
     assert sgi_run.load(result.run_dir).attrs["config_hash"] == ens.attrs["config_hash"]
 
 
+def test_snapshots_round_trip_and_survive_a_resume(runs_root):
+    """Every path's final state goes to /snapshots; a run resumed from its shard checkpoints
+    writes the same snapshot as an uninterrupted one."""
+    overrides = runs_root + ["plan.paths=30", "plan.T=2", "plan.shards=3", "plan.snapshots=[2]"]
+    whole = sgi_run.run(sgi_run.compose(overrides))
+    ens = sgi_run.load(whole.path)
+    assert ens.snapshots["t"].tolist() == [2.0] and ens.snapshots["q"].shape == (1, 30)
+    assert ens.snapshot(None)["p"].shape == (30,) and ens.snapshot(1.0) is None
+
+    from sgi_run.config import build
+    from sgi_run.engine.checkpoint import ShardStore
+    from sgi_run.engine.simulate import Simulator
+    setup = build(whole.ensemble.config)
+    shards = ShardStore(whole.run_dir / "resumed" / "shards", 3)
+    shards.save(Simulator(setup.system, setup.integrator, setup.plan).run_shard(1))
+    resumed = sgi_run.run(whole.ensemble.config, run_dir=whole.run_dir / "resumed")
+    assert resumed.shards_resumed == 1
+    assert np.array_equal(resumed.ensemble.snapshots["q"], ens.snapshots["q"])
+
+
 def test_written_under_a_temporary_name(tmp_path, monkeypatch):
     ens = store.Ensemble(np.zeros(2), {"H": {"mean": np.zeros(2), "var": np.zeros(2), "count": np.ones(2)}},
                          {}, {"nonfinite_paths": np.zeros(2)}, {"seed": 0})

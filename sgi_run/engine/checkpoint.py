@@ -32,6 +32,8 @@ class ShardStore:
                   "newton_max": r.newton_max, "meta": np.array([r.shard, r.first_path, r.paths]),
                   "wall_time": np.array(r.wall_time)}
         arrays.update({f"kept/{k}": v for k, v in r.kept.items()})
+        if r.snapshots is not None:
+            arrays["snapshots"] = r.snapshots
         np.savez(tmp, **arrays)
         os.replace(tmp, self._path(r.shard))
 
@@ -41,7 +43,7 @@ class ShardStore:
             kept = {k.split("/", 1)[1]: f[k] for k in f.files if k.startswith("kept/")}
             return ShardResult(shard_, first, paths, Moments(f["count"], f["mean"], f["m2"]),
                                f["nonfinite"], f["newton_iterations"], f["newton_max"], kept,
-                               float(f["wall_time"]))
+                               float(f["wall_time"]), f["snapshots"] if "snapshots" in f.files else None)
 
     def clear(self) -> None:
         for s in range(self.shard_count):

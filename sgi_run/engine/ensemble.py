@@ -18,6 +18,7 @@ class EnsembleResult:
     newton_iterations: np.ndarray
     newton_max: np.ndarray
     kept: dict[str, np.ndarray]
+    snapshots: np.ndarray          # (snapshot times, paths, state), paths in index order
     shards_run: int
     shards_resumed: int
     wall_time: float
@@ -49,8 +50,10 @@ def run_shards(sim: Simulator, store: ShardStore | None,
         moments = moments.merge(r.moments)
     kept = {k: np.concatenate([r.kept[k] for r in ordered if len(r.kept[k])] or [ordered[0].kept[k]])
             for k in ordered[0].kept}
+    snapshots = np.concatenate([r.snapshots for r in ordered], axis=1)
     return EnsembleResult(
         moments=moments,
+        snapshots=snapshots,
         nonfinite=sum(r.nonfinite for r in ordered),
         newton_iterations=sum(r.newton_iterations for r in ordered),
         newton_max=np.max([r.newton_max for r in ordered], axis=0),

@@ -33,11 +33,13 @@ class Plan:
     brownian_refine: int = 1
     truncate: float | None = None
     fidelity: str = "reduced"
+    snapshots: tuple[float, ...] = ()   # output times at which every path's whole state is stored
 
     FIDELITIES = ("smoke", "reduced", "paper")
 
     def __post_init__(self):
         object.__setattr__(self, "observables", tuple(self.observables))
+        object.__setattr__(self, "snapshots", tuple(self.snapshots or ()))
         self.check()
 
     def check(self) -> None:
@@ -65,6 +67,9 @@ class Plan:
         need("truncate", self.truncate is None or (is_num(self.truncate) and self.truncate > 0),
              "null (untruncated) or a number > 0")
         need("fidelity", self.fidelity in self.FIDELITIES, f"one of {list(self.FIDELITIES)}")
+        need("snapshots", all(is_num(t) for t in self.snapshots) and len(set(self.snapshots)) == len(self.snapshots)
+             and all(self.output_index(t) is not None for t in self.snapshots),
+             f"a list of distinct output times (multiples of output_dt = {self.output_dt} in [0, T = {self.T}])")
 
     # --- derived grid ------------------------------------------------------------------------
     @property
@@ -83,6 +88,17 @@ class Plan:
     @property
     def times(self) -> np.ndarray:
         return np.arange(self.outputs + 1) * self.steps_per_output * self.dt
+
+    def output_index(self, t: float) -> int | None:
+        """Index of output time ``t`` on the grid, or None when ``t`` is not one."""
+        if t == 0:
+            return 0
+        i = _whole_ratio(t, self.output_dt) if t > 0 else None
+        return i if i is not None and i <= self.outputs else None
+
+    @property
+    def snapshot_indices(self) -> list[int]:
+        return sorted(self.output_index(t) for t in self.snapshots)
 
     # --- shard layout: contiguous blocks of path indices --------------------------------------
     @property

@@ -7,9 +7,17 @@ inside (+) or outside (-) the band, so a PASS or FAIL that MC noise could flip i
 
 Verdicts: PASS, FAIL, or SKIP when the run does not reach the time the criterion is about (a
 smoke run with T=500 cannot say anything about t=5000).
+
+Parameters every kind takes: ``observable`` (which of the run's recorded observables the curve is;
+default: the experiment's) and ``tolerance_se`` (default 0): a value outside the band by at most
+that many of its standard errors still PASSes, for bands calibrated at more paths than a reduced
+profile runs (the margin in SE is always reported). Kinds that need more than one curve (the
+whole-state snapshots, other observables, the system's reference values) take ``data``, the
+run's ``RunData``, filled in by ``evaluate``.
 """
 from __future__ import annotations
 
+import builtins
 import dataclasses
 import inspect
 import math
@@ -50,6 +58,45 @@ class Series:
         if self.exact is None:
             raise ConfigError("checks.kind", kind, "a kind that needs no exact reference (this system has none)")
         return self.exact
+
+
+@dataclasses.dataclass(frozen=True)
+class RunData:
+    """Everything a check may look at for one run."""
+    series: Mapping[str, Series]     # observable name -> its curve
+    default: str                     # the experiment's observable
+    system: object = None            # the run's system (reference values, exact densities)
+    snapshot: Callable[[float | None], Mapping[str, np.ndarray] | None] = lambda t: None  # states at t (None: last)
+    paths: int | None = None         # paths of the run
+
+    def curve(self, observable: str | None) -> Series:
+        name = observable or self.default
+        if name not in self.series:
+            raise ConfigError("checks.observable", name, f"an observable the run records: {sorted(self.series)}")
+        return self.series[name]
+
+    def reference(self, reference) -> float:
+        """A number, or a reference value the system computes: ``"method"`` or ``"method:argument"``
+        (e.g. ``ergodic_energy``, ``ergodic_mean:sin4pix``, ``initial_mean:v``)."""
+        if reference is None or isinstance(reference, (int, float)):
+            return 0.0 if reference is None else float(reference)
+        method, _, argument = str(reference).partition(":")
+        fn = getattr(self.system, method, None)
+        value = None if fn is None else (fn(argument) if argument else fn())
+        if value is None:
+            raise ConfigError("checks.reference", reference,
+                              f"a number or a reference value {type(self.system).__name__} defines here")
+        return float(value)
+
+    def samples(self, coordinate: str, t: float | None) -> np.ndarray | None:
+        snap = self.snapshot(t)
+        if snap is not None and coordinate not in snap:
+            raise ConfigError("checks.coordinate", coordinate, f"a state coordinate: {sorted(snap)}")
+        return None if snap is None else snap[coordinate]
+
+
+def as_run_data(x) -> RunData:
+    return x if isinstance(x, RunData) else RunData({"": x}, "")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -230,13 +277,194 @@ def mc_error_matches_oracle(series: Series, *, rtol: float = 0.2) -> Measurement
 
 
 @check_kind("identical_to")
-def identical_to(series: Series, *, other: Series, rtol: float = 1e-12) -> Measurement:
+def identical_to(series: Series, *, other: Series, rtol: float = 1e-12, at: float | None = "all") -> Measurement:
     """The run's mean curve equals another run's to round-off: max_t |E - E_other| / |E_other| <= rtol
-    (e.g. Heun and R2 on the Kubo oscillator, the same map given the same increments)."""
+    (e.g. Heun and R2 on the Kubo oscillator, the same map given the same increments); with ``at``,
+    at that one time only (e.g. t = 0: the same initial condition)."""
+    if at != "all":
+        i, j = series.index_at(at), other.index_at(at)
+        if i is None or j is None:
+            return _skip(at, series, Band(None, rtol))
+        rel = abs(series.mean[i] - other.mean[j]) / builtins.max(abs(other.mean[j]), np.finfo(float).tiny)
+        return Measurement(float(rel), None, float(series.t[i]), Band(None, rtol), "relative difference")
     with np.errstate(divide="ignore", invalid="ignore"):
         rel = np.abs(series.mean - other.mean) / np.maximum(np.abs(other.mean), np.finfo(float).tiny)
     i = _nanargmax(rel)
     return Measurement(float(rel[i]), None, float(series.t[i]), Band(None, rtol), "relative difference")
+
+
+@check_kind("value_at")
+def value_at(series: Series, *, data: RunData, min: float | None = None, max: float | None = None,
+             at: float | None = None, reference=None, relative_to_initial: str | None = None,
+             floor: float = 0.0) -> Measurement:
+    """E(t) - reference at one time (default: the final time) lies in [min, max]. ``reference``: a
+    number or a system reference value (``RunData.reference``); none: E(t) itself. With
+    ``relative_to_initial`` the value is divided by max(|E(that observable)(0)|, floor)."""
+    band, i = Band(min, max), series.index_at(at)
+    if i is None:
+        return _skip(at, series, band)
+    ref = data.reference(reference)
+    scale = _initial_scale(data, relative_to_initial, floor)
+    sem = float(series.sem[i]) / scale if np.isfinite(series.sem[i]) else None
+    detail = f"E = {series.mean[i]:.5g}" + (f", reference {ref:.5g}" if reference is not None else "")
+    detail += f", relative to {scale:.4g}" if relative_to_initial else ""
+    return Measurement(float(series.mean[i] - ref) / scale, sem, float(series.t[i]), band, detail)
+
+
+def _initial_scale(data: RunData, observable: str | None, floor: float) -> float:
+    """max(|E(observable)(0)|, floor), or 1 without an observable (Fig 4.10: H_ref = max(H0, 0.5))."""
+    return builtins.max(abs(float(data.curve(observable).mean[0])), floor) if observable else 1.0
+
+
+@check_kind("agrees_at")
+def agrees_at(series: Series, *, data: RunData, reference, at: float | None = None, k: float = 4.0) -> Measurement:
+    """|E(t) - reference| <= k SE(t) at one time (a sampler or an ergodic limit against its exact value)."""
+    band, i = Band(None, k), series.index_at(at)
+    if i is None:
+        return _skip(at, series, band)
+    ref = data.reference(reference)
+    err = series.mean[i] - ref
+    z = abs(err) / series.sem[i] if series.sem[i] > 0 else (0.0 if abs(err) <= 1e-12 * max(1, abs(ref)) else math.inf)
+    return Measurement(float(z), None, float(series.t[i]), band,
+                       f"E = {series.mean[i]:.6g} ± {series.sem[i]:.2g}, exact {ref:.6g}, error {z:.2f} SE")
+
+
+def _window(series: Series, start: float, end: float):
+    """Output times in [start, end]; None when the run stops more than one output interval short
+    of ``end`` (a run at dt = 0.15 ends at 999.9, not 1000)."""
+    inside = (series.t >= start - 1e-9) & (series.t <= end + 1e-9)
+    spacing = series.t[1] - series.t[0] if len(series.t) > 1 else 0.0
+    return inside if series.t[-1] >= end - spacing - 1e-9 and inside.any() else None
+
+
+@check_kind("window_mean")
+def window_mean(series: Series, *, data: RunData, start: float, end: float, min: float | None = None,
+                max: float | None = None, reference=None, absolute: bool = False) -> Measurement:
+    """The time average of E(t) over the output times in [start, end], minus ``reference`` (its
+    absolute value with ``absolute: true``, for "deviates by more than"), lies in [min, max]. Its SE is given as the average of the single-time SEs: an upper bound (the SE of a
+    mean of correlated estimates is at most the mean of their SEs), so the margin is conservative."""
+    band, inside = Band(min, max), _window(series, start, end)
+    if inside is None:
+        return Measurement(math.nan, None, end, band, skipped=f"the window [{start:g}, {end:g}] is beyond T={series.t[-1]:g}")
+    ref = data.reference(reference)
+    mean = float(np.mean(series.mean[inside]))
+    return Measurement(abs(mean - ref) if absolute else mean - ref, float(np.mean(series.sem[inside])), None, band,
+                       f"mean over [{start:g}, {end:g}] = {mean:.5g}" + (f", reference {ref:.5g}" if reference is not None else ""))
+
+
+@check_kind("max_abs_value")
+def max_abs_value(series: Series, *, data: RunData, min: float | None = None, max: float | None = None,
+                  start: float = 0.0, end: float | None = None, relative_to_initial: str | None = None,
+                  floor: float = 0.0) -> Measurement:
+    """max |E(t)| over the output times in [start, end] (default: the whole run) lies in [min, max],
+    e.g. the drift of an ``H_change`` curve. With ``relative_to_initial: H`` it is divided by
+    max(|E(H)(0)|, floor) (spec 000, Figure 4.10: H_ref = max(H0, 0.5))."""
+    band = Band(min, max)
+    inside = (series.t >= start - 1e-9) & (series.t <= (series.t[-1] if end is None else end) + 1e-9)
+    if end is not None and series.t[-1] < end - 1e-9:
+        return Measurement(math.nan, None, end, band, skipped=f"t={end:g} is beyond T={series.t[-1]:g}")
+    scale = _initial_scale(data, relative_to_initial, floor)
+    detail = f"relative to {scale:.4g} = max(|E({relative_to_initial})(0)|, {floor:g})" if relative_to_initial else ""
+    values = np.where(inside, np.abs(series.mean), -np.inf)
+    i = _nanargmax(values)
+    se = float(series.sem[i]) / scale if np.isfinite(series.sem[i]) else None
+    return Measurement(float(np.abs(series.mean[i]) / scale), se, float(series.t[i]), band,
+                       "; ".join(x for x in (f"E = {series.mean[i]:.4g}", detail) if x))
+
+
+@check_kind("abs_ratio_at")
+def abs_ratio_at(series: Series, *, other: Series, min: float | None = None, max: float | None = None,
+                 at: float | None = None) -> Measurement:
+    """|E(t)| / |E_other(t)| at one time lies in [min, max] (e.g. RS1's drift at least 3x RS2's)."""
+    band, i, j = Band(min, max), series.index_at(at), other.index_at(at)
+    if i is None or j is None:
+        return _skip(at, series, band)
+    a, b = abs(series.mean[i]), abs(other.mean[j])
+    ratio = a / b if b > 0 else math.inf
+    se = ratio * math.hypot(series.sem[i] / a, other.sem[j] / b) if a > 0 and b > 0 else None
+    return Measurement(float(ratio), se, float(series.t[i]), band, f"|E| = {a:.4g} vs {b:.4g}")
+
+
+@check_kind("max_relative_se")
+def max_relative_se(series: Series, *, data: RunData, max: float, reference_paths: int | None = None) -> Measurement:
+    """max_t SE(t) / |E(t)|, rescaled to ``reference_paths`` paths (x sqrt(paths / reference_paths)),
+    is at most ``max``: the paper's "maximum relative Monte Carlo error" at its own path count."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rel = np.where(np.abs(series.mean) > 0, series.sem / np.abs(series.mean), np.nan)
+    i = _nanargmax(np.nan_to_num(rel, nan=-np.inf))
+    factor = math.sqrt(data.paths / reference_paths) if reference_paths and data.paths else 1.0
+    return Measurement(float(rel[i] * factor), None, float(series.t[i]), Band(None, max),
+                       f"max SE/E = {rel[i]:.3g} at {data.paths} paths" + (f", = {rel[i] * factor:.3g} at {reference_paths}" if reference_paths else ""))
+
+
+@check_kind("snapshot_variance")
+def snapshot_variance(series: Series, *, data: RunData, coordinate: str, at: float | None = None, min: float | None = None,
+                      max: float | None = None, reference=None) -> Measurement:
+    """Var(coordinate) over the paths' states at snapshot time ``at``, minus ``reference``, lies in
+    [min, max]. SE of a sample variance: sqrt((m4 - s^4) / n) with m4 the fourth central moment."""
+    band, x = Band(min, max), data.samples(coordinate, at)
+    if x is None:
+        return _no_snapshot(at, band)
+    x = x[np.isfinite(x)]
+    var, m4 = np.var(x, ddof=1), np.mean((x - x.mean()) ** 4)
+    ref = data.reference(reference)
+    return Measurement(float(var - ref), float(np.sqrt(builtins.max(m4 - var**2, 0.0) / x.size)), at, band,
+                       f"Var({coordinate}) = {var:.5g} over {x.size} paths")
+
+
+def _no_snapshot(at, band: Band) -> Measurement:
+    when = "the final time" if at is None else f"t={at:g}"
+    return Measurement(math.nan, None, at, band, skipped=f"the run stored no snapshot of the paths' states at {when} (plan.snapshots)")
+
+
+def histogram_density(samples: np.ndarray, bins: int, lo: float, hi: float, period: float | None = None):
+    """(edges, density): a histogram normalised by *all* finite samples, so mass outside [lo, hi]
+    shows as a deficit; positions on a periodic domain are wrapped into [0, period) first."""
+    x = samples[np.isfinite(samples)]
+    if period:
+        x = np.mod(x, period)
+    counts, edges = np.histogram(x, bins=bins, range=(lo, hi))
+    return edges, counts / (x.size * np.diff(edges))
+
+
+def bin_averages(density: Callable, edges: np.ndarray, nodes: int = 16) -> np.ndarray:
+    """Average of ``density`` over each bin (Gauss-Legendre, ``nodes`` points per bin)."""
+    x, w = np.polynomial.legendre.leggauss(nodes)
+    half, mid = np.diff(edges) / 2, (edges[:-1] + edges[1:]) / 2
+    return (density(mid[:, None] + half[:, None] * x) * w).sum(axis=1) / 2
+
+
+@check_kind("density_l1")
+def density_l1(series: Series, *, data: RunData, coordinate: str, at: float | None = None, density: str, bins: int,
+               range: list, period: float | None = None, base: float = 0.05, k: float = 3.0) -> Measurement:
+    """L1 distance between the normalised histogram of ``coordinate`` at snapshot time ``at`` and the
+    exact density (a system method, e.g. ``gibbs_density_x``), bin by bin:
+    sum |hist - exact bin average| * width <= base + k sqrt(bins / paths) (spec 000, Figs 4.8/4.9)."""
+    x = data.samples(coordinate, at)
+    if x is None:
+        return _no_snapshot(at, Band(None, base))
+    edges, hist = histogram_density(x, bins, *range, period=period)
+    exact = bin_averages(getattr(data.system, density), edges)
+    l1 = float(np.sum(np.abs(hist - exact) * np.diff(edges)))
+    n = int(np.isfinite(x).sum())
+    return Measurement(l1, None, at, Band(None, base + k * math.sqrt(bins / n)),
+                       f"{bins} bins, {n} paths, against {density}")
+
+
+@check_kind("ks_test")
+def ks_test(series: Series, *, data: RunData, coordinate: str, at: float | None = None, cdf: str,
+            period: float | None = None, min_p: float = 1e-3) -> Measurement:
+    """Kolmogorov-Smirnov test of the paths' ``coordinate`` at snapshot time ``at`` against a system
+    distribution function (e.g. ``initial_cdf_x``): the p-value is at least ``min_p``."""
+    from scipy import stats
+
+    x = data.samples(coordinate, at)
+    if x is None:
+        return _no_snapshot(at, Band(min_p, None))
+    x = x[np.isfinite(x)]
+    result = stats.kstest(np.mod(x, period) if period else x, getattr(data.system, cdf))
+    return Measurement(float(result.pvalue), None, at, Band(min_p, None),
+                       f"KS statistic {result.statistic:.3g} over {x.size} samples")
 
 
 def _nanargmax(x: np.ndarray) -> int:
@@ -245,7 +473,8 @@ def _nanargmax(x: np.ndarray) -> int:
 
 
 # --- evaluation -----------------------------------------------------------------------------------
-_NOT_PARAMETERS = ("id", "kind", "run", "runs", "criterion")
+_NOT_PARAMETERS = ("id", "kind", "run", "runs", "criterion", "observable", "tolerance_se")
+_FILLED_IN = ("series", "data")   # supplied by evaluate, never written in a check
 
 
 def parameters(spec: Mapping) -> dict:
@@ -258,27 +487,39 @@ def validate(spec: Mapping, where: str) -> None:
     if kind not in CHECK_KINDS:
         raise ConfigError(f"{where}.kind", kind, f"one of {sorted(CHECK_KINDS)}")
     signature = inspect.signature(CHECK_KINDS[kind])
-    taken = [p for p in signature.parameters if p != "series"]
+    taken = [p for p in signature.parameters if p not in _FILLED_IN]
     for name in parameters(spec):
         if name not in taken:
-            raise ConfigError(f"{where}.{name}", spec[name], f"a parameter of {kind}: {taken}")
+            raise ConfigError(f"{where}.{name}", spec[name], f"a parameter of {kind}: {taken + ['observable', 'tolerance_se']}")
+    tolerance = spec.get("tolerance_se", 0)
+    if not (isinstance(tolerance, (int, float)) and tolerance >= 0):
+        raise ConfigError(f"{where}.tolerance_se", tolerance, "a number >= 0")
     for name, p in signature.parameters.items():
-        if name != "series" and p.default is inspect.Parameter.empty and name not in spec:
+        if name not in _FILLED_IN and p.default is inspect.Parameter.empty and name not in spec:
             raise ConfigError(f"{where}.{name}", None, f"a value ({kind} needs {name})")
 
 
-def evaluate(spec: Mapping, run: str, series: Series, runs: Mapping[str, Series] | None = None) -> CheckResult:
-    """Verdict of one check on one run; ``runs`` resolves a check's ``other`` run by id."""
+def evaluate(spec: Mapping, run: str, data: RunData | Series,
+             runs: Mapping[str, RunData | Series] | None = None) -> CheckResult:
+    """Verdict of one check on one run (its ``RunData``, or just its curve); ``runs`` resolves a
+    check's ``other`` run by id."""
+    data = as_run_data(data)
+    observable = spec.get("observable")
     params = parameters(spec)
     if "other" in params:
-        params["other"] = runs[params["other"]]
-    m = CHECK_KINDS[spec["kind"]](series, **params)
+        params["other"] = as_run_data(runs[params["other"]]).curve(observable)
+    fn = CHECK_KINDS[spec["kind"]]
+    if "data" in inspect.signature(fn).parameters:
+        params["data"] = data
+    m = fn(data.curve(observable), **params)
     if m.skipped:
         verdict, margin = SKIP, None
     else:
-        verdict = PASS if m.band.contains(m.value) else FAIL
         # Kinds whose value is already in SE units (z-scores) report no se and no margin.
         margin = m.band.margin(m.value) / m.se if m.se and math.isfinite(m.value) else None
+        tolerance = spec.get("tolerance_se", 0)
+        inside = m.band.contains(m.value) or (tolerance > 0 and margin is not None and margin >= -tolerance)
+        verdict = PASS if inside else FAIL
     return CheckResult(id=spec["id"], kind=spec["kind"], run=run, criterion=spec.get("criterion", ""),
                        verdict=verdict, value=float(m.value), se=None if m.se is None else float(m.se),
                        t=m.t, band=str(m.band), margin_se=margin, detail=m.skipped or m.detail)

@@ -23,12 +23,13 @@ from sgi_run.config import build, compose
 from sgi_run.core.errors import ConfigError
 from sgi_run.engine.linear_oracle import method_moments
 from sgi_run.figures import checks as checks_mod
-from sgi_run.figures.checks import CheckResult, Series
+from sgi_run.figures.checks import CheckResult, RunData, Series
 from sgi_run.runner import RunResult, run
 
 FIDELITIES = ("smoke", "reduced", "paper")
 DT_SOURCES = ("paper", "inferred", "spec choice")
-PANEL_QUANTITIES = ("mean", "error")
+PANEL_QUANTITIES = ("mean", "error", "density")
+_DENSITY_KEYS = ("coordinate", "at", "bins", "range")
 _REQUIRED = ("paper", "figure", "title", "caption", "common", "fidelity", "runs", "panels", "checks")
 
 
@@ -56,6 +57,7 @@ class Experiment:
     runs: dict              # run id -> RunSpec, in file order (the order of colours and rows)
     panels: list
     checks: list            # one dict per (check, run): "runs" lists expanded
+    window: tuple[float, float] | None = None   # the table also reports the time average over it
 
     def overrides(self, run_id: str, fidelity: str, runs_root: str | None = None) -> list[str]:
         """The run's overrides at a fidelity; a later value for the same key replaces an earlier one."""
@@ -115,7 +117,14 @@ def load(path) -> Experiment:
               f"one of {list(PANEL_QUANTITIES)}")
         for run_id in panel.get("runs", []):
             _need(run_id in runs, k(f"panels[{i}].runs"), run_id, f"a run of this figure: {list(runs)}")
+        if panel["quantity"] == "density":
+            for key in _DENSITY_KEYS:
+                _need(key in panel, k(f"panels[{i}].{key}"), None, "a value (density panels need "
+                      f"{list(_DENSITY_KEYS)}; the runs need plan.snapshots with that time)")
 
+    window = data.get("window")
+    _need(window is None or (isinstance(window, list) and len(window) == 2 and window[0] < window[1]),
+          k("window"), window, "null or [start, end] with start < end")
     oracle = data.get("oracle")
     _need(oracle is None or oracle in ORACLES, k("oracle"), oracle, f"null or one of {list(ORACLES)}")
 
@@ -133,7 +142,8 @@ def load(path) -> Experiment:
                       caption=data["caption"], source=data.get("source", ""), note=data.get("note", ""),
                       observable=data.get("observable", "H"), oracle=oracle,
                       common=_override_list(data["common"], k("common")), fidelity=fidelity, runs=runs,
-                      panels=list(data["panels"]), checks=expanded)
+                      panels=list(data["panels"]), checks=expanded,
+                      window=tuple(window) if window else None)
 
 
 def discover(directory, only: list[str] | None = None) -> list[Experiment]:
@@ -161,26 +171,32 @@ class FigureOutcome:
 
 
 TABLE_COLUMNS = ["run", "label", "integrator", "dt", "dt_source", "paths", "T", "mean_T", "sem_T",
-                 "exact_T", "ratio_T", "max_abs_error", "t_max_abs_error", "max_rel_mc_error",
-                 "nonfinite_paths", "wall_time_s", "cached"]
+                 "exact_T", "ratio_T", "max_abs_error", "t_max_abs_error", "window_mean", "window_se_bound",
+                 "max_rel_mc_error", "nonfinite_paths", "newton_per_step", "wall_time_s", "cached"]
 
 
 ORACLES = ("linear_moments",)
 
 
-def _series(result: RunResult, cfg, observable: str, oracle: str | None) -> Series:
+def _run_data(result: RunResult, cfg, observable: str, oracle: str | None) -> RunData:
+    """The run's curves (one per recorded observable; the method oracle for ``observable``)."""
     ens = result.ensemble
     setup = build(cfg)
-    exact = setup.system.reference_mean(observable)
-    oracle_mean = oracle_sem = None
-    if oracle == "linear_moments":
-        moments = method_moments(setup.system, setup.integrator, setup.plan)
-        oracle_mean, oracle_sem = moments.mean_H, moments.expected_sem(setup.plan.paths)
-    return Series(ens.t, ens.mean(observable), ens.sem(observable), None if exact is None else exact(ens.t),
-                  oracle_mean, oracle_sem)
+    _need(observable in ens.observables, f"{cfg.system.name}/{cfg.integrator.name}: plan.observables",
+          list(ens.observables), f"a list including the experiment's observable {observable}")
+    series = {}
+    for name in ens.observables:
+        exact = setup.system.reference_mean(name)
+        oracle_mean = oracle_sem = None
+        if oracle == "linear_moments" and name == observable:
+            moments = method_moments(setup.system, setup.integrator, setup.plan)
+            oracle_mean, oracle_sem = moments.mean_H, moments.expected_sem(setup.plan.paths)
+        series[name] = Series(ens.t, ens.mean(name), ens.sem(name), None if exact is None else exact(ens.t),
+                              oracle_mean, oracle_sem)
+    return RunData(series, observable, setup.system, ens.snapshot, setup.plan.paths)
 
 
-def _table_row(spec: RunSpec, cfg, result: RunResult, s: Series) -> dict:
+def _table_row(exp: Experiment, spec: RunSpec, cfg, result: RunResult, s: Series) -> dict:
     with np.errstate(divide="ignore", invalid="ignore"):
         rel_mc = np.where(np.abs(s.mean) > 0, s.sem / np.abs(s.mean), np.nan)
     row = {"run": spec.id, "label": spec.label, "integrator": cfg.integrator.name, "dt": cfg.plan.dt,
@@ -188,12 +204,16 @@ def _table_row(spec: RunSpec, cfg, result: RunResult, s: Series) -> dict:
            "mean_T": float(s.mean[-1]), "sem_T": float(s.sem[-1]),
            "max_rel_mc_error": float(np.nanmax(rel_mc)) if np.isfinite(rel_mc).any() else math.nan,
            "nonfinite_paths": int(np.max(result.ensemble.diagnostics["nonfinite_paths"])),
+           "newton_per_step": float(result.ensemble.attrs.get("newton_iterations_per_step", math.nan)),
            "wall_time_s": float(result.ensemble.attrs.get("wall_time_s", math.nan)), "cached": result.cached}
     if s.exact is not None:
         err = np.abs(s.mean - s.exact)
         worst = int(np.argmax(np.where(np.isnan(err), np.inf, err)))
         row.update(exact_T=float(s.exact[-1]), ratio_T=float(s.mean[-1] / s.exact[-1]),
                    max_abs_error=float(err[worst]), t_max_abs_error=float(s.t[worst]))
+    if exp.window and s.t[-1] >= exp.window[1] - 1e-9:
+        inside = (s.t >= exp.window[0] - 1e-9) & (s.t <= exp.window[1] + 1e-9)
+        row.update(window_mean=float(np.mean(s.mean[inside])), window_se_bound=float(np.mean(s.sem[inside])))
     return {c: row.get(c, "") for c in TABLE_COLUMNS}
 
 
@@ -207,24 +227,24 @@ def make_figure(exp: Experiment, fidelity: str, output_dir, runs_root: str | Non
     from sgi_run.figures import plots   # matplotlib only when a figure is drawn
 
     configs = compose_runs(exp, fidelity, runs_root)
-    results, series = {}, {}
+    results, data = {}, {}
     for n, (run_id, cfg) in enumerate(configs.items(), 1):
         log(f"[{exp.figure} {n}/{len(configs)}] {run_id}: {cfg.integrator.name} dt={cfg.plan.dt} "
             f"paths={cfg.plan.paths} T={cfg.plan.T}")
         r = results[run_id] = run(cfg)
-        series[run_id] = _series(r, cfg, exp.observable, exp.oracle)
+        data[run_id] = _run_data(r, cfg, exp.observable, exp.oracle)
         seconds = r.ensemble.attrs.get("wall_time_s", math.nan)
         log(f"    cached (computed in {seconds:.1f} s): {r.run_dir}" if r.cached
             else f"    ran in {seconds:.1f} s: {r.run_dir}")
 
-    table = [_table_row(exp.runs[i], configs[i], results[i], series[i]) for i in exp.runs]
-    verdicts = [checks_mod.evaluate(spec, spec["run"], series[spec["run"]], series) for spec in exp.checks]
+    table = [_table_row(exp, exp.runs[i], configs[i], results[i], data[i].curve(None)) for i in exp.runs]
+    verdicts = [checks_mod.evaluate(spec, spec["run"], data[spec["run"]], data) for spec in exp.checks]
 
     out = Path(output_dir) / exp.paper
     out.mkdir(parents=True, exist_ok=True)
     files = {"png": out / f"{exp.figure}.png", "csv": out / f"{exp.figure}.csv", "md": out / f"{exp.figure}.md",
              "checks": out / f"{exp.figure}_checks.md", "json": out / f"{exp.figure}.json"}
-    plots.draw(exp, series, table, fidelity, files["png"])
+    plots.draw(exp, data, table, fidelity, files["png"])
     _write_table(exp, fidelity, table, files)
     _write_checks(exp, fidelity, verdicts, files["checks"])
     record = {"paper": exp.paper, "figure": exp.figure, "title": exp.title, "caption": exp.caption,
@@ -254,7 +274,7 @@ def fmt(x, digits: int = 4) -> str:
 
 
 MD_HEADER = ["run", "Δt (source)", "paths", "E(T) ± SE", "exact(T)", "ratio", "max_t abs error (at t)",
-             "max_t SE/E", "non-finite paths", "wall s"]
+             "window mean ± SE bound", "max_t SE/E", "non-finite paths", "Newton it./step", "wall s"]
 
 
 def md_cells(row: dict) -> list[str]:
@@ -262,7 +282,8 @@ def md_cells(row: dict) -> list[str]:
     return [row["label"], f"{fmt(row['dt'])} ({row['dt_source']})", fmt(row["paths"]),
             f"{fmt(row['mean_T'], 5)} ± {fmt(row['sem_T'], 2)}", fmt(row["exact_T"], 5), fmt(row["ratio_T"]),
             f"{fmt(row['max_abs_error'])} ({fmt(row['t_max_abs_error'])})" if row["max_abs_error"] != "" else "",
-            fmt(row["max_rel_mc_error"], 3), fmt(row["nonfinite_paths"]),
+            f"{fmt(row['window_mean'], 5)} ± {fmt(row['window_se_bound'], 2)}" if row.get("window_mean", "") != "" else "",
+            fmt(row["max_rel_mc_error"], 3), fmt(row["nonfinite_paths"]), fmt(row.get("newton_per_step", ""), 3),
             f"{row['wall_time_s']:.0f}" + (" (cached)" if row["cached"] else "")]
 
 
@@ -274,7 +295,9 @@ def _write_table(exp: Experiment, fidelity: str, table: list[dict], files: dict)
     T = table[0]["T"] if table else ""
     lines = [f"# {exp.paper} {exp.figure}: {exp.title}", "",
              f"Fidelity: {fidelity}. Observable {exp.observable}; E(T) at the final time T = {fmt(T)}; "
-             "SE = Monte Carlo standard error.", "",
+             "SE = Monte Carlo standard error."
+             + (f" Window mean: the time average of E over [{exp.window[0]:g}, {exp.window[1]:g}]; its SE bound"
+                " is the average single-time SE (an upper bound)." if exp.window else ""), "",
              "| " + " | ".join(MD_HEADER) + " |", "|" + "---|" * len(MD_HEADER)]
     lines += ["| " + " | ".join(md_cells(r)) + " |" for r in table]
     files["md"].write_text("\n".join(lines) + "\n")

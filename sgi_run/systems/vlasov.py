@@ -121,6 +121,8 @@ class VlasovLenardBernstein(CanonicalSystem):
         force and H apart from the right answer (spec 000 pitfall 6; ergodic value -0.1185)."""
         named = super().observables()
         named["sin4pix"] = lambda z: jnp.sin(4 * jnp.pi * z[0])
+        named["cos2pix"] = lambda z: jnp.cos(2 * jnp.pi * z[0])   # the initial law's perturbation
+        named["v_sq"] = lambda z: z[1] ** 2
         return named
 
     # --- densities (numpy, for figures and tests) ----------------------------------------------------
@@ -136,6 +138,9 @@ class VlasovLenardBernstein(CanonicalSystem):
 
     def initial_density_x(self, x):
         return cosine_perturbed_density(x, self.epsilon)
+
+    def initial_cdf_x(self, x):
+        return cosine_perturbed_cdf(x, self.epsilon)
 
     def initial_density_v(self, v):
         w = self.a / (1 + self.a)
@@ -162,19 +167,34 @@ class VlasovLenardBernstein(CanonicalSystem):
         potential = _quad(lambda x: self.kappa * np.sin(4 * np.pi * x) * self.initial_density_x(x), 0, 1)
         return kinetic + potential
 
+    def initial_mean(self, observable: str) -> float | None:
+        """E[observable] under the initial law (4.12), by quadrature: ``v`` a v0/(1+a) = 4/3,
+        ``v_sq`` (1 + a(sigma^2 + v0^2))/(1+a) = 6.08333, ``cos2pix`` eps/2 = 0.125, ``H`` 3.041667."""
+        in_v = {"v": lambda v: v, "v_sq": lambda v: v * v}
+        in_x = {"x": lambda x: x, "cos2pix": lambda x: np.cos(2 * np.pi * x), "sin4pix": lambda x: np.sin(4 * np.pi * x)}
+        if observable == "H":
+            return self.initial_mean_energy()
+        if observable in in_v:
+            return _quad(lambda v: in_v[observable](v) * self.initial_density_v(v), -np.inf, np.inf)
+        if observable in in_x:
+            return _quad(lambda x: in_x[observable](x) * self.initial_density_x(x), 0, 1)
+        return None
+
     def ergodic_mean(self, observable: str) -> float | None:
         r"""Exact mean of ``observable`` under the Gibbs measure (4.10), the limit of E(.)(t) as t -> oo
         (the system is ergodic for nu > 0: Mattingly-Stuart-Higham, the paper's ref. [85], Thm 3.2).
 
         ``H``: :math:`H^{\rm erg} = D^2/4\mu - \kappa I_1(b)/I_0(b)` (4.13), 0.4717045 for the paper's
         parameters (the paper prints 0.471705); ``sin4pix``: :math:`-I_1(b)/I_0(b)` = -0.11852;
-        ``v``: 0. None for other observables, or without collisions (nu = 0)."""
+        ``v``: 0; ``v_sq``: the Gibbs temperature D^2 / 2 mu (= Var V, 1 for the paper's parameters).
+        None for other observables, or without collisions (nu = 0)."""
         if self.nu == 0:
             return None
         from scipy.special import i0e, i1e
         b = self.gibbs_coupling
         mean_sin = -i1e(b) / i0e(b)   # E[sin 4 pi X] under exp(-b sin 4 pi x) / I0(b)
-        return {"H": self.D2 / (4 * self.mu) + self.kappa * mean_sin, "sin4pix": mean_sin, "v": 0.0}.get(observable)
+        return {"H": self.D2 / (4 * self.mu) + self.kappa * mean_sin, "sin4pix": mean_sin, "v": 0.0,
+                "v_sq": self.D2 / (2 * self.mu)}.get(observable)
 
     def ergodic_energy(self) -> float | None:
         """H^erg (4.13), exact; see ``ergodic_mean``."""

@@ -61,3 +61,45 @@ def test_newton_iterations_are_recorded(make_integrator):
     result = run_shards(Simulator(Kubo(), make_integrator("dirk"), plan), None)
     per_step = result.newton_iterations[1:] / (50 * plan.steps_per_output)
     assert np.all((per_step >= 2) & (per_step <= 6)) and result.newton_max[1:].max() <= 6
+
+
+def test_change_observables_are_paired_differences_from_t0(make_integrator):
+    from sgi_run.systems import VlasovLorentz
+    plan = Plan(paths=300, dt=0.05, T=2.0, output_dt=1.0, keep_paths=300, observables=["H", "H_change"])
+    result = run_shards(Simulator(VlasovLorentz(), make_integrator("rs2"), plan), None)
+    h, dh = result.kept["H"], result.kept["H_change"]
+    assert np.allclose(dh, h - h[:, :1], atol=1e-14)
+    assert np.all(dh[:, 0] == 0.0)
+    m = result.moments
+    # The paired SE is the spread of the change, far below the spread of H itself.
+    assert m.sem[-1, 1] < 0.2 * m.sem[-1, 0]
+
+
+def test_unknown_change_observable_is_refused():
+    import pytest
+
+    from sgi_run.core.errors import ConfigError
+    from sgi_run.engine.simulate import observable_functions
+    with pytest.raises(ConfigError, match="plan.observables='energy_change'.*H_change"):
+        observable_functions(Kubo(), ["H", "energy_change"])
+
+
+def test_snapshots_hold_every_paths_state_whatever_the_shards(make_integrator):
+    base = dict(paths=101, dt=0.05, T=2.0, output_dt=0.5, snapshots=[0, 2.0], keep_paths=101)
+    runs = [run_shards(Simulator(Kubo(nu=0.3), make_integrator("heun"), Plan(**base, shards=s)), None) for s in (1, 4)]
+    for r in runs:
+        assert r.snapshots.shape == (2, 101, 2)
+        assert np.array_equal(r.snapshots[1, :, 0], r.kept["q"][:, -1])
+        assert np.array_equal(r.snapshots[0, :, 1], r.kept["p"][:, 0])
+    assert np.array_equal(runs[0].snapshots, runs[1].snapshots)
+
+
+def test_snapshot_times_must_be_output_times():
+    import pytest
+
+    from sgi_run.core.errors import ConfigError
+    with pytest.raises(ConfigError, match="plan.snapshots"):
+        Plan(paths=10, dt=0.1, T=2.0, output_dt=0.5, snapshots=[0.7])
+    with pytest.raises(ConfigError, match="plan.snapshots"):
+        Plan(paths=10, dt=0.1, T=2.0, output_dt=0.5, snapshots=[3.0])
+    assert Plan(paths=10, dt=0.1, T=2.0, output_dt=0.5, snapshots=[2.0, 0]).snapshot_indices == [0, 4]

@@ -154,3 +154,112 @@ def test_identical_to_another_run():
 def test_max_abs_error_can_demand_a_large_error():
     assert check("max_abs_error", series(EXACT + 0.5), min=0.4).verdict == PASS
     assert check("max_abs_error", series(EXACT + 0.1), min=0.4).verdict == FAIL
+
+
+# --- kinds that look at more of a run (RunData): windows, other observables, snapshots --------------
+from sgi_run.figures.checks import RunData, bin_averages, histogram_density  # noqa: E402
+from sgi_run.systems import VlasovLenardBernstein  # noqa: E402
+
+LB = VlasovLenardBernstein()
+
+
+def run_data(curves: dict, snapshot=None, paths=1000):
+    return RunData({k: series(v, exact=None) if not isinstance(v, Series) else v for k, v in curves.items()},
+                   "H", LB, (lambda t: snapshot) if snapshot is not None else (lambda t: None), paths)
+
+
+def data_check(kind, data, **params):
+    spec = {"id": "c", "kind": kind, **params}
+    validate(spec, "test")
+    return evaluate(spec, "run", data)
+
+
+def test_window_mean_against_a_system_reference_value():
+    h_erg = LB.ergodic_energy()
+    curve = np.where(T >= 50, h_erg + 0.0115, 3.0)
+    data = run_data({"H": curve})
+    result = data_check("window_mean", data, start=50, end=100, reference="ergodic_energy", min=-0.01, max=0.01)
+    assert result.verdict == FAIL and result.value == pytest.approx(0.0115) and result.se == pytest.approx(1e-3)
+    # 2 SE of tolerance accepts a value 1.5 SE outside the band: reduced path counts.
+    assert data_check("window_mean", data, start=50, end=100, reference="ergodic_energy", min=-0.01, max=0.01,
+                      tolerance_se=2).verdict == PASS
+    assert data_check("window_mean", data, start=50, end=100, reference="ergodic_energy", absolute=True,
+                      min=0.1).verdict == FAIL
+    assert data_check("window_mean", data, start=50, end=500, min=0).verdict == SKIP
+
+
+def test_reference_names_a_system_value_or_is_refused():
+    data = run_data({"H": EXACT, "sin4pix": np.full_like(T, -0.1185)})
+    ok = data_check("agrees_at", data, observable="sin4pix", reference="ergodic_mean:sin4pix", k=4)
+    assert ok.verdict == PASS and ok.value < 1
+    with pytest.raises(ConfigError, match="checks.reference"):
+        data_check("agrees_at", data, reference="no_such_value")
+    with pytest.raises(ConfigError, match="checks.observable"):
+        data_check("value_at", data, observable="v", min=0)
+
+
+def test_max_abs_value_relative_to_the_initial_energy():
+    drift = 0.03 * T / 100
+    data = run_data({"H": np.full_like(T, 0.2), "H_change": drift})
+    # H0 = 0.2 < floor 0.5: relative to 0.5, the largest |drift| 0.03 is 0.06
+    result = data_check("max_abs_value", data, observable="H_change", relative_to_initial="H", floor=0.5, max=0.05)
+    assert result.verdict == FAIL and result.value == pytest.approx(0.06) and result.t == 100
+    assert data_check("max_abs_value", data, observable="H_change", end=50, max=0.02).verdict == PASS
+    grows = data_check("value_at", data, observable="H_change", relative_to_initial="H", floor=0.5, min=0.05)
+    assert grows.verdict == PASS and grows.value == pytest.approx(0.06)
+
+
+def test_abs_ratio_and_identical_at_one_time():
+    a, b = run_data({"H": -0.03 * T / 100}), run_data({"H": 0.005 * T / 100})
+    r = evaluate({"id": "c", "kind": "abs_ratio_at", "other": "b", "min": 3, "at": 100}, "a", a, {"b": b})
+    assert r.verdict == PASS and r.value == pytest.approx(6.0)
+    same_start = evaluate({"id": "c", "kind": "identical_to", "other": "b", "at": 0}, "a", a, {"b": b})
+    assert same_start.verdict == PASS
+    assert evaluate({"id": "c", "kind": "identical_to", "other": "b"}, "a", a, {"b": b}).verdict == FAIL
+
+
+def test_max_relative_se_is_rescaled_to_the_papers_path_count():
+    data = run_data({"H": series(np.full_like(T, 2.0), sem=2e-2)}, paths=10000)   # SE/E = 0.01
+    result = data_check("max_relative_se", data, max=1.5e-3, reference_paths=1000000)
+    assert result.verdict == PASS and result.value == pytest.approx(1e-3)
+    assert data_check("max_relative_se", data, max=5e-3).verdict == FAIL
+
+
+def test_snapshot_variance_and_its_standard_error():
+    rng = np.random.default_rng(1)
+    v = rng.normal(0.0, 1.0, 40000)
+    data = run_data({"H": EXACT}, snapshot={"x": rng.uniform(size=v.size), "v": v})
+    ok = data_check("snapshot_variance", data, coordinate="v", reference="ergodic_mean:v_sq", min=-0.04, max=0.04)
+    assert ok.verdict == PASS and ok.se == pytest.approx(np.sqrt(2 / v.size), rel=0.05)
+    wide = run_data({"H": EXACT}, snapshot={"x": v, "v": 1.1 * v})
+    assert data_check("snapshot_variance", wide, coordinate="v", reference=1.0, min=-0.04, max=0.04).verdict == FAIL
+    assert data_check("snapshot_variance", run_data({"H": EXACT}), coordinate="v", max=1).verdict == SKIP
+
+
+def test_density_l1_tells_the_gibbs_marginal_from_the_initial_one():
+    """Samples of the Gibbs x-marginal (rejection from uniform) pass; samples of the initial
+    positions (1 + eps cos 2 pi x) fail; positions are wrapped mod 1 first."""
+    rng = np.random.default_rng(2)
+    u = rng.uniform(size=400000)
+    peak = LB.gibbs_density_x(np.linspace(0, 1, 2001)).max()
+    gibbs = u[rng.uniform(size=u.size) * peak < LB.gibbs_density_x(u)][:100000] + rng.integers(-3, 3, 100000)
+    spec = dict(coordinate="x", density="gibbs_density_x", bins=50, range=[0, 1], period=1, base=0.0, k=3)
+    ok = data_check("density_l1", run_data({"H": EXACT}, snapshot={"x": gibbs, "v": gibbs}), **spec)
+    assert ok.verdict == PASS and ok.value < 0.02
+    initial = u[rng.uniform(size=u.size) * 1.25 < LB.initial_density_x(u)][:100000]
+    assert data_check("density_l1", run_data({"H": EXACT}, snapshot={"x": initial, "v": initial}), **spec).verdict == FAIL
+
+
+def test_histogram_density_counts_escaped_mass_as_a_deficit():
+    edges, density = histogram_density(np.array([0.1, 0.2, 5.0, np.nan]), 2, 0.0, 1.0)
+    assert np.allclose(density * np.diff(edges), [2 / 3, 0.0])
+    assert np.allclose(bin_averages(lambda x: 2 * x, np.array([0.0, 0.5, 1.0])), [0.5, 1.5])
+
+
+def test_ks_test_of_the_initial_positions():
+    rng = np.random.default_rng(3)
+    u = rng.uniform(size=200000)
+    initial = u[rng.uniform(size=u.size) * 1.25 < LB.initial_density_x(u)]
+    spec = dict(coordinate="x", cdf="initial_cdf_x", min_p=1e-3)
+    assert data_check("ks_test", run_data({"H": EXACT}, snapshot={"x": initial, "v": u}), **spec).verdict == PASS
+    assert data_check("ks_test", run_data({"H": EXACT}, snapshot={"x": u, "v": u}), **spec).verdict == FAIL

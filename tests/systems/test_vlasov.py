@@ -193,3 +193,28 @@ def test_lorentz_midpoint_nearly_conserves_h_along_paths(runs_root):
     h = sgi_run.run(cfg).ensemble.paths["H"]
     assert h.shape == (10, 11)
     assert np.abs(h - h[:, :1]).max() < 3e-3
+
+
+@pytest.mark.parametrize("name", ["midpoint", "dirk", "stormer_verlet"])
+def test_lorentz_without_field_lda_methods_conserve_speed_to_round_off(name, make_integrator):
+    """Spec 000, Figure 4.10 unit test: with E0 = 0 the noise only rotates V, and the midpoint rule
+    (so DIRK, its two substeps) preserves quadratic invariants; SV's velocity substeps are Cayley
+    rotations. |V|^2 is kept to round-off for any dW, even large ones."""
+    system, integrator = VlasovLorentz(E0=0.0), make_integrator(name)
+    z = jnp.array([0.3, 0.7, 1.2, -0.4])
+    for dw in (0.05, -0.8, 2.5):
+        z, _ = integrator.step(system, z, 0.1, jnp.array([[dw]]))
+        assert float(z[2] ** 2 + z[3] ** 2) == pytest.approx(1.2**2 + 0.4**2, rel=1e-13)
+
+
+def test_lb_initial_means_by_quadrature():
+    """Spec 000, Figure 4.5: the sampler's targets, in closed form for the paper's parameters."""
+    lb = VlasovLenardBernstein()
+    a, v0, s = lb.a, lb.v0, lb.sigma
+    assert lb.initial_mean("v") == pytest.approx(a * v0 / (1 + a), rel=1e-10)
+    assert lb.initial_mean("v_sq") == pytest.approx((1 + a * (s**2 + v0**2)) / (1 + a), rel=1e-10)
+    assert lb.initial_mean("cos2pix") == pytest.approx(lb.epsilon / 2, rel=1e-10)
+    assert lb.initial_mean("H") == pytest.approx(3.041667, abs=1e-6)
+    assert lb.initial_mean("no_such") is None
+    assert lb.ergodic_mean("v_sq") == pytest.approx(1.0)
+    assert lb.initial_cdf_x(1.0) == pytest.approx(1.0) and lb.initial_cdf_x(0.0) == 0.0

@@ -1,0 +1,107 @@
+"""The convergence-study plan (``plan=convergence``): validated numbers for an error-vs-dt study.
+
+Like ``engine.plan.Plan``, every refusal is a one-line ``ConfigError`` naming the key (``plan.dts``),
+the value and what is allowed, raised before anything is computed. ``fitted_to`` adds the checks
+that need the system and the integrator and settles ``reference: auto``.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Sequence
+
+import numpy as np
+
+from sgi_run.core.errors import ConfigError
+from sgi_run.engine.plan import Plan, _whole_ratio
+
+ERRORS = ("strong", "weak")
+REFERENCES = ("exact", "fine", "auto")
+
+
+def has_exact_state(system) -> bool:
+    """Whether the system knows its exact path ``exact_state(t, W(t))`` (one noise only)."""
+    return callable(getattr(system, "exact_state", None)) and system.noises == 1
+
+
+@dataclasses.dataclass(frozen=True)
+class ConvergencePlan:
+    dts: tuple[float, ...]          # stored coarse to fine
+    paths: int = 4000
+    T: float = 1.0
+    error: str = "strong"           # strong: RMS of the final state; weak: error of E(observable)(T)
+    reference: str = "auto"         # exact | fine | auto (exact where the system has one)
+    reference_refine: int = 8       # the fine reference runs at min(dts) / reference_refine
+    observable: str = "H"           # for weak errors
+    seed: int = 0
+    bootstrap: int = 200            # path resamples for the CI of the fitted order (0: no CI)
+    fidelity: str = "reduced"
+    kind: str = "convergence"
+
+    def __post_init__(self):
+        self.check()
+        object.__setattr__(self, "dts", tuple(sorted((float(d) for d in self.dts), reverse=True)))
+
+    def check(self) -> None:
+        def need(key, ok, allowed, value=None):
+            if not ok:
+                raise ConfigError(f"plan.{key}", getattr(self, key) if value is None else value, allowed)
+
+        is_int = lambda v: isinstance(v, (int, np.integer)) and not isinstance(v, bool)
+        is_num = lambda v: isinstance(v, (int, float, np.number)) and not isinstance(v, bool) and math.isfinite(v)
+        need("kind", self.kind == "convergence", "'convergence'")
+        # Two paths at least: every error carries a Monte Carlo standard error.
+        need("paths", is_int(self.paths) and self.paths >= 2, "an integer >= 2")
+        need("T", is_num(self.T) and self.T > 0, "a number > 0")
+        dts = list(self.dts) if isinstance(self.dts, (list, tuple)) else None
+        need("dts", dts is not None and len(dts) >= 2, "a list of at least two step sizes (an order is a slope)")
+        for dt in dts:
+            need("dts", is_num(dt) and dt > 0, "step sizes > 0", dt)
+        for dt in dts:
+            need("dts", _whole_ratio(self.T, dt) is not None, f"step sizes that divide T = {self.T}", dt)
+        need("dts", len(set(dts)) == len(dts), "distinct step sizes", sorted(dts, reverse=True))
+        finest = min(dts)
+        for dt in dts:
+            # One Brownian path per sample is drawn on the finest grid and summed onto the others.
+            need("dts", _whole_ratio(dt, finest) is not None, f"whole multiples of the finest step {finest}", dt)
+        need("error", self.error in ERRORS, f"one of {list(ERRORS)}")
+        need("reference", self.reference in REFERENCES, f"one of {list(REFERENCES)}")
+        need("reference_refine", is_int(self.reference_refine) and self.reference_refine >= 2,
+             "an integer >= 2 (the fine reference step is min(dts) / reference_refine)")
+        need("observable", isinstance(self.observable, str), "an observable name")
+        need("seed", is_int(self.seed) and 0 <= self.seed < 2**32, "an integer in [0, 2^32)")
+        need("bootstrap", is_int(self.bootstrap) and self.bootstrap >= 0, "an integer >= 0")
+        need("fidelity", self.fidelity in Plan.FIDELITIES, f"one of {list(Plan.FIDELITIES)}")
+
+    # --- the checks that need the system and the integrator -------------------------------------
+    def fitted_to(self, system, integrator) -> "ConvergencePlan":
+        """This plan with ``reference`` settled to exact or fine; refuses what the pair cannot do."""
+        if self.error == "strong" and integrator.noise_kind == "three_point":
+            raise ConfigError("plan.error", self.error,
+                              f"weak with the weak integrator {integrator.name} (three-point increments "
+                              f"are not a Brownian path, so step sizes cannot share one)")
+        allowed = list(system.observables())
+        if self.observable not in allowed:
+            raise ConfigError("plan.observable", self.observable, f"observables of {type(system).__name__}: {allowed}")
+        if self.error == "strong":
+            exact, what = has_exact_state(system), "exact path exact_state(t, W)"
+        else:
+            exact, what = system.reference_mean(self.observable) is not None, f"exact mean of {self.observable}"
+        if self.reference == "exact" and not exact:
+            raise ConfigError("plan.reference", self.reference,
+                              f"fine or auto: {type(system).__name__} has no {what}")
+        resolved = self.reference if self.reference != "auto" else ("exact" if exact else "fine")
+        return dataclasses.replace(self, reference=resolved)
+
+    @property
+    def reference_dt(self) -> float | None:
+        return self.dts[-1] / self.reference_refine if self.reference == "fine" else None
+
+    @classmethod
+    def from_mapping(cls, cfg) -> "ConvergencePlan":
+        known = [f.name for f in dataclasses.fields(cls)]
+        for key, value in dict(cfg).items():
+            if key not in known:
+                raise ConfigError(f"plan.{key}", value, f"a key of the convergence plan: {known}")
+        return cls(**{k: (list(v) if isinstance(v, Sequence) and not isinstance(v, str) else v)
+                      for k, v in dict(cfg).items()})

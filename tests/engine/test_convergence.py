@@ -1,0 +1,101 @@
+"""Convergence studies (``engine.convergence``) and their plan (``engine.convergence_plan``).
+
+Kubo parameters of spec 000 section 2.10 (nu = 0.3 exercises the forcing terms), few paths.
+"""
+import numpy as np
+import pytest
+
+from sgi_run.core.errors import ConfigError
+from sgi_run.engine.convergence import strong_study, weak_study
+from sgi_run.engine.convergence_plan import ConvergencePlan
+from sgi_run.engine.linear_oracle import method_moments
+from sgi_run.engine.plan import Plan
+from sgi_run.systems import Kubo, VanDerPol
+
+KUBO = Kubo(beta=0.5, nu=0.3, q0=2.0, p0=0.0)
+
+
+# --- strong ---------------------------------------------------------------------------------------
+def test_midpoint_strong_order_one_against_the_exact_path(make_integrator):
+    """Order ~1 with a tight bootstrap interval. The interval covers Monte Carlo noise only, not
+    the pre-asymptotic curvature (slopes approach 1.02 from above, spec 000 section 2.10), so the
+    order is held to 1 within 0.12 rather than to the interval."""
+    r = strong_study(KUBO, make_integrator("midpoint"), T=1.0, dts=[2.0**-k for k in range(4, 8)], paths=500)
+    assert r.error_kind == "strong" and r.reference == "exact" and r.samples == "shared"
+    assert abs(r.order - 1) < 0.12 and r.order_ci[0] <= r.order <= r.order_ci[1], (r.order, r.order_ci)
+    assert r.order_ci[1] - r.order_ci[0] < 0.2
+    assert np.all(np.diff(r.error) < 0) and r.resolvable.all() and r.note == ""
+    # Spec 000 section 2.10: midpoint's RMS error at dt = 2^-7 is 1.00e-3 (4000 paths).
+    assert r.error[-1] == pytest.approx(1.00e-3, rel=0.06)
+    assert np.isnan(r.local_slopes[0]) and np.all(np.abs(r.local_slopes[1:] - 1) < 0.15)
+
+
+def test_fine_reference_gives_the_exact_reference_errors(make_integrator):
+    """A run at min(dts) / 8 on the same Brownian path stands in for the exact path: the errors
+    drop by about the reference's own error (1/8 of the finest one), not more."""
+    dts, integrator = [0.125, 0.0625, 0.03125], make_integrator("midpoint")
+    exact = strong_study(KUBO, integrator, 1.0, dts, paths=200, bootstrap=0)
+    fine = strong_study(KUBO, integrator, 1.0, dts, paths=200, bootstrap=0, reference="fine", reference_refine=8)
+    assert fine.reference == "fine" and np.isnan(fine.order_ci[0])
+    assert np.all((fine.error / exact.error > 0.8) & (fine.error / exact.error < 1.02)), fine.error / exact.error
+
+
+# --- weak -----------------------------------------------------------------------------------------
+def test_weak_errors_of_rs2_match_the_method_exact_errors(make_integrator):
+    """Monte Carlo weak errors (independent samples per dt, three-point increments) against the
+    method's exact E(H) (second-moment recursion, no sampling): within 4 SE at every dt, and the
+    fitted order's interval holds the slope of the exact errors."""
+    integrator, T, dts = make_integrator("rs2"), 2.0, [1.0, 0.5, 0.25]
+    r = weak_study(KUBO, integrator, T, dts, paths=2000, observable="H")
+    assert r.error_kind == "weak" and r.samples == "independent" and r.resolvable.all()
+    exact_mean = KUBO.exact_mean_energy(T)
+    method = np.array([method_moments(KUBO, integrator, Plan(paths=2, dt=dt, T=T, output_dt=T)).mean_H[-1]
+                       for dt in dts]) - exact_mean
+    assert np.all(np.abs(r.error - method) < 4 * r.se), (r.error, method, r.se)
+    exact_slope = np.polyfit(np.log(dts), np.log(np.abs(method)), 1)[0]
+    assert r.order_ci[0] <= exact_slope <= r.order_ci[1], (r.order, r.order_ci, exact_slope)
+
+
+def test_unresolvable_weak_errors_are_reported_not_fitted(make_integrator):
+    """SRKw2's weak errors on Kubo are far below the Monte Carlo noise of 100 paths."""
+    r = weak_study(Kubo(), make_integrator("srkw2"), 1.0, [0.25, 0.125], paths=100, bootstrap=10)
+    assert not r.resolvable.any() and np.isnan(r.order) and np.all(np.isnan(r.local_slopes))
+    assert "not resolvable above Monte Carlo noise" in r.note
+
+
+# --- the plan -------------------------------------------------------------------------------------
+GOOD = dict(dts=[0.25, 0.5, 0.125], paths=10, T=1.0)
+
+
+def test_plan_orders_dts_coarse_to_fine():
+    assert ConvergencePlan(**GOOD).dts == (0.5, 0.25, 0.125)
+
+
+@pytest.mark.parametrize("key, value", [
+    ("dts", [0.5]), ("dts", 0.5), ("dts", [0.5, -0.25]), ("dts", [0.3, 0.1]), ("dts", [0.5, 0.2, 0.125]),
+    ("dts", [0.5, 0.5]), ("paths", 1), ("T", 0), ("error", "medium"), ("reference", "other"),
+    ("reference_refine", 1), ("seed", -1), ("bootstrap", -1), ("fidelity", "huge"), ("kind", "ensemble"),
+])
+def test_bad_values_are_refused_with_one_line(key, value):
+    with pytest.raises(ConfigError) as err:
+        ConvergencePlan(**{**GOOD, key: value})
+    message = str(err.value)
+    assert message.startswith(f"plan.{key}=") and "\n" not in message
+
+
+def test_unknown_key_is_refused():
+    with pytest.raises(ConfigError, match=r"^plan.dt=0.1 is not allowed: a key of the convergence plan"):
+        ConvergencePlan.from_mapping({**GOOD, "dt": 0.1})
+
+
+def test_fit_to_system_and_integrator(make_integrator):
+    plan = ConvergencePlan(**GOOD)
+    assert plan.fitted_to(KUBO, make_integrator("midpoint")).reference == "exact"
+    fine = plan.fitted_to(VanDerPol(), make_integrator("midpoint"))
+    assert fine.reference == "fine" and fine.reference_dt == 0.125 / 8
+    with pytest.raises(ConfigError, match=r"^plan.error='strong' is not allowed: weak with the weak integrator srkw2"):
+        plan.fitted_to(KUBO, make_integrator("srkw2"))
+    with pytest.raises(ConfigError, match=r"^plan.reference='exact' .* VanDerPol has no exact mean of H"):
+        ConvergencePlan(**GOOD, error="weak", reference="exact").fitted_to(VanDerPol(), make_integrator("srkw2"))
+    with pytest.raises(ConfigError, match=r"^plan.observable='E'"):
+        ConvergencePlan(**GOOD, error="weak", observable="E").fitted_to(KUBO, make_integrator("rs2"))

@@ -1,0 +1,61 @@
+"""``plan=convergence`` end to end: from a composed config (runner) and from the command line."""
+import csv
+
+import h5py
+import numpy as np
+
+import sgi_run
+from sgi_run.config import build, compose
+from sgi_run.convergence_run import load
+from sgi_run.engine.convergence_plan import ConvergencePlan
+
+from tests.test_cli import sgi_run_cli
+
+SMALL = ["plan=convergence", "plan.paths=50", "plan.dts=[0.25,0.125]", "plan.bootstrap=20"]
+
+
+def test_compose_builds_a_convergence_plan():
+    setup = build(compose(SMALL))
+    assert isinstance(setup.plan, ConvergencePlan) and setup.plan.reference == "exact"
+    assert "kind" not in compose([]).plan    # ensembles keep their config (and its hash) unchanged
+
+
+def test_run_writes_the_study_and_caches_it(runs_root):
+    cfg = sgi_run.compose(runs_root + SMALL)
+    first = sgi_run.run(cfg)
+    assert not first.cached and first.path.name == "convergence.h5"
+    assert first.run_dir == sgi_run.config.run_dir_for(cfg)
+    for name in ("convergence.csv", "convergence.md", "convergence.png"):
+        assert (first.run_dir / name).stat().st_size > 0
+    with h5py.File(first.path) as f:
+        assert list(f["dts"][()]) == [0.25, 0.125] and f["order_ci"].shape == (2,)
+        assert f.attrs["reference"] == "exact" and f.attrs["config_hash"] == first.run_dir.name
+        assert f.attrs["seed"] == 0 and "kind: convergence" in f.attrs["config"]
+    rows = list(csv.DictReader(open(first.run_dir / "convergence.csv")))
+    assert [float(r["dt"]) for r in rows] == [0.25, 0.125] and rows[0]["integrator"] == "midpoint"
+    assert "fitted order" in (first.run_dir / "convergence.md").read_text()
+
+    again = sgi_run.run(cfg)
+    assert again.cached and np.array_equal(again.result.error, first.result.error)
+    assert load(first.run_dir)[0].order == first.result.order
+
+
+def test_cli_prints_the_table_and_writes_the_files(tmp_path):
+    out = sgi_run_cli(tmp_path, "integrator=rs2", "plan.error=weak", *SMALL)
+    assert out.returncode == 0, out.stderr
+    [h5] = (tmp_path / "runs" / "kubo-rs2").glob("*/convergence.h5")
+    assert {p.name for p in h5.parent.iterdir()} >= {"convergence.csv", "convergence.md", "convergence.png", ".hydra"}
+    assert "weak convergence" in out.stdout and "fitted order" in out.stdout
+
+
+def test_cli_refuses_bad_dts_with_one_line(tmp_path):
+    out = sgi_run_cli(tmp_path, "-m", "integrator=midpoint,heun", "plan=convergence", "plan.dts=[0.3,0.1]")
+    assert out.returncode == 2
+    assert out.stderr.strip() == "sgi-run: error: plan.dts=0.3 is not allowed: step sizes that divide T = 1.0"
+    assert not (tmp_path / "runs").exists()
+
+
+def test_cli_refuses_a_strong_study_of_a_weak_integrator(tmp_path):
+    out = sgi_run_cli(tmp_path, "integrator=srkw2", "plan=convergence")
+    assert out.returncode == 2 and out.stderr.count("\n") == 1
+    assert out.stderr.startswith("sgi-run: error: plan.error='strong' is not allowed: weak with the weak integrator srkw2")
