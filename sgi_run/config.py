@@ -132,6 +132,11 @@ def build_system(cfg) -> CanonicalSystem:
     unknown = sorted(set(cfg) - set(cls.parameter_names()))
     if unknown:
         raise ConfigError(f"system.{unknown[0]}", cfg[unknown[0]], f"a parameter of {name}: {cls.parameter_names()}")
+    # `system.q0=2` arrives as an int; a float parameter must stay a float, or the initial state
+    # becomes an integer array that jax.jacfwd (Newton) refuses.
+    declared = {f.name: f.type for f in dataclasses.fields(cls)}
+    cfg = {k: float(v) if declared[k] in ("float", float) and isinstance(v, int) and not isinstance(v, bool) else v
+           for k, v in cfg.items()}
     try:
         system = cls(**cfg)
         system.check()

@@ -82,3 +82,14 @@ def test_hash_ignores_display_keys_only():
 @pytest.mark.parametrize("override", ["plan.brownian_refine=2", "plan.truncate=1.0"])
 def test_three_point_increments_refuse_refinement_and_truncation(override):
     assert refused(["integrator=srkw1", override]).startswith(override.split("=")[0] + "=")
+
+
+def test_integer_values_of_float_parameters_become_floats(runs_root):
+    """`system.q0=2` on the command line is an int; an implicit method must still run (its Newton
+    solve differentiates the state, which must be a float array)."""
+    from sgi_run.config import build_system
+    system = build_system({"name": "kubo", "q0": 2, "p0": 0})
+    assert isinstance(system.q0, float) and isinstance(system.p0, float)
+    result = sgi_run.run(sgi_run.compose(runs_root + ["integrator=midpoint", "system.q0=2", "system.p0=0",
+                                                      "plan.paths=10", "plan.T=1"]))
+    assert result.ensemble.mean("H")[0] == 2.0
