@@ -68,6 +68,7 @@ class RunData:
     system: object = None            # the run's system (reference values, exact densities)
     snapshot: Callable[[float | None], Mapping[str, np.ndarray] | None] = lambda t: None  # states at t (None: last)
     paths: int | None = None         # paths of the run
+    nonfinite: np.ndarray | None = None  # paths whose state is not finite, per output time
 
     def curve(self, observable: str | None) -> Series:
         name = observable or self.default
@@ -106,7 +107,8 @@ class Band:
     hi: float | None = None
 
     def contains(self, x: float) -> bool:
-        return math.isfinite(x) and (self.lo is None or x >= self.lo) and (self.hi is None or x <= self.hi)
+        # NaN (a mean over no finite paths) is never inside; +-inf can be, past an open end.
+        return not math.isnan(x) and (self.lo is None or x >= self.lo) and (self.hi is None or x <= self.hi)
 
     def margin(self, x: float) -> float:
         """Signed distance to the nearest end: positive inside, negative outside."""
@@ -410,6 +412,67 @@ def snapshot_variance(series: Series, *, data: RunData, coordinate: str, at: flo
     ref = data.reference(reference)
     return Measurement(float(var - ref), float(np.sqrt(builtins.max(m4 - var**2, 0.0) / x.size)), at, band,
                        f"Var({coordinate}) = {var:.5g} over {x.size} paths")
+
+
+@check_kind("reference_value")
+def reference_value(series: Series, *, data: RunData, reference, min: float | None = None,
+                    max: float | None = None) -> Measurement:
+    """A reference value the system computes (e.g. ``equilibrium_mean:two_H`` by quadrature) lies in
+    [min, max]: the paper's printed value, checked against the code's, never used in its place."""
+    return Measurement(data.reference(reference), None, None, Band(min, max), f"computed {reference}")
+
+
+@check_kind("all_finite")
+def all_finite(series: Series, *, data: RunData, max: int = 0) -> Measurement:
+    """At most ``max`` paths (default none) went non-finite at any output time."""
+    worst = int(np.max(data.nonfinite)) if data.nonfinite is not None else 0
+    i = int(np.argmax(data.nonfinite)) if data.nonfinite is not None else 0
+    return Measurement(float(worst), None, float(series.t[i]) if worst else None, Band(None, max),
+                       f"most non-finite paths at one time: {worst} of {data.paths}")
+
+
+@check_kind("nonfinite_fraction_at")
+def nonfinite_fraction_at(series: Series, *, data: RunData, at: float | None = None, min: float | None = None,
+                          max: float | None = None) -> Measurement:
+    """The fraction of paths that are non-finite at one time (default: the final time) lies in [min, max]
+    (a method's blow-up, or a constraint solve with no solution, spec 003 F1-4 / F2-4)."""
+    band, i = Band(min, max), series.index_at(at)
+    if i is None:
+        return _skip(at, series, band)
+    count = int(data.nonfinite[i]) if data.nonfinite is not None else 0
+    return Measurement(count / data.paths, None, float(series.t[i]), band, f"{count} of {data.paths} paths")
+
+
+@check_kind("diverged_by")
+def diverged_by(series: Series, *, data: RunData, at: float, mean_above: float = 1e6) -> Measurement:
+    """The run is declared diverged no later than ``at``: the first output time where some path is
+    non-finite or |E| exceeds ``mean_above`` (spec 003 pitfall 19); infinity when it never does."""
+    nonfinite = data.nonfinite if data.nonfinite is not None else np.zeros(len(series.t), int)
+    with np.errstate(invalid="ignore"):
+        flagged = (nonfinite > 0) | ~(np.abs(series.mean) <= mean_above)
+    first = float(series.t[np.argmax(flagged)]) if flagged.any() else math.inf
+    return Measurement(first, None, None, Band(None, at),
+                       "never" if math.isinf(first) else f"first non-finite path or |E| > {mean_above:g} at t={first:g}")
+
+
+@check_kind("window_difference")
+def window_difference(series: Series, *, other: Series, start: float, end: float, min: float | None = None,
+                      max: float | None = None, reference=None, data: RunData) -> Measurement:
+    """Compares the time averages P (over [start, end]) of this run and ``other``. Without
+    ``reference``: P - P_other lies in [min, max] (e.g. > 0: increases with c). With it:
+    |P_other - ref| - |P - ref| lies in [min, max] (> 0: this run is the closer one; a diverged
+    other run counts as infinitely far). SE: the two window SE bounds combined as independent."""
+    band, mine, theirs = Band(min, max), _window(series, start, end), _window(other, start, end)
+    if mine is None or theirs is None:
+        return Measurement(math.nan, None, end, band, skipped=f"the window [{start:g}, {end:g}] is beyond T")
+    p, q = float(np.mean(series.mean[mine])), float(np.mean(other.mean[theirs]))
+    se = math.hypot(float(np.mean(series.sem[mine])), float(np.mean(other.sem[theirs])))
+    if reference is None:
+        return Measurement(p - q, se, None, band, f"P = {p:.5g}, P_other = {q:.5g}")
+    ref = data.reference(reference)
+    far = abs(q - ref) if math.isfinite(q) else math.inf
+    return Measurement(far - abs(p - ref), se, None, band,
+                       f"|P - ref| = {abs(p - ref):.4g}, |P_other - ref| = {far:.4g} (ref {ref:.6g})")
 
 
 def _no_snapshot(at, band: Band) -> Measurement:

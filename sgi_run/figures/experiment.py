@@ -193,7 +193,8 @@ def _run_data(result: RunResult, cfg, observable: str, oracle: str | None) -> Ru
             oracle_mean, oracle_sem = moments.mean_H, moments.expected_sem(setup.plan.paths)
         series[name] = Series(ens.t, ens.mean(name), ens.sem(name), None if exact is None else exact(ens.t),
                               oracle_mean, oracle_sem)
-    return RunData(series, observable, setup.system, ens.snapshot, setup.plan.paths)
+    return RunData(series, observable, setup.system, ens.snapshot, setup.plan.paths,
+                   ens.diagnostics.get("nonfinite_paths"))
 
 
 def _table_row(exp: Experiment, spec: RunSpec, cfg, result: RunResult, s: Series) -> dict:

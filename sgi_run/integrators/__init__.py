@@ -11,6 +11,7 @@ from typing import Any, Mapping
 from sgi_run.core.errors import ConfigError
 from sgi_run.integrators.base import Integrator
 from sgi_run.integrators.explicit_srk import ExplicitSRK, SERKTableau
+from sgi_run.integrators.langevin_splitting import LangevinSplitting, LangevinSplittingTableau
 from sgi_run.integrators.lda_prk import LdAPartitionedRK, LdAPRKTableau
 from sgi_run.integrators.weak_lda_rk import WeakLdARK, WeakLdATableau
 from sgi_run.integrators.weak_srk import WeakSRK, WeakSRKTableau
@@ -20,6 +21,7 @@ FAMILIES: dict[str, tuple[type[Integrator], Any]] = {
     "explicit_srk": (ExplicitSRK, SERKTableau),
     "weak_lda_rk": (WeakLdARK, WeakLdATableau),
     "weak_srk": (WeakSRK, WeakSRKTableau),
+    "langevin_splitting": (LangevinSplitting, LangevinSplittingTableau),
 }
 
 

@@ -1,6 +1,7 @@
 """Systems: pure JAX physics. ``SYSTEMS`` maps the config name (``system.name``) to its class."""
 from sgi_run.systems.base import CanonicalSystem
 from sgi_run.systems.kubo import Kubo
+from sgi_run.systems.langevin import LangevinDoubleWell, LangevinHarmonic, LangevinSystem, SphericalPendulum
 from sgi_run.systems.van_der_pol import VanDerPol
 from sgi_run.systems.vlasov import VlasovLenardBernstein, VlasovLorentz
 
@@ -9,6 +10,10 @@ SYSTEMS: dict[str, type[CanonicalSystem]] = {
     "van_der_pol": VanDerPol,
     "vlasov_lenard_bernstein": VlasovLenardBernstein,
     "vlasov_lorentz": VlasovLorentz,
+    "langevin_double_well": LangevinDoubleWell,
+    "langevin_harmonic": LangevinHarmonic,
+    "spherical_pendulum": SphericalPendulum,
 }
 
-__all__ = ["SYSTEMS", "CanonicalSystem", "Kubo", "VanDerPol", "VlasovLenardBernstein", "VlasovLorentz"]
+__all__ = ["SYSTEMS", "CanonicalSystem", "Kubo", "LangevinDoubleWell", "LangevinHarmonic", "LangevinSystem",
+           "SphericalPendulum", "VanDerPol", "VlasovLenardBernstein", "VlasovLorentz"]

@@ -263,3 +263,32 @@ def test_ks_test_of_the_initial_positions():
     spec = dict(coordinate="x", cdf="initial_cdf_x", min_p=1e-3)
     assert data_check("ks_test", run_data({"H": EXACT}, snapshot={"x": initial, "v": u}), **spec).verdict == PASS
     assert data_check("ks_test", run_data({"H": EXACT}, snapshot={"x": u, "v": u}), **spec).verdict == FAIL
+
+
+def test_blow_up_kinds_read_the_nonfinite_counts():
+    import dataclasses
+    stable = run_data({"H": np.full_like(T, 1.0)})
+    stable = dataclasses.replace(stable, nonfinite=np.zeros(T.size, int))
+    blows = dataclasses.replace(run_data({"H": np.r_[1.0, 1.0, 5e6, np.full(T.size - 3, np.nan)]}),
+                                nonfinite=np.r_[0, 0, 0, 10, np.full(T.size - 4, 1000)])
+    assert data_check("all_finite", stable).verdict == PASS
+    assert data_check("all_finite", blows).verdict == FAIL
+    first = data_check("diverged_by", blows, at=25)
+    assert first.verdict == PASS and first.value == 20          # |E| > 1e6 at t = 20
+    assert data_check("diverged_by", stable, at=25).verdict == FAIL   # never: infinity
+    gone = data_check("nonfinite_fraction_at", blows, at=50, min=0.99)
+    assert gone.verdict == PASS and gone.value == 1.0
+
+
+def test_window_difference_ranks_errors_and_orders_plateaus():
+    ref = LB.ergodic_energy()
+    close, far = run_data({"H": np.full_like(T, ref + 0.01)}), run_data({"H": np.full_like(T, ref - 0.05)})
+    diverged = run_data({"H": np.full_like(T, np.nan)})
+    spec = {"id": "c", "kind": "window_difference", "other": "o", "start": 50, "end": 100,
+            "reference": "ergodic_energy", "min": 0}
+    ranked = evaluate(spec, "a", close, {"o": far})
+    assert ranked.verdict == PASS and ranked.value == pytest.approx(0.04)
+    assert evaluate(spec, "a", far, {"o": close}).verdict == FAIL
+    assert evaluate(spec, "a", far, {"o": diverged}).verdict == PASS     # diverged: infinitely far
+    order = {"id": "c", "kind": "window_difference", "other": "o", "start": 50, "end": 100, "min": 0}
+    assert evaluate(order, "a", close, {"o": far}).value == pytest.approx(0.06)

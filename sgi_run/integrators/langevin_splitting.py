@@ -1,0 +1,147 @@
+r"""Splitting integrators for Langevin systems of Bou-Rabee & Owhadi (paper 003; spec 003 section 2).
+One implementation; the six methods SVIA/B/C and CSVIA/B/C are data (``conf/integrator/*.yaml``).
+
+Per coordinate j, with :math:`x_j = ch/m_j`, :math:`F = -\nabla U` and :math:`\eta \sim N(0, I)`
+(:math:`\eta = \Delta W/\sqrt h`), the momentum update is
+
+.. math::
+    p^* = \lambda(x_j)\,p_k + h\,w(x_j)\,F(q_k) + \sqrt{m_j\,v(x_j)/\beta}\;\eta_k
+
+with the tableau choosing
+
+* ``friction: exact_ou``: :math:`\lambda = e^{-x}`, :math:`v = 1 - e^{-2x}`: the exact
+  Ornstein-Uhlenbeck step of :math:`dp = -(c/m)p\,dt + \sigma dW` (spec 2.0; ``expm1``, and never
+  :math:`e^{ch}`, so :math:`ch > 709` neither overflows nor loses digits);
+* ``friction: euler``: :math:`\lambda = 1 - x`, :math:`v = 2x`: Euler-Maruyama, noise
+  :math:`\sigma\sqrt h` (SVIB, eq. 4.2);
+* ``force_damped``: :math:`w = \lambda` (SVIC: the force is damped, "BOA") or :math:`w = 1`
+  (SVIA, eq. 1.2/4.1 corrected in spec 2.1: the force is not damped, "OBA").
+
+Flat (``constrained: false``, spec 2.2): :math:`p_{k+1} = p^*`, :math:`q_{k+1} = q_k + h M^{-1}p_{k+1}`
+(symplectic Euler: force at the old q, drift with the new p).
+
+On the sphere (``constrained: true``, spec 2.3; unit mass): SHAKE with the constraint force along
+the old position, :math:`\hat p = p^* + \mu q_k`, :math:`|q_k + h\hat p| = 1`, then the RATTLE-type
+projection (2.3) of :math:`\hat p` onto the tangent plane at :math:`q_{k+1}`.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import ClassVar
+
+import jax
+import jax.numpy as jnp
+
+from sgi_run.core.errors import ConfigError
+from sgi_run.integrators.base import Integrator
+from sgi_run.systems import SYSTEMS
+from sgi_run.systems.langevin import LangevinSystem
+
+FRICTIONS = ("exact_ou", "euler")
+
+
+@dataclasses.dataclass(frozen=True)
+class LangevinSplittingTableau:
+    friction: str          # exact_ou | euler
+    force_damped: bool     # the force term carries the damping factor (SVIC) or not (SVIA, SVIB)
+    constrained: bool      # SHAKE/RATTLE on the unit sphere (CSVI*) or flat space (SVI*)
+
+    @classmethod
+    def from_config(cls, spec, params, key="integrator.tableau") -> "LangevinSplittingTableau":
+        spec = dict(spec)
+        if spec.get("friction") not in FRICTIONS:
+            raise ConfigError(f"{key}.friction", spec.get("friction"), f"one of {list(FRICTIONS)}")
+        for flag in ("force_damped", "constrained"):
+            if not isinstance(spec.get(flag), bool):
+                raise ConfigError(f"{key}.{flag}", spec.get(flag), "true or false")
+        unknown = sorted(set(spec) - {"friction", "force_damped", "constrained"})
+        if unknown:
+            raise ConfigError(f"{key}.{unknown[0]}", spec[unknown[0]], "friction, force_damped, constrained")
+        return cls(spec["friction"], spec["force_damped"], spec["constrained"])
+
+    # --- the three coefficient functions of x = c h / m ---------------------------------------------
+    def damping(self, x):
+        """lambda(x): the momentum's factor per step."""
+        return jnp.exp(-x) if self.friction == "exact_ou" else 1 - x
+
+    def force_weight(self, x):
+        """w(x): the factor on h F."""
+        return self.damping(x) if self.force_damped else jnp.ones_like(x)
+
+    def noise_variance(self, x):
+        """v(x): the momentum noise variance in units of m / beta."""
+        return -jnp.expm1(-2 * x) if self.friction == "exact_ou" else 2 * x
+
+    def conditions(self) -> dict[str, float]:
+        r"""Consistency with the Langevin SDE (weak order 1) as :math:`x = ch/m \to 0`:
+        :math:`\lambda(0) = 1`, :math:`\lambda'(0) = -1` (friction rate c/m), :math:`w(0) = 1`,
+        and :math:`v'(0) = 2` (noise variance :math:`\sigma^2 h = 2ch/\beta`, i.e. fluctuation-dissipation)."""
+        zero = jnp.zeros(())
+        return {
+            "damping(0) = 1": float(self.damping(zero) - 1),
+            "damping'(0) = -1": float(jax.grad(self.damping)(zero) + 1),
+            "force_weight(0) = 1": float(self.force_weight(zero) - 1),
+            "noise_variance(0) = 0": float(self.noise_variance(zero)),
+            "noise_variance'(0) = 2": float(jax.grad(self.noise_variance)(zero) - 2),
+        }
+
+
+@dataclasses.dataclass(frozen=True)
+class LangevinSplitting(Integrator):
+    family: ClassVar[str] = "langevin_splitting"
+    fits: ClassVar[tuple[str, ...]] = ("canonical", "sphere")
+
+    @property
+    def noise_kind(self) -> str:
+        return "gaussian"
+
+    def check_fits(self, system) -> None:
+        # Flat methods need the Langevin parts (U, c, beta, mass), not just a canonical structure;
+        # constrained methods need the sphere, and flat ones must not step off it.
+        wanted = "sphere" if self.tableau.constrained else "canonical"
+        if system.structure != wanted or not isinstance(system, LangevinSystem):
+            fitting = sorted(n for n, cls in SYSTEMS.items()
+                             if issubclass(cls, LangevinSystem) and cls.structure == wanted)
+            raise ConfigError("integrator", self.name,
+                              f"system '{type(system).__name__}' does not fit; {self.name} integrates "
+                              f"Langevin systems with structure '{wanted}': {fitting}")
+        super().check_fits(system)
+
+    def momentum_update(self, system: LangevinSystem, q, p, dt, xi):
+        """p* of the module docstring, for one path; eta = dW / sqrt(dt) from ``xi`` (1, dof)."""
+        t = self.tableau
+        m = system.mass_vector
+        x = system.c * dt / m
+        eta = xi[0] / jnp.sqrt(dt)
+        noise_scale = jnp.sqrt(m * t.noise_variance(x) / system.beta)
+        return t.damping(x) * p + dt * t.force_weight(x) * system.potential_force(q) + noise_scale * eta
+
+    def step(self, system, z, dt, xi):
+        q, p = system.split(z)
+        p_star = self.momentum_update(system, q, p, dt, xi)
+        if not self.tableau.constrained:
+            return jnp.concatenate([q + dt * p_star / system.mass_vector, p_star]), jnp.int32(0)
+        return shake_rattle_sphere(q, p_star, dt), jnp.int32(0)
+
+
+def shake_rattle_sphere(q, p_star, dt):
+    r"""Spec 2.3 steps 2-3 on the unit sphere. With :math:`A = q + hp^*` and :math:`s = h\mu`, the
+    constraint :math:`|A + sq|^2 = 1` is the quadratic
+    :math:`|q|^2s^2 + 2(A\cdot q)s + |A|^2 - 1 = 0`; its root that vanishes as h -> 0, in
+    cancellation-free form, is :math:`s = (1 - |A|^2)/((A\cdot q) + \sqrt D)`,
+    :math:`D = (A\cdot q)^2 - |q|^2(|A|^2 - 1)` (the other root jumps to the antipode, pitfall 13).
+    :math:`|q|^2` is used as computed, not 1, so round-off does not accumulate.
+
+    D < 0 (equivalently :math:`h|v| > 1`, v the tangent part of :math:`p^*`): no real solution;
+    the path becomes NaN, which the engine counts as non-finite (pitfall 12), never clamped."""
+    a = q + dt * p_star
+    a_dot_q, q_sq, a_sq = a @ q, q @ q, a @ a
+    disc = a_dot_q**2 - q_sq * (a_sq - 1)
+    failed = ~(disc >= 0)   # also catches a NaN discriminant
+    s = (1 - a_sq) / (a_dot_q + jnp.sqrt(jnp.where(failed, 0.0, disc)))
+    q_next = a + s * q
+    p_hat = (q_next - q) / dt
+    # Projection (2.3): p = p_hat + h q_next Lambda^2 with q_next . p = 0.
+    p_next = p_hat - (q_next @ p_hat) / (q_next @ q_next) * q_next
+    z_next = jnp.concatenate([q_next, p_next])
+    return jnp.where(failed, jnp.nan, z_next)

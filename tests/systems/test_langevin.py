@@ -1,0 +1,138 @@
+"""Langevin systems of paper 003 (spec 003 section 1): parameters, physics, Boltzmann-Gibbs means,
+and the harmonic oracle's stationary covariances."""
+import math
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from sgi_run.config import build_system
+from sgi_run.core.errors import ConfigError
+from sgi_run.systems import SYSTEMS, LangevinDoubleWell, LangevinHarmonic, SphericalPendulum
+
+
+def test_registered_with_their_config_names():
+    assert SYSTEMS["langevin_double_well"] is LangevinDoubleWell
+    assert SYSTEMS["langevin_harmonic"] is LangevinHarmonic
+    assert SYSTEMS["spherical_pendulum"] is SphericalPendulum
+
+
+@pytest.mark.parametrize("c,beta", [(1.0, 1.0), (10.0, 1.0), (0.3, 2.5)])
+def test_sigma_is_derived_from_c_and_beta(c, beta):
+    """Spec 1.1: beta = 2c / sigma^2; the noise field's p-row is sigma e_i."""
+    s = LangevinDoubleWell(c=c, beta=beta)
+    assert s.sigma == pytest.approx(math.sqrt(2 * c / beta), rel=1e-15)
+    assert 2 * s.c / s.sigma**2 == pytest.approx(beta, rel=1e-14)
+    assert np.allclose(s.noise_fields(jnp.array([0.4, -0.7])), [[0.0, s.sigma]], rtol=1e-15)
+
+
+def test_double_well_fields_match_eq_2_1():
+    s = LangevinDoubleWell(c=0.7)
+    q, p = 0.4, -1.3
+    assert np.allclose(s.drift(jnp.array([q, p])), [p, q - q**3 - 0.7 * p], rtol=1e-14)
+    assert np.allclose(s.ito_drift(jnp.array([q, p])), s.drift(jnp.array([q, p])), rtol=1e-14)  # additive
+    assert float(s.energy(jnp.array([q, p]))) == pytest.approx(p**2 / 2 + q**4 / 4 - q**2 / 2, rel=1e-14)
+
+
+def test_mass_enters_kinetic_energy_and_friction():
+    s = LangevinHarmonic(mass=2.0, c=0.5, omega=1.5)
+    z = jnp.array([0.3, 0.8])
+    assert np.allclose(s.drift(z), [0.8 / 2, -1.5**2 * 0.3 - 0.5 * 0.8 / 2], rtol=1e-14)
+
+
+def test_observables_and_initial_values():
+    s = LangevinDoubleWell()
+    z0 = s.initial_state(None)
+    obs = s.observables()
+    assert {"H", "two_H", "kinetic_temperature", "q", "p"} <= set(obs)
+    assert float(obs["two_H"](z0)) == -0.5                # spec F1-7: 2H(0) = -0.5 exactly
+    z = jnp.array([0.2, 1.5])
+    assert float(obs["kinetic_temperature"](z)) == pytest.approx(1.5**2)
+    pend = SphericalPendulum()
+    assert float(pend.observables()["two_H"](pend.initial_state(None))) == -2.0   # spec F2-8
+
+
+def test_double_well_equilibrium_by_quadrature():
+    """Spec 1.2 / F1-1: 2<H> = 0.979101351756 at beta = 1; also the identity <q^4> - <q^2> = 1/beta."""
+    s = LangevinDoubleWell(beta=1.0)
+    assert s.equilibrium_mean("two_H") == pytest.approx(0.979101351756, abs=1e-6)
+    assert s.equilibrium_mean("two_H") == pytest.approx(0.979101351756, abs=1e-11)
+    assert s.ergodic_energy() == pytest.approx(s.equilibrium_mean("two_H") / 2, rel=1e-15)
+    assert s.equilibrium_mean("kinetic_temperature") == 1.0
+    # Independent route, spec 1.2: 2<H> = 3/(2 beta) - <q^2>/2 for this U (integration by parts).
+    from scipy import integrate
+    for beta in (0.5, 1.0, 2.0):
+        w = lambda q: np.exp(-beta * (q**4 / 4 - q**2 / 2))
+        q2 = integrate.quad(lambda q: q * q * w(q), -np.inf, np.inf)[0] / integrate.quad(w, -np.inf, np.inf)[0]
+        assert LangevinDoubleWell(beta=beta).equilibrium_mean("two_H") == pytest.approx(1.5 / beta - q2 / 2, rel=1e-10)
+
+
+def test_pendulum_equilibrium_matches_closed_form():
+    """Spec 1.3 / F2-1: 2<H> = 4/beta - 2 coth(beta) = 1.373929429001 at beta = 1 (quadrature in code)."""
+    for beta in (0.5, 1.0, 3.0):
+        s = SphericalPendulum(beta=beta)
+        assert s.equilibrium_mean("two_H") == pytest.approx(4 / beta - 2 / math.tanh(beta), rel=1e-12)
+    assert SphericalPendulum().equilibrium_mean("two_H") == pytest.approx(1.373929429001, abs=1e-6)
+    assert SphericalPendulum().mean_potential() == pytest.approx(-0.313035285499, abs=1e-11)
+    assert SphericalPendulum().equilibrium_mean("kinetic_temperature") == 1.0
+
+
+def test_equilibrium_is_none_where_unknown():
+    assert LangevinDoubleWell().equilibrium_mean("q") is None
+    assert LangevinDoubleWell(c=0.0).equilibrium_mean("H") is None       # no noise: not ergodic
+    assert LangevinHarmonic(beta=2.0, omega=2.0).equilibrium_mean("q_sq") == pytest.approx(1 / 8)
+
+
+def test_pendulum_energy_uses_the_tangent_momentum():
+    """Pitfall 10: a normal momentum component carries no energy."""
+    s = SphericalPendulum()
+    q = jnp.array([0.0, 0.6, -0.8])
+    tangent = jnp.array([1.0, 0.0, 0.0])
+    assert float(s.energy(jnp.concatenate([q, tangent + 5.0 * q]))) == pytest.approx(0.5 - 0.8, rel=1e-14)
+    assert s.noises == 3 and s.structure == "sphere"
+
+
+@pytest.mark.parametrize("name,key,value", [
+    ("langevin_double_well", "c", -0.1),
+    ("langevin_double_well", "beta", 0.0),
+    ("langevin_double_well", "beta", -1.0),
+    ("langevin_double_well", "mass", -1.0),
+    ("langevin_harmonic", "omega", 0.0),
+    ("spherical_pendulum", "q0", [0.0, 0.0, -2.0]),
+    ("spherical_pendulum", "p0", [0.0, 0.0, 1.0]),
+    ("spherical_pendulum", "mass", 2.0),
+    ("spherical_pendulum", "q0", [0.0, 1.0]),
+])
+def test_bad_parameters_are_refused_with_one_line(name, key, value):
+    with pytest.raises(ConfigError, match=f"system.{key}") as err:
+        build_system({"name": name, key: value})
+    assert "\n" not in str(err.value)
+
+
+def test_lists_from_yaml_become_float_tuples():
+    s = build_system({"name": "spherical_pendulum", "q0": [0, 0, -1], "p0": [1, 0, 0]})
+    assert s.q0 == (0.0, 0.0, -1.0) and s.initial_state(None).dtype == jnp.float64
+    hash(s)   # still a hashable frozen dataclass
+
+
+# --- the harmonic oracle (spec 1.4) -----------------------------------------------------------------
+@pytest.mark.parametrize("scheme", ["svia", "svib", "svic"])
+@pytest.mark.parametrize("c,h,beta,omega", [(1.0, 0.25, 1.0, 1.0), (0.3, 0.1, 2.0, 1.5), (3.0, 0.2, 0.5, 0.7)])
+def test_lyapunov_covariance_matches_the_closed_forms(scheme, c, h, beta, omega):
+    s = LangevinHarmonic(c=c, beta=beta, omega=omega)
+    cov = s.splitting_stationary_covariance(scheme, h)
+    closed = s.splitting_stationary_moments(scheme, h)
+    assert np.allclose([cov[0, 0], cov[1, 1], cov[0, 1]], [closed["q_sq"], closed["p_sq"], closed["qp"]],
+                       rtol=1e-12, atol=1e-14)
+
+
+def test_spec_examples_of_stationary_moments():
+    """Spec 1.4 examples at beta = omega = 1, h = 0.25: (<q^2>, <p^2>)."""
+    expected = {1.0: {"svia": (0.9053, 1.0179), "svib": (1.0182, 1.1636), "svic": (1.1579, 1.0139)},
+                10.0: {"svia": (0.5571, 1.0297), "svic": (6.607, 1.0024)}}
+    for c, table in expected.items():
+        s = LangevinHarmonic(c=c)
+        for scheme, (q2, p2) in table.items():
+            cov = s.splitting_stationary_covariance(scheme, 0.25)
+            assert (cov[0, 0], cov[1, 1]) == pytest.approx((q2, p2), abs=6e-4)
+    assert LangevinHarmonic(c=10.0).splitting_stationary_covariance("svib", 0.25) is None   # ch > 2: unstable
