@@ -471,7 +471,7 @@ def window_difference(series: Series, *, other: Series, start: float, end: float
         return Measurement(p - q, se, None, band, f"P = {p:.5g}, P_other = {q:.5g}")
     ref = data.reference(reference)
     far = abs(q - ref) if math.isfinite(q) else math.inf
-    return Measurement(far - abs(p - ref), se, None, band,
+    return Measurement(far - abs(p - ref), se if math.isfinite(far) else None, None, band,
                        f"|P - ref| = {abs(p - ref):.4g}, |P_other - ref| = {far:.4g} (ref {ref:.6g})")
 
 

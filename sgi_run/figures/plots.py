@@ -4,7 +4,8 @@ Panel quantities: ``mean`` (E(observable)(t) with ±2 SE bands), ``error`` (E - 
 ``density`` (the normalised histogram of one state coordinate at a snapshot time, with the exact
 density the panel names). Optional panel keys: ``observable`` (default: the experiment's),
 ``reference`` (a horizontal line at a system reference value, e.g. ``ergodic_energy``), ``xlim``,
-``ylim``, ``yscale``, ``ylabel``, ``exact`` (draw the exact mean).
+``ylim``, ``yscale``, ``ylabel``, ``exact`` (draw the exact mean), ``colours: by_position`` (the
+n-th curve of every such panel has the same colour, e.g. one curve per friction value per method).
 """
 from __future__ import annotations
 
@@ -77,6 +78,8 @@ def draw(exp, data: dict[str, RunData], table: list[dict], fidelity: str, path: 
     fig, axes = plt.subplots(len(exp.panels), 1, figsize=(8, 3 + 2.2 * sum(heights) / 2),
                              gridspec_kw={"height_ratios": heights}, squeeze=False)
     for ax, panel in zip(axes[:, 0], exp.panels):
+        if panel.get("colours") == "by_position":
+            colours = {**colours, **{run_id: f"C{i % 10}" for i, run_id in enumerate(panel["runs"])}}
         (_density_panel if panel["quantity"] == "density" else _time_panel)(ax, exp, panel, data, colours)
         if panel.get("ylim"):
             ax.set_ylim(*panel["ylim"])

@@ -34,6 +34,7 @@ PAPER_COUNTS = {   # figure: (paths, T) of every run at paper fidelity, from the
     "fig4_1": (50000, 5000), "fig4_2": (50000, 5000), "fig4_3": (10**6, 5000), "fig4_4": (10**6, 5000),
     "fig4_6": (10**7, None), "fig4_7": (10**7, None), "fig4_8": (10**7, None), "fig4_9": (10**7, None),
     "fig4_10": (1, 100000), "fig4_11": (10**6, 10000),
+    "fig2_1": (400**2, 200), "fig2_2": (400**2, 200),    # Bou-Rabee & Owhadi: 400^2 realizations
 }
 
 
