@@ -32,8 +32,10 @@ def _time_panel(ax, exp, panel: dict, data: dict[str, RunData], colours: dict) -
         keep = np.ones_like(s.t, bool) if not xlim else (s.t >= xlim[0]) & (s.t <= xlim[1])
         y = (s.mean - s.exact if panel["quantity"] == "error" else s.mean)[keep]
         ax.plot(s.t[keep], y, color=colour, lw=1.2, label=exp.runs[run_id].label)
+        # A diverging run (SVIB at ch > 2) has SEs near the float limit: its band is drawn clipped.
         sem = np.nan_to_num(s.sem[keep])
-        ax.fill_between(s.t[keep], y - BAND_SE * sem, y + BAND_SE * sem, color=colour, alpha=0.25, lw=0)
+        with np.errstate(over="ignore", invalid="ignore"):
+            ax.fill_between(s.t[keep], y - BAND_SE * sem, y + BAND_SE * sem, color=colour, alpha=0.25, lw=0)
     if panel.get("exact"):
         longest = max((data[r].curve(obs) for r in panel["runs"]), key=lambda s: len(s.t))
         ax.plot(longest.t, longest.exact, "k--", lw=1, label=f"exact E({obs})")
