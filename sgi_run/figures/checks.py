@@ -422,6 +422,19 @@ def reference_value(series: Series, *, data: RunData, reference, min: float | No
     return Measurement(data.reference(reference), None, None, Band(min, max), f"computed {reference}")
 
 
+@check_kind("constraint_residual")
+def constraint_residual(series: Series, *, data: RunData, at: float | None = None, max: float = 1e-12) -> Measurement:
+    """The largest constraint residual over the finite paths at snapshot time ``at`` (the system's
+    ``constraint_residual``, e.g. | |q| - 1 | and |q . p| on the sphere) is at most ``max``."""
+    states = data.snapshot(at)
+    if states is None:
+        return _no_snapshot(at, Band(None, max))
+    residual = np.asarray(data.system.constraint_residual(states))
+    finite = residual[np.isfinite(residual)]
+    return Measurement(float(finite.max()) if finite.size else math.nan, None, at, Band(None, max),
+                       f"over {finite.size} finite paths")
+
+
 @check_kind("all_finite")
 def all_finite(series: Series, *, data: RunData, max: int = 0) -> Measurement:
     """At most ``max`` paths (default none) went non-finite at any output time."""

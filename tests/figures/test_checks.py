@@ -292,3 +292,14 @@ def test_window_difference_ranks_errors_and_orders_plateaus():
     assert evaluate(spec, "a", far, {"o": diverged}).verdict == PASS     # diverged: infinitely far
     order = {"id": "c", "kind": "window_difference", "other": "o", "start": 50, "end": 100, "min": 0}
     assert evaluate(order, "a", close, {"o": far}).value == pytest.approx(0.06)
+
+
+def test_constraint_residual_on_the_sphere():
+    from sgi_run.systems.langevin import SphericalPendulum
+    q = np.array([[0.0, 0.6], [0.0, 0.0], [-1.0, 0.8]])
+    p = np.array([[1.0, -0.8], [0.5, 0.0], [0.0, 0.6]])
+    snap = {**{f"q{i + 1}": q[i] for i in range(3)}, **{f"p{i + 1}": p[i] for i in range(3)}}
+    data = RunData({"H": series(EXACT, exact=None)}, "H", SphericalPendulum(), lambda t: snap, 2)
+    assert data_check("constraint_residual", data, max=1e-12).verdict == PASS
+    snap["q1"] = q[0] * (1 + 1e-9)
+    assert data_check("constraint_residual", data, max=1e-12).verdict == FAIL
