@@ -105,3 +105,19 @@ def increments(kind: str, key: jax.Array, step, dt, m: int, refine: int = 1, tru
     if truncate is not None:
         xi = xi.at[0].set(jnp.clip(xi[0], -truncate, truncate))
     return xi
+
+
+def coarse_increments(kind: str, key: jax.Array, step, dt_fine, m: int, refine) -> jax.Array:
+    """The random variables of coarse step ``step`` made of ``refine`` fine steps of ``dt_fine``.
+
+    Unlike ``increments`` the fine steps are summed one at a time (``aggregate`` of the
+    running sum and the next fine step is exact for dW and dZ alike), so ``refine`` may be traced
+    and one compiled simulator serves every step size of a study. Three-point variables have no
+    finer grid: ``refine`` is 1 for them.
+    """
+    if kind == "three_point":
+        return three_point(key, step, dt_fine, m)
+    pair = kind == "gaussian_pair"
+    fine = lambda j: fine_gaussian(key, step * refine + j, dt_fine, m, pair)
+    add = lambda j, total: aggregate(jnp.stack([total, fine(j)]), dt_fine)
+    return jax.lax.fori_loop(1, refine, add, fine(0))

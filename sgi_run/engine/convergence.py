@@ -65,22 +65,6 @@ class ConvergenceResult:
 
 
 # --- simulation of final states ------------------------------------------------------------------
-def coarse_increments(kind: str, key: jax.Array, step, dt_fine, m: int, refine) -> jax.Array:
-    """The random variables of coarse step ``step`` made of ``refine`` fine steps of ``dt_fine``.
-
-    Unlike ``noise.increments`` the fine steps are summed one at a time (``noise.aggregate`` of the
-    running sum and the next fine step is exact for dW and dZ alike), so ``refine`` may be traced
-    and one compiled simulator serves every step size of a study. Three-point variables have no
-    finer grid: ``refine`` is 1 for them.
-    """
-    if kind == "three_point":
-        return noise.three_point(key, step, dt_fine, m)
-    pair = kind == "gaussian_pair"
-    fine = lambda j: noise.fine_gaussian(key, step * refine + j, dt_fine, m, pair)
-    add = lambda j, total: noise.aggregate(jnp.stack([total, fine(j)]), dt_fine)
-    return jax.lax.fori_loop(1, refine, add, fine(0))
-
-
 def simulator(system, integrator) -> Callable:
     """``run(z0, noise_keys, dt, steps, refine) -> z(T)`` for all paths, compiled once; the step
     size, step count and refinement are traced, so a whole study shares one compilation."""
@@ -89,7 +73,7 @@ def simulator(system, integrator) -> Callable:
     @jax.jit
     def run(z0, noise_keys, dt, steps, refine):
         def one(k, z):
-            xi = jax.vmap(lambda key: coarse_increments(kind, key, k, dt / refine, m, refine))(noise_keys)
+            xi = jax.vmap(lambda key: noise.coarse_increments(kind, key, k, dt / refine, m, refine))(noise_keys)
             return jax.vmap(lambda z, xi: integrator.step(system, z, dt, xi)[0])(z, xi)
         return jax.lax.fori_loop(0, steps, one, z0)
 

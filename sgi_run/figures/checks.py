@@ -331,26 +331,30 @@ def agrees_at(series: Series, *, data: RunData, reference, at: float | None = No
                        f"E = {series.mean[i]:.6g} ± {series.sem[i]:.2g}, exact {ref:.6g}, error {z:.2f} SE")
 
 
-def _window(series: Series, start: float, end: float):
-    """Output times in [start, end]; None when the run stops more than one output interval short
-    of ``end`` (a run at dt = 0.15 ends at 999.9, not 1000)."""
+def window_average(series: Series, start: float, end: float) -> tuple[float, float] | None:
+    """(time average of E over the output times in [start, end], its SE bound), or None when the
+    run stops more than one output interval short of ``end`` (a run at dt = 0.15 ends at 999.9,
+    not 1000). The SE bound is the average single-time SE: the SE of a mean of correlated
+    estimates is at most the mean of their SEs, so margins built on it are conservative."""
     inside = (series.t >= start - 1e-9) & (series.t <= end + 1e-9)
     spacing = series.t[1] - series.t[0] if len(series.t) > 1 else 0.0
-    return inside if series.t[-1] >= end - spacing - 1e-9 and inside.any() else None
+    if series.t[-1] < end - spacing - 1e-9 or not inside.any():
+        return None
+    return float(np.mean(series.mean[inside])), float(np.mean(series.sem[inside]))
 
 
 @check_kind("window_mean")
 def window_mean(series: Series, *, data: RunData, start: float, end: float, min: float | None = None,
                 max: float | None = None, reference=None, absolute: bool = False) -> Measurement:
     """The time average of E(t) over the output times in [start, end], minus ``reference`` (its
-    absolute value with ``absolute: true``, for "deviates by more than"), lies in [min, max]. Its SE is given as the average of the single-time SEs: an upper bound (the SE of a
-    mean of correlated estimates is at most the mean of their SEs), so the margin is conservative."""
-    band, inside = Band(min, max), _window(series, start, end)
-    if inside is None:
+    absolute value with ``absolute: true``, for "deviates by more than"), lies in [min, max]; its
+    SE is the window's SE bound (``window_average``)."""
+    band, window = Band(min, max), window_average(series, start, end)
+    if window is None:
         return Measurement(math.nan, None, end, band, skipped=f"the window [{start:g}, {end:g}] is beyond T={series.t[-1]:g}")
     ref = data.reference(reference)
-    mean = float(np.mean(series.mean[inside]))
-    return Measurement(abs(mean - ref) if absolute else mean - ref, float(np.mean(series.sem[inside])), None, band,
+    mean, se = window
+    return Measurement(abs(mean - ref) if absolute else mean - ref, se, None, band,
                        f"mean over [{start:g}, {end:g}] = {mean:.5g}" + (f", reference {ref:.5g}" if reference is not None else ""))
 
 
@@ -475,11 +479,11 @@ def window_difference(series: Series, *, other: Series, start: float, end: float
     ``reference``: P - P_other lies in [min, max] (e.g. > 0: increases with c). With it:
     |P_other - ref| - |P - ref| lies in [min, max] (> 0: this run is the closer one; a diverged
     other run counts as infinitely far). SE: the two window SE bounds combined as independent."""
-    band, mine, theirs = Band(min, max), _window(series, start, end), _window(other, start, end)
+    band, mine, theirs = Band(min, max), window_average(series, start, end), window_average(other, start, end)
     if mine is None or theirs is None:
         return Measurement(math.nan, None, end, band, skipped=f"the window [{start:g}, {end:g}] is beyond T")
-    p, q = float(np.mean(series.mean[mine])), float(np.mean(other.mean[theirs]))
-    se = math.hypot(float(np.mean(series.sem[mine])), float(np.mean(other.sem[theirs])))
+    (p, se_p), (q, se_q) = mine, theirs
+    se = math.hypot(se_p, se_q)
     if reference is None:
         return Measurement(p - q, se, None, band, f"P = {p:.5g}, P_other = {q:.5g}")
     ref = data.reference(reference)

@@ -212,9 +212,9 @@ def _table_row(exp: Experiment, spec: RunSpec, cfg, result: RunResult, s: Series
         worst = int(np.argmax(np.where(np.isnan(err), np.inf, err)))
         row.update(exact_T=float(s.exact[-1]), ratio_T=float(s.mean[-1] / s.exact[-1]),
                    max_abs_error=float(err[worst]), t_max_abs_error=float(s.t[worst]))
-    if exp.window and s.t[-1] >= exp.window[1] - 1e-9:
-        inside = (s.t >= exp.window[0] - 1e-9) & (s.t <= exp.window[1] + 1e-9)
-        row.update(window_mean=float(np.mean(s.mean[inside])), window_se_bound=float(np.mean(s.sem[inside])))
+    window = checks_mod.window_average(s, *exp.window) if exp.window else None
+    if window is not None:
+        row.update(window_mean=window[0], window_se_bound=window[1])
     return {c: row.get(c, "") for c in TABLE_COLUMNS}
 
 

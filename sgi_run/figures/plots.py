@@ -80,9 +80,9 @@ def draw(exp, data: dict[str, RunData], table: list[dict], fidelity: str, path: 
     fig, axes = plt.subplots(len(exp.panels), 1, figsize=(8, 3 + 2.2 * sum(heights) / 2),
                              gridspec_kw={"height_ratios": heights}, squeeze=False)
     for ax, panel in zip(axes[:, 0], exp.panels):
-        if panel.get("colours") == "by_position":
-            colours = {**colours, **{run_id: f"C{i % 10}" for i, run_id in enumerate(panel["runs"])}}
-        (_density_panel if panel["quantity"] == "density" else _time_panel)(ax, exp, panel, data, colours)
+        by_position = {run_id: f"C{i % 10}" for i, run_id in enumerate(panel["runs"])}
+        panel_colours = by_position if panel.get("colours") == "by_position" else colours
+        (_density_panel if panel["quantity"] == "density" else _time_panel)(ax, exp, panel, data, panel_colours)
         if panel.get("ylim"):
             ax.set_ylim(*panel["ylim"])
         if panel.get("title"):
