@@ -9,11 +9,13 @@ import numpy as np
 from sgi_run.store import Ensemble
 
 COLUMNS = ["observable", "t_final", "mean", "sem", "max_rel_mc_error", "nonfinite_paths",
-           "reference", "error", "error_in_sem", "max_abs_error"]
+           "reference", "error", "error_in_sem", "max_abs_error", "equilibrium", "equilibrium_error_in_sem"]
 
 
 def summarize(ens: Ensemble, system) -> list[dict]:
-    """One row per observable at the final time; reference columns where the system has an exact mean."""
+    """One row per observable at the final time; reference columns where the system has an exact mean
+    E(t), equilibrium columns where it knows the t -> oo limit (an invariant measure's mean, which a
+    run long enough to forget its start should reach up to the method's bias)."""
     rows = []
     nonfinite = int(ens.diagnostics["nonfinite_paths"][-1])
     for name in ens.observables:
@@ -30,6 +32,10 @@ def summarize(ens: Ensemble, system) -> list[dict]:
             row.update(reference=float(ref[-1]), error=float(err[-1]),
                        error_in_sem=float(err[-1] / sem[-1]) if sem[-1] > 0 else np.nan,
                        max_abs_error=float(np.nanmax(np.abs(err))))
+        equilibrium = system.ergodic_mean(name)
+        if equilibrium is not None:
+            row.update(equilibrium=float(equilibrium),
+                       equilibrium_error_in_sem=float((mean[-1] - equilibrium) / sem[-1]) if sem[-1] > 0 else np.nan)
         rows.append({c: row.get(c, "") for c in COLUMNS})
     return rows
 
@@ -56,12 +62,13 @@ def render(rows: list[dict], title: str):
     from rich.table import Table
     table = Table(title=title)
     table.caption = ("s.e.: Monte Carlo standard error. z = (mean - exact) / s.e.: the method's bias "
-                     "against the SDE's exact mean, in standard errors.")
-    for c in ("obs", "t", "mean", "s.e.", "max s.e./|mean|", "non-finite", "exact", "z"):
+                     "against the SDE's exact mean, in standard errors. t->oo: the invariant measure's mean.")
+    for c in ("obs", "t", "mean", "s.e.", "max s.e./|mean|", "non-finite", "exact", "z", "t->oo"):
         table.add_column(c, justify="left" if c == "obs" else "right")
     for r in rows:
         exact = r["reference"] != ""
         table.add_row(r["observable"], _fmt(r["t_final"]), f"{r['mean']:.6g}", f"{r['sem']:.2g}",
                       f"{r['max_rel_mc_error']:.3g}", str(r["nonfinite_paths"]),
-                      f"{r['reference']:.6g}" if exact else "-", f"{r['error_in_sem']:+.2f}" if exact else "-")
+                      f"{r['reference']:.6g}" if exact else "-", f"{r['error_in_sem']:+.2f}" if exact else "-",
+                      f"{r['equilibrium']:.6g}" if r["equilibrium"] != "" else "-")
     return table

@@ -1,3 +1,5 @@
+import math
+
 import numpy as np
 import pytest
 
@@ -60,3 +62,13 @@ def test_summary_files(runs_root):
     assert (result.run_dir / "summary.csv").read_text().startswith("observable,t_final,mean,sem")
     rows = {r["observable"]: r for r in result.summary}
     assert set(rows) == {"H", "q"} and rows["H"]["reference"] != "" and rows["q"]["reference"] == ""
+    assert rows["H"]["equilibrium"] == ""        # the Kubo oscillator has no invariant measure
+
+
+def test_summary_shows_the_equilibrium_of_a_langevin_run(runs_root):
+    result = sgi_run.run(sgi_run.compose(runs_root + ["system=spherical_pendulum", "integrator=csvia", "plan.dt=0.1",
+                                                      "plan.T=1", "plan.paths=50", "plan.observables=[two_H]"]))
+    row = result.summary[0]
+    assert row["equilibrium"] == pytest.approx(4 - 2 / math.tanh(1.0), abs=1e-12)
+    assert row["equilibrium_error_in_sem"] == pytest.approx((row["mean"] - row["equilibrium"]) / row["sem"])
+    assert row["reference"] == ""

@@ -358,6 +358,33 @@ def window_mean(series: Series, *, data: RunData, start: float, end: float, min:
                        f"mean over [{start:g}, {end:g}] = {mean:.5g}" + (f", reference {ref:.5g}" if reference is not None else ""))
 
 
+@check_kind("change_between")
+def change_between(series: Series, *, start: float, end: float, min: float | None = None,
+                   max: float | None = None) -> Measurement:
+    """E(end) - E(start) lies in [min, max] (e.g. a curve still rising: spec 003 F1-5). The SE is
+    hypot(SE(start), SE(end)), an upper bound: on the same paths the two values are positively
+    correlated."""
+    band, i, j = Band(min, max), series.index_at(start), series.index_at(end)
+    if i is None or j is None:
+        return _skip(end, series, band)
+    return Measurement(float(series.mean[j] - series.mean[i]), float(math.hypot(series.sem[i], series.sem[j])),
+                       float(series.t[j]), band, f"E({series.t[i]:g}) = {series.mean[i]:.5g}, E({series.t[j]:g}) = {series.mean[j]:.5g}")
+
+
+@check_kind("settles_to_window")
+def settles_to_window(series: Series, *, start: float, plateau: list, max: float) -> Measurement:
+    """From ``start`` on, E(t) stays within ``max`` of its plateau P (the time average over
+    ``plateau`` = [a, b]): max_{t >= start} |E(t) - P| (spec 003 F1-7). The SE is that of E at the
+    worst time."""
+    band, average = Band(None, max), window_average(series, *plateau)
+    if average is None:
+        return Measurement(math.nan, None, plateau[1], band, skipped=f"the window {list(plateau)} is beyond T={series.t[-1]:g}")
+    deviation = np.where(series.t >= start - 1e-9, np.abs(series.mean - average[0]), -np.inf)
+    i = _nanargmax(deviation)
+    return Measurement(float(deviation[i]), float(series.sem[i]), float(series.t[i]), band,
+                       f"plateau {average[0]:.5g} over [{plateau[0]:g}, {plateau[1]:g}]; E = {series.mean[i]:.5g}")
+
+
 @check_kind("max_abs_value")
 def max_abs_value(series: Series, *, data: RunData, min: float | None = None, max: float | None = None,
                   start: float = 0.0, end: float | None = None, relative_to_initial: str | None = None,

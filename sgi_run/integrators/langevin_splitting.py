@@ -20,9 +20,14 @@ with the tableau choosing
 Flat (``constrained: false``, spec 2.2): :math:`p_{k+1} = p^*`, :math:`q_{k+1} = q_k + h M^{-1}p_{k+1}`
 (symplectic Euler: force at the old q, drift with the new p).
 
-On the sphere (``constrained: true``, spec 2.3; unit mass): SHAKE with the constraint force along
-the old position, :math:`\hat p = p^* + \mu q_k`, :math:`|q_k + h\hat p| = 1`, then the RATTLE-type
-projection (2.3) of :math:`\hat p` onto the tangent plane at :math:`q_{k+1}`.
+Constrained (``constrained: true``, spec 2.3; paper eq. 2.2-2.3 and 6.2-6.3) on
+:math:`g(q) = 0`, :math:`G = \partial g/\partial q`: SHAKE with the constraint force along the old
+gradient, :math:`\hat p = p^* + G(q_k)^\top\mu`, :math:`q_{k+1} = q_k + hM^{-1}\hat p`,
+:math:`g(q_{k+1}) = 0`, then the RATTLE-type projection (2.3)/(6.3) of :math:`\hat p` onto the cotangent
+space at :math:`q_{k+1}` (:math:`G(q_{k+1})M^{-1}p_{k+1} = 0`). On the unit sphere the SHAKE equation is
+a quadratic with a closed-form root; on any other manifold (or with ``shake: newton``) it is solved by
+Newton's method for the k multipliers. No solution (a negative discriminant, or Newton not converging)
+makes the path NaN, which the engine counts (spec 2.3: never clamped).
 """
 from __future__ import annotations
 
@@ -32,19 +37,24 @@ from typing import ClassVar
 import jax
 import jax.numpy as jnp
 
+from sgi_run.core import newton
 from sgi_run.core.errors import ConfigError
 from sgi_run.integrators.base import Integrator
 from sgi_run.systems import SYSTEMS
-from sgi_run.systems.langevin import LangevinSystem
+from sgi_run.systems.langevin import ConstrainedLangevinSystem, LangevinSystem
 
 FRICTIONS = ("exact_ou", "euler")
+SHAKE_SOLVERS = ("auto", "newton")
+# Newton SHAKE stops at |g(q)| <= tol (1 + |h mu|): the constraint must hold to round-off (spec F2-2:
+# 1e-12 after 2000 steps), and at quadratic convergence the extra iteration this costs is cheap.
+SHAKE_TOL = 1e-14
 
 
 @dataclasses.dataclass(frozen=True)
 class LangevinSplittingTableau:
     friction: str          # exact_ou | euler
     force_damped: bool     # the force term carries the damping factor (SVIC) or not (SVIA, SVIB)
-    constrained: bool      # SHAKE/RATTLE on the unit sphere (CSVI*) or flat space (SVI*)
+    constrained: bool      # SHAKE/RATTLE on a constraint manifold (CSVI*) or flat space (SVI*)
 
     @classmethod
     def from_config(cls, spec, params, key="integrator.tableau") -> "LangevinSplittingTableau":
@@ -89,7 +99,21 @@ class LangevinSplittingTableau:
 @dataclasses.dataclass(frozen=True)
 class LangevinSplitting(Integrator):
     family: ClassVar[str] = "langevin_splitting"
-    fits: ClassVar[tuple[str, ...]] = ("canonical", "sphere")
+    fits: ClassVar[tuple[str, ...]] = ("canonical", "constrained")
+    # SHAKE solve of the constrained methods: ``auto`` takes the closed form where the system has one
+    # (the unit sphere) and Newton elsewhere; ``newton`` always Newton (to cross-check the closed form).
+    shake: str = "auto"
+    tol: float = SHAKE_TOL
+    max_iter: int = newton.DEFAULT_MAX_ITER
+
+    def __post_init__(self):
+        super().__post_init__()
+        if self.shake not in SHAKE_SOLVERS:
+            raise ConfigError("integrator.shake", self.shake, f"one of {list(SHAKE_SOLVERS)}")
+        if not self.tol > 0:
+            raise ConfigError("integrator.tol", self.tol, "a tolerance > 0")
+        if not (isinstance(self.max_iter, int) and self.max_iter >= 1):
+            raise ConfigError("integrator.max_iter", self.max_iter, "an integer >= 1")
 
     @property
     def noise_kind(self) -> str:
@@ -97,8 +121,8 @@ class LangevinSplitting(Integrator):
 
     def check_fits(self, system) -> None:
         # Flat methods need the Langevin parts (U, c, beta, mass), not just a canonical structure;
-        # constrained methods need the sphere, and flat ones must not step off it.
-        wanted = "sphere" if self.tableau.constrained else "canonical"
+        # constrained methods need a constraint, and flat ones must not step off it.
+        wanted = "constrained" if self.tableau.constrained else "canonical"
         if system.structure != wanted or not isinstance(system, LangevinSystem):
             fitting = sorted(n for n, cls in SYSTEMS.items()
                              if issubclass(cls, LangevinSystem) and cls.structure == wanted)
@@ -121,27 +145,49 @@ class LangevinSplitting(Integrator):
         p_star = self.momentum_update(system, q, p, dt, xi)
         if not self.tableau.constrained:
             return jnp.concatenate([q + dt * p_star / system.mass_vector, p_star]), jnp.int32(0)
-        return shake_rattle_sphere(q, p_star, dt), jnp.int32(0)
+        if system.unit_sphere and self.shake == "auto":
+            return shake_rattle_sphere(q, p_star, dt, system.mass_vector[0]), jnp.int32(0)
+        return shake_rattle_newton(system, q, p_star, dt, self.tol, self.max_iter)
 
 
-def shake_rattle_sphere(q, p_star, dt):
-    r"""Spec 2.3 steps 2-3 on the unit sphere. With :math:`A = q + hp^*` and :math:`s = h\mu`, the
-    constraint :math:`|A + sq|^2 = 1` is the quadratic
+def shake_rattle_sphere(q, p_star, dt, mass=1.0):
+    r"""Spec 2.3 steps 2-3 on the unit sphere, mass m. With :math:`A = q + hp^*/m` and :math:`s = h\mu/m`,
+    the constraint :math:`|A + sq|^2 = 1` is the quadratic
     :math:`|q|^2s^2 + 2(A\cdot q)s + |A|^2 - 1 = 0`; its root that vanishes as h -> 0, in
     cancellation-free form, is :math:`s = (1 - |A|^2)/((A\cdot q) + \sqrt D)`,
     :math:`D = (A\cdot q)^2 - |q|^2(|A|^2 - 1)` (the other root jumps to the antipode, pitfall 13).
     :math:`|q|^2` is used as computed, not 1, so round-off does not accumulate.
 
-    D < 0 (equivalently :math:`h|v| > 1`, v the tangent part of :math:`p^*`): no real solution;
+    D < 0 (equivalently :math:`h|v|/m > 1`, v the tangent part of :math:`p^*`): no real solution;
     the path becomes NaN, which the engine counts as non-finite (pitfall 12), never clamped."""
-    a = q + dt * p_star
+    a = q + dt * p_star / mass
     a_dot_q, q_sq, a_sq = a @ q, q @ q, a @ a
     disc = a_dot_q**2 - q_sq * (a_sq - 1)
     failed = ~(disc >= 0)   # also catches a NaN discriminant
     s = (1 - a_sq) / (a_dot_q + jnp.sqrt(jnp.where(failed, 0.0, disc)))
     q_next = a + s * q
-    p_hat = (q_next - q) / dt
+    p_hat = mass * (q_next - q) / dt
     # Projection (2.3): p = p_hat + h q_next Lambda^2 with q_next . p = 0.
     p_next = p_hat - (q_next @ p_hat) / (q_next @ q_next) * q_next
     z_next = jnp.concatenate([q_next, p_next])
     return jnp.where(failed, jnp.nan, z_next)
+
+
+def shake_rattle_newton(system: ConstrainedLangevinSystem, q, p_star, dt, tol=SHAKE_TOL,
+                        max_iter=newton.DEFAULT_MAX_ITER):
+    r"""Paper eq. 6.2-6.3 for any constraint g (k equations) and diagonal mass M.
+
+    SHAKE: with :math:`A = q_k + hM^{-1}p^*` and :math:`\lambda = h\mu \in \mathbb R^k`, solve
+    :math:`g(A + M^{-1}G(q_k)^\top\lambda) = 0` by Newton from :math:`\lambda = 0` (the root that
+    vanishes as h -> 0); :math:`\hat p = M(q_{k+1} - q_k)/h`. RATTLE: :math:`p_{k+1} = \hat p + G^\top\nu`
+    with :math:`G(q_{k+1})M^{-1}p_{k+1} = 0`, the system's ``tangent_momentum``. A Newton solve that does
+    not converge (no solution nearby) gives NaN, counted by the engine. Returns (z, Newton iterations)."""
+    m = system.mass_vector
+    normal_old = system.constraint_jacobian(q).T / m[:, None]     # (n, k): M^-1 G(q_k)^T
+    a = q + dt * p_star / m
+    position = lambda lam: a + normal_old @ lam
+    solved = newton.newton_solve(lambda lam: system.constraint(position(lam)),
+                                 jnp.zeros(system.constraints, dtype=q.dtype), tol, max_iter)
+    q_next = position(solved.x)
+    p_next = system.tangent_momentum(q_next, m * (q_next - q) / dt)
+    return jnp.concatenate([q_next, p_next]), solved.iterations

@@ -1,7 +1,8 @@
 """Systems: pure JAX physics. ``SYSTEMS`` maps the config name (``system.name``) to its class."""
 from sgi_run.systems.base import CanonicalSystem
 from sgi_run.systems.kubo import Kubo
-from sgi_run.systems.langevin import LangevinDoubleWell, LangevinHarmonic, LangevinSystem, SphericalPendulum
+from sgi_run.systems.langevin import (CirclePendulum, ConstrainedLangevinSystem, LangevinDoubleWell, LangevinHarmonic,
+                                     LangevinSystem, SphericalPendulum)
 from sgi_run.systems.van_der_pol import VanDerPol
 from sgi_run.systems.vlasov import VlasovLenardBernstein, VlasovLorentz
 
@@ -13,7 +14,8 @@ SYSTEMS: dict[str, type[CanonicalSystem]] = {
     "langevin_double_well": LangevinDoubleWell,
     "langevin_harmonic": LangevinHarmonic,
     "spherical_pendulum": SphericalPendulum,
+    "circle_pendulum": CirclePendulum,
 }
 
-__all__ = ["SYSTEMS", "CanonicalSystem", "Kubo", "LangevinDoubleWell", "LangevinHarmonic", "LangevinSystem",
-           "SphericalPendulum", "VanDerPol", "VlasovLenardBernstein", "VlasovLorentz"]
+__all__ = ["SYSTEMS", "CanonicalSystem", "CirclePendulum", "ConstrainedLangevinSystem", "Kubo", "LangevinDoubleWell",
+           "LangevinHarmonic", "LangevinSystem", "SphericalPendulum", "VanDerPol", "VlasovLenardBernstein", "VlasovLorentz"]

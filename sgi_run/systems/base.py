@@ -99,6 +99,10 @@ class CanonicalSystem:
         """Exact E[observable](t) as a numpy function of t, where the system knows one."""
         return None
 
+    def ergodic_mean(self, observable: str) -> float | None:
+        """The t -> oo limit of E[observable] (the invariant measure's mean), where the system knows it."""
+        return None
+
     @classmethod
     def parameter_names(cls) -> list[str]:
         return [f.name for f in dataclasses.fields(cls)]

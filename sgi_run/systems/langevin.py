@@ -268,55 +268,144 @@ class LangevinHarmonic(LangevinSystem):
 
 
 @dataclasses.dataclass(frozen=True)
-class SphericalPendulum(LangevinSystem):
+class ConstrainedLangevinSystem(LangevinSystem):
+    r"""Langevin dynamics on the manifold :math:`\Sigma = \{q : g(q) = 0\}`, :math:`g: \mathbb R^n \to
+    \mathbb R^k` (paper 003 section 6, eq. 6.1-6.3; spec 2.3): the constraint force :math:`G^\top\lambda`,
+    :math:`G = \partial g/\partial q`, keeps q on :math:`\Sigma` and p on the cotangent space
+    :math:`G M^{-1} p = 0`. The noise is ambient: one per coordinate of :math:`\mathbb R^n` (pitfall 11).
+
+    A subclass writes ``potential`` and ``constraint`` (and sets ``dof`` = n, ``constraints`` = k); the
+    constrained integrators (CSVIA/B/C) solve its SHAKE equations by Newton (``jax.jacfwd`` of g), so a new
+    constrained system is its physics only. ``structure = "constrained"``: only those integrators fit.
+
+    The energy uses the cotangent part of p, so a p off the cotangent space is not counted as kinetic
+    energy (pitfall 10), and the kinetic temperature divides by d = n - k."""
+
+    structure: ClassVar[str] = "constrained"
+    constraints: ClassVar[int] = 1
+    # The unit sphere |q| = 1 has a closed-form SHAKE solve (spec 2.3), which the integrators use.
+    unit_sphere: ClassVar[bool] = False
+
+    def constraint(self, q):
+        """g(q), (k,)."""
+        raise NotImplementedError
+
+    def constraint_jacobian(self, q):
+        """G(q) = dg/dq, (k, n)."""
+        return jax.jacfwd(self.constraint)(q)
+
+    def check(self):
+        super().check()
+        q0 = jnp.broadcast_to(jnp.asarray(self.q0, dtype=jnp.float64), (self.dof,))
+        p0 = jnp.broadcast_to(jnp.asarray(self.p0, dtype=jnp.float64), (self.dof,))
+        residual_q, residual_p = (float(jnp.max(jnp.abs(r))) for r in self._residuals(q0, p0))
+        require("q0", self.q0, residual_q <= 1e-12, f"a point on the constraint manifold (|g(q0)| = {residual_q:.3g})")
+        require("p0", self.p0, residual_p <= 1e-12, "a momentum tangent to the manifold at q0 (G(q0) M^-1 p0 = 0)")
+
+    @property
+    def kinetic_dimension(self) -> int:
+        return self.dof - self.constraints
+
+    def tangent_momentum(self, q, p):
+        r"""The cotangent part of p at q: :math:`p - G^\top(GM^{-1}G^\top)^{-1}GM^{-1}p`, the projection
+        of RATTLE (paper eq. 2.3 / 6.3)."""
+        G = self.constraint_jacobian(q)
+        G_minv = G / self.mass_vector
+        return p - G.T @ jnp.linalg.solve(G_minv @ G.T, G_minv @ p)
+
+    def kinetic_energy(self, q, p):
+        return 0.5 * jnp.sum(self.tangent_momentum(q, p) ** 2 / self.mass_vector)
+
+    def _residuals(self, q, p):
+        return self.constraint(q), (self.constraint_jacobian(q) / self.mass_vector) @ p
+
+    def constraint_residual(self, states) -> np.ndarray:
+        """Per path, max(|g(q)|, |G(q) M^-1 p|) of a snapshot (coordinate name -> (paths,) arrays): the
+        constraint and the hidden (momentum) constraint."""
+        z = jnp.stack([jnp.asarray(states[name]) for name in self.coordinates], axis=1)
+        worst = lambda z: jnp.max(jnp.abs(jnp.concatenate(self._residuals(*self.split(z)))))
+        return np.asarray(jax.vmap(worst)(z))
+
+
+@dataclasses.dataclass(frozen=True)
+class SphericalPendulum(ConstrainedLangevinSystem):
     r"""Spherical pendulum at uniform temperature (paper eq. 2.2, spec 1.3): :math:`q \in \mathbb R^3`
     on :math:`|q| = 1`, :math:`U = q_3` exactly as printed (so it hangs at :math:`-e_3`, pitfall 9),
-    3-dimensional ambient noise (pitfall 11), unit mass.
+    3-dimensional ambient noise (pitfall 11), uniform mass (the paper's is 1).
 
-    ``structure = "sphere"``: only the constrained integrators (CSVIA/B/C) fit it. The energy uses
-    the tangent part of p (pitfall 10): :math:`H = \tfrac12|p - (p\cdot q)q/|q|^2|^2 + q_3`, and the
-    kinetic temperature divides by d = 2. Default start: at rest at the bottom, :math:`2H_0 = -2`."""
+    The constrained integrators use the closed-form SHAKE solve of spec 2.3 here (``unit_sphere``).
+    :math:`H = \tfrac12|p - (p\cdot q)q/|q|^2|^2/m + q_3` (pitfall 10), kinetic temperature over d = 2.
+    Default start: at rest at the bottom, :math:`2H_0 = -2`."""
 
-    structure: ClassVar[str] = "sphere"
     dof: ClassVar[int] = 3
     noises: ClassVar[int] = 3
     coordinates: ClassVar[tuple[str, ...]] = ("q1", "q2", "q3", "p1", "p2", "p3")
+    unit_sphere: ClassVar[bool] = True
 
     q0: float | tuple[float, ...] = (0.0, 0.0, -1.0)
     p0: float | tuple[float, ...] = (0.0, 0.0, 0.0)
 
     def check(self):
+        require("mass", self.mass, np.ndim(self.mass) == 0 or len(set(self.mass)) == 1,
+                "one number: a uniform mass (the closed-form SHAKE solve of spec 2.3 assumes M = m I)")
         super().check()
-        require("mass", self.mass, bool(np.all(np.asarray(self.mass) == 1)),
-                "1 (the constrained integrators of spec 2.3 assume unit mass)")
-        q0, p0 = np.broadcast_to(self.q0, 3), np.broadcast_to(self.p0, 3)
-        require("q0", self.q0, abs(np.linalg.norm(q0) - 1) <= 1e-12, "a point on the unit sphere, |q0| = 1")
-        require("p0", self.p0, abs(q0 @ p0) <= 1e-12, "tangent to the sphere at q0 (q0 . p0 = 0)")
 
-    @property
-    def kinetic_dimension(self) -> int:
-        return 2
-
-    def potential(self, q):
-        return q[2]
+    def constraint(self, q):
+        return jnp.atleast_1d(q @ q - 1)
 
     def tangent_momentum(self, q, p):
+        # The general projection reduces to this for M = m I; written out, it is the spec's formula.
         return p - (jnp.dot(p, q) / jnp.dot(q, q)) * q
 
     def constraint_residual(self, states) -> np.ndarray:
-        """Per path, max(| |q| - 1 |, |q . p|) of a snapshot (coordinate name -> (paths,) arrays):
-        both the constraint and the hidden constraint (spec 003 F2-2: at most 1e-12)."""
+        """Per path, max(| |q| - 1 |, |q . p|) of a snapshot: spec 003 F2-2's two residuals, each at
+        most 1e-12."""
         q = np.stack([states[f"q{i}"] for i in (1, 2, 3)])
         p = np.stack([states[f"p{i}"] for i in (1, 2, 3)])
         return np.maximum(np.abs(np.linalg.norm(q, axis=0) - 1), np.abs(np.sum(q * p, axis=0)))
 
-    def kinetic_energy(self, q, p):
-        return 0.5 * jnp.sum(self.tangent_momentum(q, p) ** 2)
+    def potential(self, q):
+        return q[2]
 
     def mean_potential(self) -> float:
         r""":math:`\langle q_3\rangle`: on the sphere :math:`q_3` has density :math:`\propto e^{-\beta z}` on
-        [-1, 1] (area element :math:`\sin\varphi\,d\varphi = dz`), by quadrature; it equals
-        :math:`1/\beta - \coth\beta` = -0.313035285499 at beta = 1, so :math:`2\langle H\rangle =
-        4/\beta - 2\coth\beta` = 1.373929429001 (Fig. 2.2 caption: 1.37393). Shifted by e^{-beta}."""
+        [-1, 1] (area element :math:`\sin\varphi\,d\varphi = dz`; a uniform mass only scales the area),
+        by quadrature; it equals :math:`1/\beta - \coth\beta` = -0.313035285499 at beta = 1, so
+        :math:`2\langle H\rangle = 4/\beta - 2\coth\beta` = 1.373929429001 (Fig. 2.2 caption: 1.37393).
+        Shifted by e^{-beta}."""
         weight = lambda z: math.exp(-self.beta * (z + 1))
         return _quad(lambda z: z * weight(z), -1, 1) / _quad(weight, -1, 1)
+
+
+@dataclasses.dataclass(frozen=True)
+class CirclePendulum(ConstrainedLangevinSystem):
+    r"""A pendulum on the unit circle of the plane :math:`q_3 = 0` in :math:`\mathbb R^3`, written with
+    two constraints :math:`g = (|q|^2 - 1,\; q_3)` and :math:`U = q_2` (it hangs at :math:`-e_2`). Not
+    in the paper: a system for the general (k = 2, Newton) SHAKE of paper eq. 6.2-6.3, with a diagonal
+    mass matrix and an exact equilibrium.
+
+    On :math:`q = (\cos\theta, \sin\theta, 0)` the mass metric is
+    :math:`g_{\theta\theta} = m_1\sin^2\theta + m_2\cos^2\theta`, so the configurational marginal of
+    :math:`e^{-\beta H}` on the cotangent bundle is :math:`\propto e^{-\beta\sin\theta}\sqrt{g_{\theta\theta}}\,d\theta`
+    (for a uniform mass :math:`\langle U\rangle = -I_1(\beta)/I_0(\beta)`), and d = 1.
+    Default start: at rest at the bottom, :math:`2H_0 = -2`."""
+
+    dof: ClassVar[int] = 3
+    noises: ClassVar[int] = 3
+    constraints: ClassVar[int] = 2
+    coordinates: ClassVar[tuple[str, ...]] = ("q1", "q2", "q3", "p1", "p2", "p3")
+
+    q0: float | tuple[float, ...] = (0.0, -1.0, 0.0)
+    p0: float | tuple[float, ...] = (0.0, 0.0, 0.0)
+
+    def constraint(self, q):
+        return jnp.stack([q @ q - 1, q[2]])
+
+    def potential(self, q):
+        return q[1]
+
+    def mean_potential(self) -> float:
+        m1, m2 = (float(m) for m in self.mass_vector[:2])
+        volume = lambda th: math.sqrt(m1 * math.sin(th) ** 2 + m2 * math.cos(th) ** 2)
+        weight = lambda th: math.exp(-self.beta * (math.sin(th) + 1)) * volume(th)
+        return _quad(lambda th: math.sin(th) * weight(th), 0, 2 * math.pi) / _quad(weight, 0, 2 * math.pi)

@@ -294,6 +294,25 @@ def test_window_difference_ranks_errors_and_orders_plateaus():
     assert evaluate(order, "a", close, {"o": far}).value == pytest.approx(0.06)
 
 
+def test_change_between_sees_a_curve_still_rising():
+    rising = check("change_between", series(T * 2.0), start=50, end=100, min=0)
+    assert rising.verdict == PASS and rising.value == pytest.approx(100.0) and rising.t == 100
+    assert rising.se == pytest.approx(math.hypot(1e-3, 1e-3))
+    assert check("change_between", series(EXACT), start=50, end=100, min=0).verdict == FAIL
+    assert check("change_between", series(EXACT), start=50, end=500, min=0).verdict == SKIP
+
+
+def test_settles_to_window_measures_the_worst_excursion_after_start():
+    curve = np.full_like(T, 1.0)
+    curve[:2] = -0.5            # the transient before t = 20 does not count
+    curve[5] = 1.08             # an excursion at t = 50 does
+    settled = check("settles_to_window", series(curve), start=20, plateau=[60, 100], max=0.05)
+    assert settled.verdict == FAIL and settled.t == 50 and settled.value == pytest.approx(0.08)
+    curve[5] = 1.03
+    assert check("settles_to_window", series(curve), start=20, plateau=[60, 100], max=0.05).verdict == PASS
+    assert check("settles_to_window", series(curve), start=20, plateau=[60, 200], max=0.05).verdict == SKIP
+
+
 def test_constraint_residual_on_the_sphere():
     from sgi_run.systems.langevin import SphericalPendulum
     q = np.array([[0.0, 0.6], [0.0, 0.0], [-1.0, 0.8]])

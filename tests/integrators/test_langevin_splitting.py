@@ -11,7 +11,7 @@ from numpy.polynomial.hermite_e import hermegauss
 import sgi_run
 from sgi_run.core.errors import ConfigError
 from sgi_run.integrators.langevin_splitting import LangevinSplitting
-from sgi_run.systems import LangevinDoubleWell, LangevinHarmonic, SphericalPendulum
+from sgi_run.systems import CirclePendulum, LangevinDoubleWell, LangevinHarmonic, SphericalPendulum
 from sgi_run.systems.langevin import LangevinSystem
 
 FLAT = ["svia", "svib", "svic"]
@@ -263,10 +263,98 @@ def test_shake_failure_is_a_nan_path_the_engine_counts(runs_root):
     assert list(ens.observables["two_H"]["count"]) == [20, 0, 0]
 
 
+# --- SHAKE by Newton on any constraint (paper eq. 6.2-6.3) ------------------------------------------
+@pytest.mark.parametrize("name", CONSTRAINED)
+@pytest.mark.parametrize("mass", [1.0, 2.5])
+def test_newton_shake_equals_the_closed_form_on_the_sphere(make_integrator, name, mass):
+    closed, by_newton = make_integrator(name), make_integrator(name, shake="newton")
+    system, h = SphericalPendulum(c=1.0, mass=mass), 0.1
+    q, p = _random_tangent_states(jax.random.key(5), 30)
+    z = jnp.concatenate([q, p], axis=1)
+    xi = jnp.sqrt(h) * jax.random.normal(jax.random.key(6), (30, 1, 3))
+    z_closed, no_iterations = jax.vmap(lambda z, xi: closed.step(system, z, h, xi))(z, xi)
+    z_newton, iterations = jax.vmap(lambda z, xi: by_newton.step(system, z, h, xi))(z, xi)
+    assert np.allclose(z_newton, z_closed, rtol=0, atol=1e-13)
+    assert int(no_iterations.max()) == 0 and 1 <= int(iterations.min()) and int(iterations.max()) <= 6
+
+
+@pytest.mark.parametrize("key,value", [("shake", "exact"), ("tol", 0.0), ("max_iter", 0), ("max_iter", 2.5)])
+def test_bad_shake_options_are_refused(make_integrator, key, value):
+    with pytest.raises(ConfigError, match=f"integrator.{key}") as err:
+        make_integrator("csvia", **{key: value})
+    assert "\n" not in str(err.value)
+
+
+def test_newton_shake_without_a_solution_is_nan_after_max_iter(make_integrator):
+    """h|v| = 10 > 1: the SHAKE equation has no real root, Newton cannot converge, the path is NaN."""
+    by_newton, h = make_integrator("csvia", shake="newton", max_iter=20), 0.1
+    z, iterations = by_newton.step(SphericalPendulum(c=0.0), jnp.array([0.0, 0.0, -1.0, 0.0, 100.0, 0.0]), h,
+                                   xi_of(jnp.zeros(3), h))
+    assert bool(jnp.all(jnp.isnan(z))) and int(iterations) == 20
+
+
+@pytest.mark.parametrize("name", CONSTRAINED)
+def test_two_constraints_and_a_mass_matrix_hold_to_round_off_over_many_steps(make_integrator, name):
+    """The circle |q| = 1, q3 = 0 (k = 2) with M = diag(1, 3, 2): |g(q)| and |G M^-1 p| <= 1e-12 at
+    every one of 2000 steps (h = 0.1, c = 1)."""
+    integrator, h, steps, paths = make_integrator(name), 0.1, 2000, 16
+    system = CirclePendulum(c=1.0, mass=(1.0, 3.0, 2.0))
+    z0 = jnp.tile(system.initial_state(None), (paths, 1))
+    keys = jax.random.split(jax.random.key(8), steps)
+    step_all = jax.vmap(lambda z, xi: integrator.step(system, z, h, xi))
+
+    def residual(z):
+        q, p = system.split(z)
+        hidden = (system.constraint_jacobian(q) / system.mass_vector) @ p
+        return jnp.max(jnp.abs(jnp.concatenate([system.constraint(q), hidden])))
+
+    def one(z, key):
+        z, iterations = step_all(z, jnp.sqrt(h) * jax.random.normal(key, (paths, 1, 3)))
+        return z, (jnp.max(jax.vmap(residual)(z)), jnp.max(iterations))
+
+    z, (worst, iterations) = jax.jit(lambda z: jax.lax.scan(one, z, keys))(z0)
+    assert bool(jnp.all(jnp.isfinite(z)))
+    assert float(worst.max()) <= 1e-12
+    assert 1 <= int(iterations.max()) <= 6
+
+
+def test_csvia_samples_the_circle_gibbs_measure_with_its_mass_metric(runs_root):
+    """CSVIA with the Newton SHAKE on the circle with M = diag(1, 3, 2), c = 1, h = 0.025, from rest at
+    the bottom: at t = 30, 40, 50, 60 <q2> is the mass-metric value -0.3969 (the uniform-mass value
+    -0.4464 is 0.05 away) and the kinetic temperature is 1/beta. Band: CSVIA's O(ch) bias (0.02)
+    plus 3 SE of the per-path time averages."""
+    cfg = sgi_run.compose(runs_root + ["system=circle_pendulum", "integrator=csvia", "system.c=1.0",
+                                       "system.mass=[1.0,3.0,2.0]", "plan.dt=0.025", "plan.T=60",
+                                       "plan.output_dt=10", "plan.paths=4000", "plan.keep_paths=0",
+                                       "plan.observables=[two_H]", "plan.snapshots=[30,40,50,60]"])
+    run = sgi_run.run(cfg)
+    system = CirclePendulum(c=1.0, mass=(1.0, 3.0, 2.0))
+    snaps = [run.ensemble.snapshot(t) for t in (30.0, 40.0, 50.0, 60.0)]
+    q2 = np.mean([s["q2"] for s in snaps], axis=0)
+    kinetic = np.mean([sum(s[f"p{i}"] ** 2 / m for i, m in zip((1, 2, 3), (1.0, 3.0, 2.0))) for s in snaps], axis=0)
+    se = lambda x: x.std(ddof=1) / math.sqrt(x.size)
+    exact, uniform_mass = system.mean_potential(), CirclePendulum().mean_potential()
+    assert abs(q2.mean() - exact) <= 0.02 + 3 * se(q2)
+    assert abs(q2.mean() - uniform_mass) > 0.02 + 3 * se(q2)
+    assert abs(kinetic.mean() - 1.0) <= 0.02 + 3 * se(kinetic)
+    assert run.ensemble.diagnostics["nonfinite_paths"].max() == 0
+
+
+def test_a_newton_shake_failure_is_counted_by_the_engine(runs_root):
+    cfg = sgi_run.compose(runs_root + ["system=circle_pendulum", "integrator=csvia", "system.p0=[100,0,0]",
+                                       "integrator.max_iter=10", "plan.dt=0.1", "plan.T=0.2",
+                                       "plan.output_dt=0.1", "plan.paths=20", "plan.keep_paths=0",
+                                       "plan.observables=[two_H]"])
+    ens = sgi_run.run(cfg).ensemble
+    assert list(ens.diagnostics["nonfinite_paths"]) == [0, 20, 20]
+    assert list(ens.observables["two_H"]["count"]) == [20, 0, 0]
+
+
 @pytest.mark.parametrize("system,integrator", [
     ("spherical_pendulum", "svia"),
     ("langevin_double_well", "csvia"),
     ("spherical_pendulum", "midpoint"),
+    ("circle_pendulum", "svia"),
     ("kubo", "svib"),                   # canonical, but not a Langevin system (no U, c, beta)
 ])
 def test_integrators_that_do_not_fit_are_refused_with_one_line(system, integrator):

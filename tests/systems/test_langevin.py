@@ -1,20 +1,24 @@
 """Langevin systems of paper 003 (spec 003 section 1): parameters, physics, Boltzmann-Gibbs means,
 and the harmonic oracle's stationary covariances."""
+import dataclasses
 import math
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
 from sgi_run.config import build_system
 from sgi_run.core.errors import ConfigError
-from sgi_run.systems import SYSTEMS, LangevinDoubleWell, LangevinHarmonic, SphericalPendulum
+from sgi_run.systems import (SYSTEMS, CirclePendulum, ConstrainedLangevinSystem, LangevinDoubleWell, LangevinHarmonic,
+                             SphericalPendulum)
 
 
 def test_registered_with_their_config_names():
     assert SYSTEMS["langevin_double_well"] is LangevinDoubleWell
     assert SYSTEMS["langevin_harmonic"] is LangevinHarmonic
     assert SYSTEMS["spherical_pendulum"] is SphericalPendulum
+    assert SYSTEMS["circle_pendulum"] is CirclePendulum
 
 
 @pytest.mark.parametrize("c,beta", [(1.0, 1.0), (10.0, 1.0), (0.3, 2.5)])
@@ -89,7 +93,71 @@ def test_pendulum_energy_uses_the_tangent_momentum():
     q = jnp.array([0.0, 0.6, -0.8])
     tangent = jnp.array([1.0, 0.0, 0.0])
     assert float(s.energy(jnp.concatenate([q, tangent + 5.0 * q]))) == pytest.approx(0.5 - 0.8, rel=1e-14)
-    assert s.noises == 3 and s.structure == "sphere"
+    assert s.noises == 3 and s.structure == "constrained" and s.kinetic_dimension == 2
+
+
+# --- general constraints (paper eq. 6.1-6.3) ----------------------------------------------------------
+@dataclasses.dataclass(frozen=True)
+class GeneralSphere(ConstrainedLangevinSystem):
+    """The unit sphere through the general machinery only (no closed forms)."""
+    dof = 3
+    noises = 3
+
+    def constraint(self, q):
+        return jnp.atleast_1d(q @ q - 1)
+
+    def potential(self, q):
+        return q[2]
+
+
+def test_general_projection_is_the_sphere_formula_for_a_uniform_mass():
+    q = jnp.array([0.0, 0.6, -0.8])
+    p = jnp.array([0.7, -0.2, 1.9])
+    for mass in (1.0, 2.5):
+        general = GeneralSphere(mass=mass).tangent_momentum(q, p)
+        assert np.allclose(general, SphericalPendulum(mass=mass).tangent_momentum(q, p), rtol=0, atol=1e-15)
+        assert abs(float(general @ q)) <= 1e-15
+    assert GeneralSphere().kinetic_dimension == 2 and CirclePendulum().kinetic_dimension == 1
+
+
+def test_circle_projection_is_m_inverse_orthogonal_and_idempotent():
+    """RATTLE (6.3): p_T = p + G^T nu with G M^-1 p_T = 0, for both constraints and a diagonal M."""
+    s = CirclePendulum(mass=(1.0, 3.0, 2.0))
+    q = jnp.array([0.6, 0.8, 0.0])
+    p = jnp.array([1.3, -0.4, 0.9])
+    p_t = s.tangent_momentum(q, p)
+    G = s.constraint_jacobian(q)
+    assert G.shape == (2, 3)
+    assert np.allclose((G / s.mass_vector) @ p_t, 0.0, atol=1e-15)
+    assert np.allclose(s.tangent_momentum(q, p_t), p_t, rtol=0, atol=1e-15)
+    residual_of_normal = np.linalg.lstsq(np.asarray(G.T), np.asarray(p - p_t), rcond=None)[1]
+    assert float(residual_of_normal.sum()) <= 1e-28      # p - p_T lies in the span of the gradients
+
+
+def test_circle_equilibrium_by_quadrature():
+    """Uniform mass: <q2> = -I1(beta)/I0(beta); a diagonal mass weights the circle by its metric
+    sqrt(m1 sin^2 + m2 cos^2), so it moves the configurational law (and m3 does not)."""
+    from scipy.special import i0, i1
+    for beta in (0.5, 1.0, 3.0):
+        s = CirclePendulum(beta=beta)
+        assert s.mean_potential() == pytest.approx(-i1(beta) / i0(beta), abs=1e-12)
+        assert s.equilibrium_mean("two_H") == pytest.approx(1 / beta - 2 * i1(beta) / i0(beta), abs=1e-12)
+    assert CirclePendulum().equilibrium_mean("two_H") == pytest.approx(0.107220068207, abs=1e-11)
+    heavy_sides = CirclePendulum(mass=(1.0, 3.0, 2.0)).mean_potential()
+    assert heavy_sides == pytest.approx(CirclePendulum(mass=(1.0, 3.0, 7.0)).mean_potential(), abs=1e-14)
+    assert heavy_sides > CirclePendulum().mean_potential() + 0.04
+
+
+def test_general_constraint_residual_of_a_snapshot():
+    """max(|g(q)|, |G M^-1 p|) per path: on the manifold with a tangent momentum, off the plane by
+    1e-9, and with a momentum that is tangent only for the wrong mass."""
+    s = CirclePendulum(mass=(1.0, 3.0, 2.0))
+    states = {"q1": np.array([0.6, 0.6, 0.6]), "q2": np.array([0.8, 0.8, 0.8]), "q3": np.array([0.0, 1e-9, 0.0]),
+              "p1": np.array([-0.8, -0.8, -0.8]), "p2": np.array([1.8, 1.8, 0.6]), "p3": np.zeros(3)}
+    residual = s.constraint_residual(states)
+    assert residual[0] <= 1e-15
+    assert residual[1] == pytest.approx(1e-9, rel=1e-6)
+    assert residual[2] == pytest.approx(0.64, rel=1e-12)   # 2 q . M^-1 p = 2 (-0.48 + 0.16)
 
 
 @pytest.mark.parametrize("name,key,value", [
@@ -100,7 +168,10 @@ def test_pendulum_energy_uses_the_tangent_momentum():
     ("langevin_harmonic", "omega", 0.0),
     ("spherical_pendulum", "q0", [0.0, 0.0, -2.0]),
     ("spherical_pendulum", "p0", [0.0, 0.0, 1.0]),
-    ("spherical_pendulum", "mass", 2.0),
+    ("spherical_pendulum", "mass", [1.0, 2.0, 1.0]),
+    ("circle_pendulum", "q0", [0.0, -1.0, 0.1]),
+    ("circle_pendulum", "p0", [0.0, 0.0, 1.0]),
+    ("circle_pendulum", "mass", [1.0, 2.0]),
     ("spherical_pendulum", "q0", [0.0, 1.0]),
 ])
 def test_bad_parameters_are_refused_with_one_line(name, key, value):
