@@ -27,7 +27,8 @@ from sgi_run.figures.checks import CheckResult, RunData, Series
 from sgi_run.runner import RunResult, run
 
 FIDELITIES = ("smoke", "reduced", "paper")
-DT_SOURCES = ("paper", "inferred", "spec choice")
+# "project choice": a diagnostic whose step size neither the paper nor its spec sets.
+DT_SOURCES = ("paper", "inferred", "spec choice", "project choice")
 PANEL_QUANTITIES = ("mean", "error", "density")
 _DENSITY_KEYS = ("coordinate", "at", "bins", "range")
 _REQUIRED = ("paper", "figure", "title", "caption", "common", "fidelity", "runs", "panels", "checks")
