@@ -89,6 +89,15 @@ class RunData:
                               f"a number or a reference value {type(self.system).__name__} defines here")
         return float(value)
 
+    def diverged_at(self, series: Series, mean_above: float = 1e6) -> float:
+        """The first output time where some path is non-finite or |E| (of ``series``, one of this
+        run's curves) exceeds ``mean_above`` (spec 003 pitfall 19: the run is declared diverged
+        there); infinity when it never is."""
+        nonfinite = self.nonfinite if self.nonfinite is not None else np.zeros(len(series.t), int)
+        with np.errstate(invalid="ignore"):
+            flagged = (nonfinite > 0) | ~(np.abs(series.mean) <= mean_above)
+        return float(series.t[np.argmax(flagged)]) if flagged.any() else math.inf
+
     def samples(self, coordinate: str, t: float | None) -> np.ndarray | None:
         snap = self.snapshot(t)
         if snap is not None and coordinate not in snap:
@@ -491,10 +500,7 @@ def nonfinite_fraction_at(series: Series, *, data: RunData, at: float | None = N
 def diverged_by(series: Series, *, data: RunData, at: float, mean_above: float = 1e6) -> Measurement:
     """The run is declared diverged no later than ``at``: the first output time where some path is
     non-finite or |E| exceeds ``mean_above`` (spec 003 pitfall 19); infinity when it never does."""
-    nonfinite = data.nonfinite if data.nonfinite is not None else np.zeros(len(series.t), int)
-    with np.errstate(invalid="ignore"):
-        flagged = (nonfinite > 0) | ~(np.abs(series.mean) <= mean_above)
-    first = float(series.t[np.argmax(flagged)]) if flagged.any() else math.inf
+    first = data.diverged_at(series, mean_above)
     return Measurement(first, None, None, Band(None, at),
                        "never" if math.isinf(first) else f"first non-finite path or |E| > {mean_above:g} at t={first:g}")
 

@@ -28,10 +28,18 @@ def _time_panel(ax, exp, panel: dict, data: dict[str, RunData], colours: dict) -
     obs = panel.get("observable", exp.observable)
     xlim = panel.get("xlim")
     for run_id in panel["runs"]:
-        s, colour = data[run_id].curve(obs), colours[run_id]
+        run, colour, label = data[run_id], colours[run_id], exp.runs[run_id].label
+        s = run.curve(obs)
         keep = np.ones_like(s.t, bool) if not xlim else (s.t >= xlim[0]) & (s.t <= xlim[1])
+        diverged = run.diverged_at(s)
+        if np.isfinite(diverged):
+            # Spec 003 layout: truncated where the run is declared diverged (a path went non-finite
+            # or |E| > 1e6); past it the mean is over a shrinking, exploding ensemble.
+            keep &= s.t <= diverged
+            lost = int(run.nonfinite[-1]) if run.nonfinite is not None else 0
+            label += f" (diverged at t={diverged:g}; {lost} of {run.paths} paths non-finite at T)"
         y = (s.mean - s.exact if panel["quantity"] == "error" else s.mean)[keep]
-        ax.plot(s.t[keep], y, color=colour, lw=1.2, label=exp.runs[run_id].label)
+        ax.plot(s.t[keep], y, color=colour, lw=1.2, label=label)
         # A diverging run (SVIB at ch > 2) has SEs near the float limit: its band is drawn clipped.
         sem = np.nan_to_num(s.sem[keep])
         with np.errstate(over="ignore", invalid="ignore"):
