@@ -2,8 +2,11 @@
 
 Run with ``make bench`` (or ``.venv/bin/python benchmarks/throughput.py``). Writes
 ``outputs/bench/throughput.json`` and ``outputs/bench/throughput.md``. Workloads (``--workload``, default
-all, one markdown table each): ``kubo`` (sgi-run heun and midpoint against diffrax Heun) and
-``van_der_pol`` (every integrator in conf/integrator/ against diffrax Heun), both at 10^5 paths.
+all, one markdown table each, 10^5 paths): ``kubo`` (sgi-run heun and midpoint against diffrax Heun),
+``van_der_pol`` (every canonical integrator in conf/integrator/ against diffrax Heun),
+``langevin_double_well`` (SVIA/B/C against diffrax Heun), ``spherical_pendulum`` (CSVIA/B/C; CSVIA's
+SHAKE in closed form and by Newton) and ``circle_pendulum`` (CSVIA/B/C, Newton SHAKE for two
+constraints).
 
 What is measured
 ----------------
@@ -139,14 +142,18 @@ def _integrator_cfg(name: str) -> dict:
         return yaml.safe_load(fh)
 
 
-def sgi_entry(w: Workload, integrator: str, shards: int | str = "auto", shard_size: int = 10000) -> Entry:
+def sgi_entry(w: Workload, integrator: str, shards: int | str = "auto", shard_size: int = 10000,
+              options: dict | None = None) -> Entry:
+    """``options``: integrator keys to change (e.g. ``{"shake": "newton"}``); they name the entry."""
+    options = options or {}
+    variant = "".join(f"-{v}" for v in options.values())
     plan = Plan(paths=w.paths, dt=w.dt, T=w.T, output_dt=w.T, observables=(w.observable,),
                 keep_paths=0, seed=0, shards=shards, shard_size=shard_size)
     setting = (f"shard_size={plan.paths_per_shard} ({plan.shard_count} shards)" if plan.shard_count > 1
                else f"one shard of {plan.paths_per_shard} paths")
 
     def prepare() -> Prepared:
-        sim = Simulator(w.make_system(), make_integrator(_integrator_cfg(integrator)), plan)
+        sim = Simulator(w.make_system(), make_integrator({**_integrator_cfg(integrator), **options}), plan)
 
         def run() -> Stats:
             total, newton, newton_max = None, 0, 0
@@ -160,8 +167,9 @@ def sgi_entry(w: Workload, integrator: str, shards: int | str = "auto", shard_si
         # Every shard has the same padded shape, so shard 0 alone compiles everything.
         return Prepared(warmup=lambda: sim.run_shard(0), run=run, warmup_fraction=1.0 / plan.shard_count)
 
-    return Entry(id=f"{w.id_prefix}sgi-{integrator}-{'auto' if shards == 'auto' else f'{shards}shard'}",
-                 group=f"sgi-run {integrator}", method=f"sgi-run {integrator}", engine="sgi-run",
+    return Entry(id=f"{w.id_prefix}sgi-{integrator}{variant}-{'auto' if shards == 'auto' else f'{shards}shard'}",
+                 group=f"sgi-run {integrator}{variant}", method=f"sgi-run {integrator}"
+                 + "".join(f" ({k}={v})" for k, v in options.items()), engine="sgi-run",
                  setting=setting, workload=w, prepare=prepare,
                  note="engine only: Simulator.run_shard over all shards, moments merged")
 
@@ -270,6 +278,14 @@ WORKLOADS = {
     "van_der_pol": (dict(nu=0.001, sigma=0.05, q0=1.0, p0=1.0), 0.02, 100,
                     "SDE dq = p dt, dp = (-q + nu (1 - q²) p) dt + sigma dW (additive noise: Itô = Stratonovich)",
                     "vdp-"),
+    # Paper 003's protocols (Fig. 2.1: h = 0.25; Fig. 2.2: h = 0.1) at c = 1, 200 steps: throughput,
+    # not the figures (conf/system/*.yaml; experiments/bou_rabee_owhadi/).
+    "langevin_double_well": (dict(c=1.0, beta=1.0), 0.25, 200,
+                             "Langevin dq = p dt, dp = (q - q³ - c p) dt + sqrt(2c/beta) dW", "dw-"),
+    "spherical_pendulum": (dict(c=1.0, beta=1.0), 0.1, 200,
+                           "Langevin on |q| = 1 in R^3, U = q3, 3-d ambient noise (SHAKE/RATTLE)", "sph-"),
+    "circle_pendulum": (dict(c=1.0, beta=1.0, mass=(1.0, 3.0, 2.0)), 0.05, 200,
+                        "Langevin on |q| = 1, q3 = 0 in R^3 (two constraints), U = q2, M = diag(1, 3, 2)", "circ-"),
 }
 # Every integrator in conf/integrator/: implicit (Newton) LDA methods, explicit strong, then weak.
 VDP_INTEGRATORS = ("midpoint", "stormer_verlet", "dirk", "heun", "r2", "e1", "srkw1", "srkw2", "rs1", "rs2")
@@ -297,6 +313,19 @@ def build_entries(args) -> list[Entry]:
         # on the Kubo workload, and a second srkw2 layout would add ~3 minutes.
         vdp = make_workload("van_der_pol", args)
         entries += [diffrax_entry(vdp, "unsafe", reference=True), *(sgi_entry(vdp, i) for i in VDP_INTEGRATORS)]
+    if "langevin_double_well" in args.workload:
+        # diffrax Heun solves the same SDE (the system is also canonical: additive noise).
+        well = make_workload("langevin_double_well", args)
+        entries += [diffrax_entry(well, "unsafe", reference=True), *(sgi_entry(well, i) for i in ("svia", "svib", "svic"))]
+    if "spherical_pendulum" in args.workload:
+        # No diffrax peer (no constrained solver there): the closed-form CSVIA is the reference.
+        sphere = make_workload("spherical_pendulum", args)
+        entries += [dataclasses.replace(sgi_entry(sphere, "csvia"), reference=True),
+                    sgi_entry(sphere, "csvia", options={"shake": "newton"}),
+                    *(sgi_entry(sphere, i) for i in ("csvib", "csvic"))]
+    if "circle_pendulum" in args.workload:
+        circle = make_workload("circle_pendulum", args)
+        entries += [sgi_entry(circle, i) for i in ("csvia", "csvib", "csvic")]
     return entries
 
 
@@ -563,11 +592,11 @@ def _workload_markdown(doc: dict, wl: dict) -> list[str]:
     lines = [f"## {wl['system']}", "",
              f"System `{wl['system']}` ({p}); {wl['paths']:,} paths x {wl['steps']:,} steps, "
              f"dt = {wl['dt']:g}, T = {wl['T']:g}.",
-             f"{wl['sde']}; observable H = (q² + p²)/2 at T."
+             f"{wl['sde']}; observable H (the system's energy) at T."
              + (f" Exact E(H)(T) = {s['exact_mean_T']:.6f} (paper eq. 4.2-4.3)." if s["exact_mean_T"]
                 else " No exact E(H)(T) is known: the E(H)(T) column is a cross-check between methods."), ""]
     ref = by_id.get(s["reference"])
-    head = ("| method | setting | paths | steps | compile s | run s | path-steps/s | ratio vs diffrax Heun "
+    head = ("| method | setting | paths | steps | compile s | run s | path-steps/s | ratio vs reference "
             "| Newton it./step mean / max | E(H)(T) ± SE |")
     rule = "|---|---|---:|---:|---:|---:|---:|---:|---:|---|"
 
@@ -669,7 +698,7 @@ def main(argv=None) -> int:
     ap.add_argument("--repeats", type=int, default=3, help="timed runs per entry after the warm-up (best is kept)")
     ap.add_argument("--paths", type=int, default=100_000, help="paths (the reported benchmark uses 10^5)")
     ap.add_argument("--steps", type=int, default=None,
-                    help="steps for every workload (default: kubo 1000, van_der_pol 100; smaller for a smoke run)")
+                    help="steps for every workload (default: kubo 1000, van_der_pol 100, the Langevin ones 200; smaller for a smoke run)")
     ap.add_argument("--vbt-paths", type=int, default=2_000,
                     help="paths for the diffrax VirtualBrownianTree entry (0 to skip)")
     ap.add_argument("--only", nargs="*", default=None, help="entry ids to run (default: all)")
