@@ -30,10 +30,13 @@ CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
 GROUPS = ("system", "integrator", "plan", "executor")
 EXECUTORS = ("local",)
 PROGRESS = ("auto", "on", "off")
+# cache: reuse a finished run (a stale one, computed by other numerics code, with a warning) |
+# refresh_stale (recompute stale runs) | off (always recompute).
+CACHE_POLICIES = ("reuse", "refresh_stale", "off")
 # plan.kind: an ensemble (the default; plan/default.yaml has no kind key) or a convergence study.
 PLAN_KINDS = ("ensemble", "convergence")
 # Keys that change where and how a run is shown, never its numbers: left out of the config hash.
-_NOT_HASHED = ("hydra", "progress", "output_root", "executor")
+_NOT_HASHED = ("hydra", "progress", "output_root", "executor", "cache")
 
 
 def group_options(group: str) -> list[str]:
@@ -179,6 +182,8 @@ def _check_run_options(cfg: DictConfig) -> None:
         raise ConfigError("executor.name", cfg.executor.name, f"one of {list(EXECUTORS)}")
     if cfg.get("progress", "auto") not in PROGRESS:
         raise ConfigError("progress", cfg.progress, f"one of {list(PROGRESS)}")
+    if cfg.get("cache", "reuse") not in CACHE_POLICIES:
+        raise ConfigError("cache", cfg.cache, f"one of {list(CACHE_POLICIES)}")
 
 
 # --- identity of a run -----------------------------------------------------------------------------

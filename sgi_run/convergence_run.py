@@ -25,7 +25,7 @@ import h5py
 import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
-from sgi_run import __version__
+from sgi_run import __version__, provenance
 from sgi_run.config import build, config_hash, run_dir_for
 from sgi_run.engine.convergence import RESOLVABLE_SE, ConvergenceResult, study
 
@@ -57,12 +57,14 @@ def run_convergence(cfg: DictConfig, run_dir: Path | None = None) -> Convergence
     path = run_dir / "convergence.h5"
     if path.exists():
         result, attrs = load(path)
-        return ConvergenceRun(path, run_dir, result, attrs, cached=True)
+        if provenance.cache_decision(path, attrs.get("code_digest"), cfg.get("cache", "reuse"))[0]:
+            return ConvergenceRun(path, run_dir, result, attrs, cached=True)
 
     run_dir.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
     result = study(setup.system, setup.integrator, plan)
-    attrs = {"sgi_run_version": __version__, "seed": plan.seed, "config": OmegaConf.to_yaml(cfg, resolve=True),
+    attrs = {"sgi_run_version": __version__, "code_digest": provenance.code_digest(), "seed": plan.seed,
+             "config": OmegaConf.to_yaml(cfg, resolve=True),
              "config_hash": config_hash(cfg), "system": cfg.system.name, "integrator": cfg.integrator.name,
              "error_kind": result.error_kind, "reference": result.reference, "samples": result.samples,
              "observable": plan.observable if plan.error == "weak" else "state",

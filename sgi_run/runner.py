@@ -16,7 +16,7 @@ from typing import Callable
 import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
-from sgi_run import __version__, store, summary
+from sgi_run import __version__, provenance, store, summary
 from sgi_run.config import build, config_hash, run_dir_for
 from sgi_run.engine.checkpoint import ShardStore
 from sgi_run.engine.ensemble import run_shards
@@ -31,6 +31,7 @@ class RunResult:
     summary: list[dict]
     cached: bool               # True when the file existed and nothing was computed
     shards_resumed: int = 0
+    stale: bool = False        # cached, but computed by other numerics code (provenance.code_digest)
 
 
 def _progress_bar(enabled: bool):
@@ -55,9 +56,13 @@ def run(cfg: DictConfig, run_dir: Path | None = None, *, progress: bool | None =
     run_dir = Path(run_dir) if run_dir is not None else run_dir_for(cfg)
     path = run_dir / "ensemble.h5"
     title = f"{cfg.system.name} / {cfg.integrator.name}  dt={plan.dt}  paths={plan.paths}  T={plan.T}"
+    policy = cfg.get("cache", "reuse")
     if path.exists():
         ens = store.load(path)
-        return RunResult(path, run_dir, ens, summary.summarize(ens, system), cached=True)
+        reuse, stale = provenance.cache_decision(path, ens.attrs.get("code_digest"), policy)
+        if reuse:
+            return RunResult(path, run_dir, ens, summary.summarize(ens, system), cached=True, stale=stale)
+        path.unlink()
 
     run_dir.mkdir(parents=True, exist_ok=True)
     if progress is None:
@@ -65,6 +70,8 @@ def run(cfg: DictConfig, run_dir: Path | None = None, *, progress: bool | None =
         progress = setting == "on" or (setting == "auto" and sys.stderr.isatty())
     sim = Simulator(system, integrator, plan)
     shards = ShardStore(run_dir / "shards", plan.shard_count)
+    if policy == "off":
+        shards.clear()     # nothing reused, not even an interrupted run's checkpoints
     total = plan.paths * plan.steps
     started = time.perf_counter()
     with _progress_bar(progress) as bar:
@@ -90,7 +97,7 @@ def run(cfg: DictConfig, run_dir: Path | None = None, *, progress: bool | None =
         diagnostics={"nonfinite_paths": result.nonfinite,
                      "newton_iterations": result.newton_iterations,
                      "newton_max_iterations": result.newton_max},
-        attrs={"sgi_run_version": __version__, "seed": plan.seed,
+        attrs={"sgi_run_version": __version__, "code_digest": provenance.code_digest(), "seed": plan.seed,
                "config": OmegaConf.to_yaml(cfg, resolve=True), "config_hash": config_hash(cfg),
                "system": cfg.system.name, "integrator": cfg.integrator.name,
                "paths": plan.paths, "shards": plan.shard_count,

@@ -59,3 +59,13 @@ def test_cli_refuses_a_strong_study_of_a_weak_integrator(tmp_path):
     out = sgi_run_cli(tmp_path, "integrator=srkw2", "plan=convergence")
     assert out.returncode == 2 and out.stderr.count("\n") == 1
     assert out.stderr.startswith("sgi-run: error: plan.error='strong' is not allowed: weak with the weak integrator srkw2")
+
+
+def test_a_convergence_study_by_other_code_is_recomputed_on_request(runs_root, monkeypatch):
+    import sgi_run.provenance
+    overrides = runs_root + ["plan=convergence", "plan.paths=50", "plan.T=0.5", "plan.dts=[0.25,0.125]"]
+    first = sgi_run.run(sgi_run.compose(overrides))
+    assert first.attrs["code_digest"] == sgi_run.provenance.code_digest()
+    monkeypatch.setattr(sgi_run.provenance, "code_digest", lambda: "0123456789ab")
+    assert sgi_run.run(sgi_run.compose(overrides)).cached
+    assert not sgi_run.run(sgi_run.compose(overrides + ["cache=refresh_stale"])).cached

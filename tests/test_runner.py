@@ -72,3 +72,32 @@ def test_summary_shows_the_equilibrium_of_a_langevin_run(runs_root):
     assert row["equilibrium"] == pytest.approx(4 - 2 / math.tanh(1.0), abs=1e-12)
     assert row["equilibrium_error_in_sem"] == pytest.approx((row["mean"] - row["equilibrium"]) / row["sem"])
     assert row["reference"] == ""
+
+
+# --- provenance: which numerics code computed a cached run ------------------------------------------
+def test_a_run_records_the_code_that_computed_it(runs_root):
+    from sgi_run.provenance import code_digest
+    result = sgi_run.run(sgi_run.compose(runs_root + ["plan.paths=20", "plan.T=1"]))
+    assert result.ensemble.attrs["code_digest"] == code_digest() and len(code_digest()) == 12
+    assert not result.stale
+
+
+def test_a_run_by_other_code_is_reused_with_a_warning_or_recomputed(runs_root, monkeypatch, capsys):
+    import sgi_run.provenance
+    overrides = runs_root + ["plan.paths=20", "plan.T=1"]
+    first = sgi_run.run(sgi_run.compose(overrides))
+    monkeypatch.setattr(sgi_run.provenance, "code_digest", lambda: "0123456789ab")   # the code changed
+    reused = sgi_run.run(sgi_run.compose(overrides))
+    assert reused.cached and reused.stale and "other numerics code" in capsys.readouterr().err
+    refreshed = sgi_run.run(sgi_run.compose(overrides + ["cache=refresh_stale"]))
+    assert not refreshed.cached and refreshed.ensemble.attrs["code_digest"] == "0123456789ab"
+    assert np.array_equal(refreshed.ensemble.mean("H"), first.ensemble.mean("H"))   # same seed, same numbers
+    assert sgi_run.run(sgi_run.compose(overrides + ["cache=refresh_stale"])).cached   # now current
+    assert not sgi_run.run(sgi_run.compose(overrides + ["cache=off"])).cached
+    assert first.run_dir == refreshed.run_dir          # the cache policy is not part of the run's identity
+
+
+def test_an_unknown_cache_policy_is_refused():
+    with pytest.raises(sgi_run.ConfigError, match="cache") as err:
+        sgi_run.compose(["cache=sometimes"])
+    assert "\n" not in str(err.value)

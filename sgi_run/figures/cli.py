@@ -12,6 +12,7 @@ import argparse
 import sys
 import time
 
+from sgi_run.config import CACHE_POLICIES
 from sgi_run.core.errors import ConfigError
 from sgi_run.figures.experiment import FIDELITIES
 
@@ -26,6 +27,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--experiments", default="experiments", help="experiment files, <paper>/<figure>.yaml")
     p.add_argument("--output", default="outputs/figures", help="figures, tables and index.html")
     p.add_argument("--runs-root", default="outputs/runs", help="run directories (the run cache)")
+    p.add_argument("--cache", choices=CACHE_POLICIES, default="reuse",
+                   help="reuse finished runs (default; a run computed by other numerics code is reused and "
+                        "marked), refresh_stale (recompute those), off (recompute every run)")
     p.add_argument("--strict", action="store_true", help="exit 1 when any check FAILs")
     return p
 
@@ -52,13 +56,14 @@ def main(argv: list[str] | None = None) -> int:
     try:
         experiments = experiment.discover(args.experiments, args.only)
         for exp in experiments:    # every figure's runs are validated before the first computes
-            experiment.compose_runs(exp, args.fidelity, args.runs_root)
+            experiment.compose_runs(exp, args.fidelity, args.runs_root, args.cache)
         outcomes = []
         for exp in experiments:
             started = time.perf_counter()
             console.print(f"[bold]{exp.paper} {exp.figure}[/] ({args.fidelity}): {exp.title}")
             outcomes.append(experiment.make_figure(exp, args.fidelity, args.output, args.runs_root,
-                                                   log=lambda line: console.print(line, markup=False, highlight=False)))
+                                                   log=lambda line: console.print(line, markup=False, highlight=False),
+                                                   cache=args.cache))
             console.print(f"    wrote {outcomes[-1].files['png']} in {time.perf_counter() - started:.0f} s")
     except ConfigError as err:
         print(f"sgi-figures: error: {err}", file=sys.stderr)

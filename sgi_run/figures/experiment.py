@@ -60,12 +60,13 @@ class Experiment:
     checks: list            # one dict per (check, run): "runs" lists expanded
     window: tuple[float, float] | None = None   # the table also reports the time average over it
 
-    def overrides(self, run_id: str, fidelity: str, runs_root: str | None = None) -> list[str]:
+    def overrides(self, run_id: str, fidelity: str, runs_root: str | None = None, cache: str | None = None) -> list[str]:
         """The run's overrides at a fidelity; a later value for the same key replaces an earlier one."""
         profile = self.fidelity[fidelity]
         layers = [self.common, self.runs[run_id].overrides, profile["overrides"],
                   profile["runs"].get(run_id, ()), [f"plan.fidelity={fidelity}"],
-                  [f"output_root={runs_root}"] if runs_root is not None else []]
+                  [f"output_root={runs_root}"] if runs_root is not None else [],
+                  [f"cache={cache}"] if cache is not None else []]
         merged: dict[str, str] = {}
         for override in (o for layer in layers for o in layer):
             merged[override.split("=", 1)[0].lstrip("+~")] = override
@@ -173,7 +174,7 @@ class FigureOutcome:
 
 TABLE_COLUMNS = ["run", "label", "integrator", "dt", "dt_source", "paths", "T", "mean_T", "sem_T",
                  "exact_T", "ratio_T", "max_abs_error", "t_max_abs_error", "window_mean", "window_se_bound",
-                 "max_rel_mc_error", "nonfinite_paths", "newton_per_step", "wall_time_s", "cached"]
+                 "max_rel_mc_error", "nonfinite_paths", "newton_per_step", "wall_time_s", "cached", "stale"]
 
 
 ORACLES = ("linear_moments",)
@@ -207,7 +208,8 @@ def _table_row(exp: Experiment, spec: RunSpec, cfg, result: RunResult, s: Series
            "max_rel_mc_error": float(np.nanmax(rel_mc)) if np.isfinite(rel_mc).any() else math.nan,
            "nonfinite_paths": int(np.max(result.ensemble.diagnostics["nonfinite_paths"])),
            "newton_per_step": float(result.ensemble.attrs.get("newton_iterations_per_step", math.nan)),
-           "wall_time_s": float(result.ensemble.attrs.get("wall_time_s", math.nan)), "cached": result.cached}
+           "wall_time_s": float(result.ensemble.attrs.get("wall_time_s", math.nan)), "cached": result.cached,
+           "stale": result.stale}
     if s.exact is not None:
         err = np.abs(s.mean - s.exact)
         worst = int(np.argmax(np.where(np.isnan(err), np.inf, err)))
@@ -219,16 +221,16 @@ def _table_row(exp: Experiment, spec: RunSpec, cfg, result: RunResult, s: Series
     return {c: row.get(c, "") for c in TABLE_COLUMNS}
 
 
-def compose_runs(exp: Experiment, fidelity: str, runs_root: str | None = None) -> dict:
+def compose_runs(exp: Experiment, fidelity: str, runs_root: str | None = None, cache: str | None = None) -> dict:
     """Every run's validated config: a bad override is refused here, before any compute."""
-    return {run_id: compose(exp.overrides(run_id, fidelity, runs_root)) for run_id in exp.runs}
+    return {run_id: compose(exp.overrides(run_id, fidelity, runs_root, cache)) for run_id in exp.runs}
 
 
 def make_figure(exp: Experiment, fidelity: str, output_dir, runs_root: str | None = None,
-                log: Callable[[str], None] = print) -> FigureOutcome:
+                log: Callable[[str], None] = print, cache: str | None = None) -> FigureOutcome:
     from sgi_run.figures import plots   # matplotlib only when a figure is drawn
 
-    configs = compose_runs(exp, fidelity, runs_root)
+    configs = compose_runs(exp, fidelity, runs_root, cache)
     results, data = {}, {}
     for n, (run_id, cfg) in enumerate(configs.items(), 1):
         log(f"[{exp.figure} {n}/{len(configs)}] {run_id}: {cfg.integrator.name} dt={cfg.plan.dt} "
@@ -236,7 +238,8 @@ def make_figure(exp: Experiment, fidelity: str, output_dir, runs_root: str | Non
         r = results[run_id] = run(cfg)
         data[run_id] = _run_data(r, cfg, exp.observable, exp.oracle)
         seconds = r.ensemble.attrs.get("wall_time_s", math.nan)
-        log(f"    cached (computed in {seconds:.1f} s): {r.run_dir}" if r.cached
+        stale = " by other numerics code: --cache refresh_stale recomputes it" if r.stale else ""
+        log(f"    cached (computed in {seconds:.1f} s{stale}): {r.run_dir}" if r.cached
             else f"    ran in {seconds:.1f} s: {r.run_dir}")
 
     table = [_table_row(exp, exp.runs[i], configs[i], results[i], data[i].curve(None)) for i in exp.runs]
@@ -286,7 +289,7 @@ def md_cells(row: dict) -> list[str]:
             f"{fmt(row['max_abs_error'])} ({fmt(row['t_max_abs_error'])})" if row["max_abs_error"] != "" else "",
             f"{fmt(row['window_mean'], 5)} ± {fmt(row['window_se_bound'], 2)}" if row.get("window_mean", "") != "" else "",
             fmt(row["max_rel_mc_error"], 3), fmt(row["nonfinite_paths"]), fmt(row.get("newton_per_step", ""), 3),
-            f"{row['wall_time_s']:.0f}" + (" (cached)" if row["cached"] else "")]
+            f"{row['wall_time_s']:.0f}" + (" (cached, other code)" if row["stale"] else " (cached)" if row["cached"] else "")]
 
 
 def _write_table(exp: Experiment, fidelity: str, table: list[dict], files: dict) -> None:
