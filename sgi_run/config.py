@@ -187,9 +187,18 @@ def _check_run_options(cfg: DictConfig) -> None:
 
 
 # --- identity of a run -----------------------------------------------------------------------------
+# Optional outputs added after runs existed: left out of the hash while unset (null), so adding them
+# did not change the identity of the runs made before.
+_HASHED_WHEN_SET = {"plan": ("time_average",)}
+
+
 def config_hash(cfg) -> str:
     """12 hex digits identifying the numbers a config produces (display-only keys left out)."""
     content = {k: _container(cfg[k]) for k in cfg if k not in _NOT_HASHED}
+    for group, keys in _HASHED_WHEN_SET.items():
+        for key in keys:
+            if isinstance(content.get(group), dict) and content[group].get(key, 0) is None:
+                del content[group][key]
     return hashlib.sha256(json.dumps(content, sort_keys=True, default=str).encode()).hexdigest()[:12]
 
 

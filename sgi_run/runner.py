@@ -94,6 +94,8 @@ def run(cfg: DictConfig, run_dir: Path | None = None, *, progress: bool | None =
         snapshots=({"t": plan.times[plan.snapshot_indices]}
                    | {name: result.snapshots[:, :, j] for j, name in enumerate(system.coordinates)}
                    if plan.snapshots else {}),
+        time_averages=({name: result.time_averages[:, j] for j, name in enumerate(sim.observable_names)}
+                       if plan.time_average is not None else {}),
         diagnostics={"nonfinite_paths": result.nonfinite,
                      "newton_iterations": result.newton_iterations,
                      "newton_max_iterations": result.newton_max},
@@ -102,7 +104,8 @@ def run(cfg: DictConfig, run_dir: Path | None = None, *, progress: bool | None =
                "system": cfg.system.name, "integrator": cfg.integrator.name,
                "paths": plan.paths, "shards": plan.shard_count,
                "path_steps": total, "wall_time_s": time.perf_counter() - started,
-               "newton_iterations_per_step": float(np.sum(result.newton_iterations) / total)},
+               "newton_iterations_per_step": float(np.sum(result.newton_iterations) / total),
+               **({"time_average": list(plan.time_average)} if plan.time_average is not None else {})},
     )
     store.write(path, ens)
     shards.clear()

@@ -8,7 +8,11 @@ Layout::
     /diagnostics/{nonfinite_paths,newton_iterations,newton_max_iterations}   per output time
     /snapshots/t, /snapshots/<coordinate>   (snapshot times, paths): every path's state at the
                                          plan's ``snapshots`` times (absent when there are none)
-    attrs: schema_version, sgi_run_version, seed, config (resolved YAML), config_hash,
+    /time_averages/<name>                (paths,): every path's average of an observable over the
+                                         output times in attrs ``time_average`` = [start, end]
+                                         (absent without ``plan.time_average``; NaN for a path
+                                         that was non-finite at any of those times)
+    attrs: schema_version, sgi_run_version, code_digest, seed, config (resolved YAML), config_hash,
            system, integrator, paths, wall_time_s, shards
 
 The file is written under a temporary name and renamed when complete, so a file named
@@ -34,6 +38,7 @@ class Ensemble:
     diagnostics: dict[str, np.ndarray]
     attrs: dict
     snapshots: dict[str, np.ndarray] = dataclasses.field(default_factory=dict)  # "t" and coordinates
+    time_averages: dict[str, np.ndarray] = dataclasses.field(default_factory=dict)  # observable -> (paths,)
 
     def snapshot(self, t: float | None = None) -> dict[str, np.ndarray] | None:
         """Every path's coordinates at snapshot time ``t`` (None: the last snapshot), name -> (paths,);
@@ -77,6 +82,8 @@ def write(path: Path, ens: Ensemble) -> Path:
             f.create_dataset(f"diagnostics/{name}", data=data)
         for name, data in ens.snapshots.items():
             f.create_dataset(f"snapshots/{name}", data=data)
+        for name, data in ens.time_averages.items():
+            f.create_dataset(f"time_averages/{name}", data=data)
     os.replace(tmp, path)
     return path
 
@@ -94,4 +101,5 @@ def load(path) -> Ensemble:
         group = lambda g: {k: f[g][k][()] for k in f[g]} if g in f else {}
         observables = {name: {k: f["observables"][name][k][()] for k in f["observables"][name]}
                        for name in f["observables"]}
-        return Ensemble(f["t"][()], observables, group("paths"), group("diagnostics"), attrs, group("snapshots"))
+        return Ensemble(f["t"][()], observables, group("paths"), group("diagnostics"), attrs, group("snapshots"),
+                        group("time_averages"))

@@ -42,6 +42,38 @@ def test_snapshots_round_trip_and_survive_a_resume(runs_root):
     assert np.array_equal(resumed.ensemble.snapshots["q"], ens.snapshots["q"])
 
 
+def test_time_averages_round_trip_and_survive_a_resume(runs_root):
+    overrides = runs_root + ["plan.paths=30", "plan.T=4", "plan.shards=3", "plan.time_average=[2,4]",
+                             "plan.observables=[H,q]"]
+    whole = sgi_run.run(sgi_run.compose(overrides))
+    ens = sgi_run.load(whole.path)
+    assert set(ens.time_averages) == {"H", "q"} and ens.time_averages["H"].shape == (30,)
+    assert list(ens.attrs["time_average"]) == [2, 4]
+    assert np.isclose(np.mean(ens.time_averages["H"]), np.mean(ens.mean("H")[2:]), rtol=1e-12)
+
+    from sgi_run.config import build
+    from sgi_run.engine.checkpoint import ShardStore
+    from sgi_run.engine.simulate import Simulator
+    setup = build(whole.ensemble.config)
+    ShardStore(whole.run_dir / "resumed" / "shards", 3).save(
+        Simulator(setup.system, setup.integrator, setup.plan).run_shard(2))
+    resumed = sgi_run.run(whole.ensemble.config, run_dir=whole.run_dir / "resumed")
+    assert resumed.shards_resumed == 1
+    assert np.array_equal(resumed.ensemble.time_averages["H"], ens.time_averages["H"])
+
+
+def test_a_plan_without_time_average_keeps_its_old_config_hash():
+    """Optional outputs added later are left out of the hash while unset: runs made before them
+    keep their identity (and their cache)."""
+    from sgi_run.config import config_hash
+    cfg = sgi_run.compose([])
+    assert cfg.plan.time_average is None
+    plain = OmegaConf.to_container(cfg)
+    del plain["plan"]["time_average"]
+    assert config_hash(cfg) == config_hash(OmegaConf.create(plain))
+    assert config_hash(sgi_run.compose(["plan.time_average=[50,100]"])) != config_hash(cfg)
+
+
 def test_written_under_a_temporary_name(tmp_path, monkeypatch):
     ens = store.Ensemble(np.zeros(2), {"H": {"mean": np.zeros(2), "var": np.zeros(2), "count": np.ones(2)}},
                          {}, {"nonfinite_paths": np.zeros(2)}, {"seed": 0})

@@ -34,6 +34,8 @@ class ShardStore:
         arrays.update({f"kept/{k}": v for k, v in r.kept.items()})
         if r.snapshots is not None:
             arrays["snapshots"] = r.snapshots
+        if r.time_averages is not None:
+            arrays["time_averages"] = r.time_averages
         np.savez(tmp, **arrays)
         os.replace(tmp, self._path(r.shard))
 
@@ -43,7 +45,8 @@ class ShardStore:
             kept = {k.split("/", 1)[1]: f[k] for k in f.files if k.startswith("kept/")}
             return ShardResult(shard_, first, paths, Moments(f["count"], f["mean"], f["m2"]),
                                f["nonfinite"], f["newton_iterations"], f["newton_max"], kept,
-                               float(f["wall_time"]), f["snapshots"] if "snapshots" in f.files else None)
+                               float(f["wall_time"]), f["snapshots"] if "snapshots" in f.files else None,
+                               f["time_averages"] if "time_averages" in f.files else None)
 
     def clear(self) -> None:
         for s in range(self.shard_count):

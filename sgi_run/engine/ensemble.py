@@ -19,6 +19,7 @@ class EnsembleResult:
     newton_max: np.ndarray
     kept: dict[str, np.ndarray]
     snapshots: np.ndarray          # (snapshot times, paths, state), paths in index order
+    time_averages: np.ndarray | None  # (paths, observables) over plan.time_average, paths in index order
     shards_run: int
     shards_resumed: int
     wall_time: float
@@ -51,9 +52,11 @@ def run_shards(sim: Simulator, store: ShardStore | None,
     kept = {k: np.concatenate([r.kept[k] for r in ordered if len(r.kept[k])] or [ordered[0].kept[k]])
             for k in ordered[0].kept}
     snapshots = np.concatenate([r.snapshots for r in ordered], axis=1)
+    averaged = [r.time_averages for r in ordered]
     return EnsembleResult(
         moments=moments,
         snapshots=snapshots,
+        time_averages=np.concatenate(averaged, axis=0) if averaged[0] is not None else None,
         nonfinite=sum(r.nonfinite for r in ordered),
         newton_iterations=sum(r.newton_iterations for r in ordered),
         newton_max=np.max([r.newton_max for r in ordered], axis=0),

@@ -34,12 +34,17 @@ class Plan:
     truncate: float | None = None
     fidelity: str = "reduced"
     snapshots: tuple[float, ...] = ()   # output times at which every path's whole state is stored
+    # [start, end]: every path's average of each observable over the output times in that window
+    # (per-path time averages: exact standard errors of a plateau, paired differences between runs).
+    time_average: tuple[float, float] | None = None
 
     FIDELITIES = ("smoke", "reduced", "paper")
 
     def __post_init__(self):
         object.__setattr__(self, "observables", tuple(self.observables))
         object.__setattr__(self, "snapshots", tuple(self.snapshots or ()))
+        if self.time_average is not None:
+            object.__setattr__(self, "time_average", tuple(self.time_average))
         self.check()
 
     def check(self) -> None:
@@ -70,6 +75,11 @@ class Plan:
         need("snapshots", all(is_num(t) for t in self.snapshots) and len(set(self.snapshots)) == len(self.snapshots)
              and all(self.output_index(t) is not None for t in self.snapshots),
              f"a list of distinct output times (multiples of output_dt = {self.output_dt} in [0, T = {self.T}])")
+        need("time_average", self.time_average is None or (
+             len(self.time_average) == 2 and all(is_num(t) and self.output_index(t) is not None for t in self.time_average)
+             and self.time_average[0] <= self.time_average[1]),
+             f"null or [start, end]: output times (multiples of output_dt = {self.output_dt} in [0, T = {self.T}]), "
+             "start <= end")
 
     # --- derived grid ------------------------------------------------------------------------
     @property
@@ -99,6 +109,13 @@ class Plan:
     @property
     def snapshot_indices(self) -> list[int]:
         return sorted(self.output_index(t) for t in self.snapshots)
+
+    @property
+    def time_average_indices(self) -> range:
+        """The output indices averaged per path (empty without ``time_average``)."""
+        if self.time_average is None:
+            return range(0)
+        return range(self.output_index(self.time_average[0]), self.output_index(self.time_average[1]) + 1)
 
     # --- shard layout: contiguous blocks of path indices --------------------------------------
     @property

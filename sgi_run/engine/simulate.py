@@ -57,6 +57,7 @@ class ShardResult:
     kept: dict[str, np.ndarray]   # name -> (kept paths, times): state coordinates and observables
     wall_time: float
     snapshots: np.ndarray | None = None  # (plan.snapshots, paths of the shard, state): every path's state
+    time_averages: np.ndarray | None = None  # (paths of the shard, observables) over plan.time_average
 
 
 class Simulator:
@@ -79,7 +80,7 @@ class Simulator:
         mean = jnp.where(finite, values, 0.0).sum(axis=0) / jnp.maximum(count, 1)
         m2 = jnp.where(finite, (values - mean) ** 2, 0.0).sum(axis=0)
         nonfinite = (valid & ~jnp.all(jnp.isfinite(z), axis=1)).sum()
-        return count, mean, m2, nonfinite, values[: self.kept_count]
+        return count, mean, m2, nonfinite, values
 
     def _initial_impl(self, path_keys, valid):
         z0 = jax.vmap(lambda k: self.system.initial_state(noise.init_key(k)))(path_keys)
@@ -136,15 +137,22 @@ class Simulator:
         kept_values = np.zeros((kept_here, n_times, n_obs))
         snapshot_at = {i: j for j, i in enumerate(plan.snapshot_indices)}
         snapshots = np.zeros((len(snapshot_at), count, 2 * self.system.dof))
+        averaged = plan.time_average_indices
+        # A path that is non-finite at any averaged time gets a non-finite average (NaN), never a
+        # partial one.
+        path_sums = np.zeros((count, n_obs))
 
         def record(i, z, stats):
-            c, mean, m2, nf, values = jax.device_get(stats)
+            c, mean, m2, nf = jax.device_get(stats[:4])
             moments.count[i], moments.mean[i], moments.m2[i], nonfinite[i] = c, mean, m2, nf
             if kept_here:
                 kept_states[:, i] = np.asarray(z[:kept_here])
-                kept_values[:, i] = values[:kept_here]
+                kept_values[:, i] = np.asarray(stats[4][:kept_here])
             if i in snapshot_at:
                 snapshots[snapshot_at[i]] = np.asarray(z[:count])
+            if i in averaged:
+                values = np.asarray(stats[4][:count])
+                path_sums[:] += np.where(np.isfinite(values), values, np.nan)
 
         z0, stats = self._initial(keys, valid)
         record(0, z0, stats)
@@ -159,4 +167,5 @@ class Simulator:
         kept = {name: kept_states[:, :, j] for j, name in enumerate(self.system.coordinates)}
         kept.update({name: kept_values[:, :, j] for j, name in enumerate(self.observable_names)})
         return ShardResult(shard, first, count, moments, nonfinite, it_sum, it_max, kept,
-                           time.perf_counter() - start, snapshots)
+                           time.perf_counter() - start, snapshots,
+                           path_sums / len(averaged) if len(averaged) else None)

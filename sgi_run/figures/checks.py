@@ -41,6 +41,10 @@ class Series:
     # (engine.linear_oracle), for linear systems; None elsewhere.
     oracle_mean: np.ndarray | None = None
     oracle_sem: np.ndarray | None = None
+    # Every path's time average over ``average_window`` (plan.time_average), NaN for a path that
+    # went non-finite: exact SEs for window averages, and paired differences between runs.
+    path_average: np.ndarray | None = None
+    average_window: tuple[float, float] | None = None
 
     def index_at(self, t: float | None) -> int | None:
         """Index of output time ``t`` (None: the final time); None when the run has no such time."""
@@ -341,15 +345,35 @@ def agrees_at(series: Series, *, data: RunData, reference, at: float | None = No
 
 
 def window_average(series: Series, start: float, end: float) -> tuple[float, float] | None:
-    """(time average of E over the output times in [start, end], its SE bound), or None when the
-    run stops more than one output interval short of ``end`` (a run at dt = 0.15 ends at 999.9,
-    not 1000). The SE bound is the average single-time SE: the SE of a mean of correlated
-    estimates is at most the mean of their SEs, so margins built on it are conservative."""
+    """(time average of E over the output times in [start, end], its SE), or None when the run
+    stops more than one output interval short of ``end`` (a run at dt = 0.15 ends at 999.9, not
+    1000). With per-path time averages over exactly this window (``plan.time_average``) the SE is
+    exact: sd(path averages) / sqrt(finite paths). Without them it is a bound, the average
+    single-time SE (the SE of a mean of correlated estimates is at most the mean of their SEs)."""
+    averages = _path_averages(series, start, end)
+    if averages is not None:
+        finite = averages[np.isfinite(averages)]
+        if finite.size < 2:
+            return math.nan, math.nan
+        return float(finite.mean()), float(finite.std(ddof=1) / math.sqrt(finite.size))
     inside = (series.t >= start - 1e-9) & (series.t <= end + 1e-9)
     spacing = series.t[1] - series.t[0] if len(series.t) > 1 else 0.0
     if series.t[-1] < end - spacing - 1e-9 or not inside.any():
         return None
     return float(np.mean(series.mean[inside])), float(np.mean(series.sem[inside]))
+
+
+def has_path_averages(series: Series, start: float, end: float) -> bool:
+    """Whether ``window_average`` over [start, end] uses per-path time averages (an exact SE)."""
+    return _path_averages(series, start, end) is not None
+
+
+def _path_averages(series: Series, start: float, end: float) -> np.ndarray | None:
+    """The run's per-path time averages, if they were taken over exactly [start, end]."""
+    window = series.average_window
+    if series.path_average is None or window is None:
+        return None
+    return series.path_average if np.allclose(window, (start, end), rtol=0, atol=1e-9) else None
 
 
 @check_kind("window_mean")
@@ -511,18 +535,39 @@ def window_difference(series: Series, *, other: Series, start: float, end: float
     """Compares the time averages P (over [start, end]) of this run and ``other``. Without
     ``reference``: P - P_other lies in [min, max] (e.g. > 0: increases with c). With it:
     |P_other - ref| - |P - ref| lies in [min, max] (> 0: this run is the closer one; a diverged
-    other run counts as infinitely far). SE: the two window SE bounds combined as independent."""
+    other run counts as infinitely far).
+
+    SE: with per-path time averages of both runs over this window, that of the path-by-path
+    difference (paired: runs that share their random numbers, like A, B and C at one c, have a much
+    smaller SE of the difference than of each); otherwise the two window SEs combined as independent."""
     band, mine, theirs = Band(min, max), window_average(series, start, end), window_average(other, start, end)
     if mine is None or theirs is None:
         return Measurement(math.nan, None, end, band, skipped=f"the window [{start:g}, {end:g}] is beyond T")
     (p, se_p), (q, se_q) = mine, theirs
-    se = math.hypot(se_p, se_q)
-    if reference is None:
-        return Measurement(p - q, se, None, band, f"P = {p:.5g}, P_other = {q:.5g}")
-    ref = data.reference(reference)
+    ref = None if reference is None else data.reference(reference)
+    # The difference as a linear combination of the two: sign_q * Q - sign_p * P (+ a constant).
+    sign_p, sign_q = (-1.0, 1.0) if ref is None else (math.copysign(1, p - ref), math.copysign(1, q - ref))
+    se, paired = _difference_se(series, other, start, end, sign_p, sign_q)
+    se = se if paired else math.hypot(se_p, se_q)
+    how = "; paired SE" if paired else ""
+    if ref is None:
+        return Measurement(p - q, se, None, band, f"P = {p:.5g}, P_other = {q:.5g}{how}")
     far = abs(q - ref) if math.isfinite(q) else math.inf
     return Measurement(far - abs(p - ref), se if math.isfinite(far) else None, None, band,
-                       f"|P - ref| = {abs(p - ref):.4g}, |P_other - ref| = {far:.4g} (ref {ref:.6g})")
+                       f"|P - ref| = {abs(p - ref):.4g}, |P_other - ref| = {far:.4g} (ref {ref:.6g}){how}")
+
+
+def _difference_se(series: Series, other: Series, start: float, end: float, sign_p: float,
+                   sign_q: float) -> tuple[float, bool]:
+    """(SE of sign_q * Q - sign_p * P from the per-path differences, True) when both runs have per-path
+    time averages over the window for the same number of paths (path i of each is a pair; pairs are
+    independent across i), else (nan, False). Pairs with a non-finite member are left out."""
+    a, b = _path_averages(series, start, end), _path_averages(other, start, end)
+    if a is None or b is None or a.shape != b.shape:
+        return math.nan, False
+    d = sign_q * b - sign_p * a
+    d = d[np.isfinite(d)]
+    return (float(d.std(ddof=1) / math.sqrt(d.size)), True) if d.size >= 2 else (math.nan, False)
 
 
 def _no_snapshot(at, band: Band) -> Measurement:

@@ -103,3 +103,32 @@ def test_snapshot_times_must_be_output_times():
     with pytest.raises(ConfigError, match="plan.snapshots"):
         Plan(paths=10, dt=0.1, T=2.0, output_dt=0.5, snapshots=[3.0])
     assert Plan(paths=10, dt=0.1, T=2.0, output_dt=0.5, snapshots=[2.0, 0]).snapshot_indices == [0, 4]
+
+
+def test_time_averages_are_every_paths_mean_over_the_window_whatever_the_shards(make_integrator):
+    base = dict(paths=101, dt=0.05, T=2.0, output_dt=0.5, keep_paths=101, observables=["H", "q"],
+                time_average=[1.0, 2.0])
+    runs = [run_shards(Simulator(Kubo(nu=0.3), make_integrator("heun"), Plan(**base, shards=s)), None) for s in (1, 4)]
+    for r in runs:
+        assert r.time_averages.shape == (101, 2)
+        assert np.allclose(r.time_averages[:, 0], r.kept["H"][:, 2:].mean(axis=1), rtol=1e-14)   # t = 1, 1.5, 2
+    assert np.array_equal(runs[0].time_averages, runs[1].time_averages)
+    without = run_shards(Simulator(Kubo(nu=0.3), make_integrator("heun"), Plan(**{**base, "time_average": None})), None)
+    assert without.time_averages is None
+
+
+def test_a_path_nonfinite_in_the_window_has_no_time_average(make_integrator):
+    plan = Plan(paths=300, dt=0.1, T=1.0, output_dt=0.5, keep_paths=300, time_average=[0.5, 1.0])
+    result = run_shards(Simulator(BlowsUpAboveUnitEnergy(), make_integrator("heun"), plan), None)
+    failed = ~np.all(np.isfinite(result.kept["H"][:, 1:]), axis=1)
+    assert failed.any() and np.array_equal(np.isnan(result.time_averages[:, 0]), failed)
+
+
+def test_time_average_window_must_be_output_times():
+    import pytest
+
+    from sgi_run.core.errors import ConfigError
+    for bad in ([0.7, 2.0], [1.0, 3.0], [2.0, 1.0], [1.0]):
+        with pytest.raises(ConfigError, match="plan.time_average"):
+            Plan(paths=10, dt=0.1, T=2.0, output_dt=0.5, time_average=bad)
+    assert list(Plan(paths=10, dt=0.1, T=2.0, output_dt=0.5, time_average=[1.0, 2.0]).time_average_indices) == [2, 3, 4]

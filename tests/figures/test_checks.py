@@ -322,3 +322,38 @@ def test_constraint_residual_on_the_sphere():
     assert data_check("constraint_residual", data, max=1e-12).verdict == PASS
     snap["q1"] = q[0] * (1 + 1e-9)
     assert data_check("constraint_residual", data, max=1e-12).verdict == FAIL
+
+
+# --- per-path time averages (plan.time_average) --------------------------------------------------
+def _with_path_averages(level, per_path, window=(50.0, 100.0)):
+    return Series(T, np.full_like(T, level), np.full_like(T, 0.05), None, path_average=np.asarray(per_path, float),
+                  average_window=window)
+
+
+def test_window_mean_uses_the_exact_se_of_per_path_averages():
+    rng = np.random.default_rng(0)
+    per_path = 1.0 + 0.1 * rng.standard_normal(400)
+    exact_se = per_path.std(ddof=1) / 20
+    result = data_check("window_mean", run_data({"H": _with_path_averages(1.0, per_path)}), start=50, end=100)
+    assert result.value == pytest.approx(per_path.mean()) and result.se == pytest.approx(exact_se)
+    # Another window: the per-path averages do not apply, and the SE is the single-time bound again.
+    other = data_check("window_mean", run_data({"H": _with_path_averages(1.0, per_path)}), start=60, end=100)
+    assert other.se == pytest.approx(0.05)
+
+
+def test_window_difference_pairs_runs_that_share_random_numbers():
+    """Two methods on the same noise, both above the reference: each plateau spreads by 0.1 across
+    paths, their difference by 0.014. The paired SE sees that; the independent combination would not."""
+    rng = np.random.default_rng(1)
+    common = 0.1 * rng.standard_normal(400)
+    a = 1.05 + common + 0.01 * rng.standard_normal(400)
+    c = 1.08 + common + 0.01 * rng.standard_normal(400)
+    spec = {"id": "c", "kind": "window_difference", "other": "o", "start": 50, "end": 100, "reference": 1.0, "min": 0}
+    runs = {"o": run_data({"H": _with_path_averages(c.mean(), c)})}
+    ranked = evaluate(spec, "a", run_data({"H": _with_path_averages(a.mean(), a)}), runs)
+    assert ranked.verdict == PASS and "paired SE" in ranked.detail
+    assert ranked.value == pytest.approx(abs(c.mean() - 1) - abs(a.mean() - 1))
+    assert ranked.se == pytest.approx((c - a).std(ddof=1) / 20, rel=0.2)   # same signs: the plain difference
+    assert ranked.se < 0.2 * math.hypot(a.std(ddof=1), c.std(ddof=1)) / 20   # 9x sharper
+    lonely = evaluate(spec, "a", run_data({"H": _with_path_averages(a.mean(), a[:300])}), runs)
+    assert "paired" not in lonely.detail        # different path counts: no pairs

@@ -92,3 +92,13 @@ def test_fidelity_profiles_resolve_to_the_documented_counts():
     heun = exp.overrides("heun_dt0.01", "reduced", "/tmp/x")
     assert heun.count("plan.paths=5000") == 1 and "plan.paths=10000" not in heun
     assert heun[-2:] == ["plan.fidelity=reduced", "output_root=/tmp/x"]
+
+
+def test_table_rows_recorded_by_earlier_versions_still_render():
+    """The gallery re-reads every figure's JSON record; older ones lack later columns."""
+    from sgi_run.figures.experiment import md_cells
+    old = {"label": "DIRK", "dt": 0.5, "dt_source": "paper", "paths": 100, "mean_T": 1.0, "sem_T": 0.01,
+           "exact_T": "", "ratio_T": "", "max_abs_error": "", "t_max_abs_error": "", "window_mean": 0.98,
+           "window_se_bound": 0.02, "max_rel_mc_error": 0.1, "nonfinite_paths": 0, "wall_time_s": 3.0, "cached": True}
+    cells = md_cells(old)
+    assert "0.98 ± ≤ 0.02" in cells and cells[-1] == "3 (cached)"
