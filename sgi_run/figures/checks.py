@@ -545,8 +545,9 @@ def window_difference(series: Series, *, other: Series, start: float, end: float
         return Measurement(math.nan, None, end, band, skipped=f"the window [{start:g}, {end:g}] is beyond T")
     (p, se_p), (q, se_q) = mine, theirs
     ref = None if reference is None else data.reference(reference)
-    # The difference as a linear combination of the two: sign_q * Q - sign_p * P (+ a constant).
-    sign_p, sign_q = (-1.0, 1.0) if ref is None else (math.copysign(1, p - ref), math.copysign(1, q - ref))
+    # The difference as a linear combination sign_q * Q - sign_p * P (+ a constant): Q - P (the SE of
+    # P - Q) without a reference, |Q - ref| - |P - ref| with one.
+    sign_p, sign_q = (1.0, 1.0) if ref is None else (math.copysign(1, p - ref), math.copysign(1, q - ref))
     se, paired = _difference_se(series, other, start, end, sign_p, sign_q)
     se = se if paired else math.hypot(se_p, se_q)
     how = "; paired SE" if paired else ""

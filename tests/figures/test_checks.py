@@ -355,5 +355,8 @@ def test_window_difference_pairs_runs_that_share_random_numbers():
     assert ranked.value == pytest.approx(abs(c.mean() - 1) - abs(a.mean() - 1))
     assert ranked.se == pytest.approx((c - a).std(ddof=1) / 20, rel=0.2)   # same signs: the plain difference
     assert ranked.se < 0.2 * math.hypot(a.std(ddof=1), c.std(ddof=1)) / 20   # 9x sharper
+    order = evaluate({**spec, "reference": None}, "a", run_data({"H": _with_path_averages(a.mean(), a)}), runs)
+    assert order.value == pytest.approx(a.mean() - c.mean())
+    assert order.se == pytest.approx((c - a).std(ddof=1) / 20)            # P - Q, paired
     lonely = evaluate(spec, "a", run_data({"H": _with_path_averages(a.mean(), a[:300])}), runs)
     assert "paired" not in lonely.detail        # different path counts: no pairs
