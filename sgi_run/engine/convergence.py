@@ -160,9 +160,8 @@ def strong_errors(system, integrator, exact: Callable, T: float, dts: Sequence[f
                                                     _refine(dt, finest), run=run) - z_exact) ** 2, axis=1))
                    for dt in dts])                          # (dts, paths)
     rms, sem, resampled = _strong_statistics(sq)
-    rng = np.random.default_rng(seed)
-    boots = [_slope(dts, resampled(rng)) for _ in range(bootstrap)]
-    return StrongErrors(dts, rms, sem, _slope(dts, rms), tuple(np.percentile(boots, [2.5, 97.5])))
+    _, order, ci, _ = _fit(dts, rms, sem, resampled, bootstrap, seed)
+    return StrongErrors(dts, rms, sem, order, ci)
 
 
 def strong_study(system, integrator, T: float, dts: Sequence[float], paths: int, seed: int = 0,

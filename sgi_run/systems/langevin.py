@@ -296,9 +296,8 @@ class ConstrainedLangevinSystem(LangevinSystem):
 
     def check(self):
         super().check()
-        q0 = jnp.broadcast_to(jnp.asarray(self.q0, dtype=jnp.float64), (self.dof,))
-        p0 = jnp.broadcast_to(jnp.asarray(self.p0, dtype=jnp.float64), (self.dof,))
-        residual_q, residual_p = (float(jnp.max(jnp.abs(r))) for r in self._residuals(q0, p0))
+        residual_q, residual_p = (float(jnp.max(jnp.abs(r)))
+                                  for r in self._residuals(*self.split(self.initial_state(None))))
         require("q0", self.q0, residual_q <= 1e-12, f"a point on the constraint manifold (|g(q0)| = {residual_q:.3g})")
         require("p0", self.p0, residual_p <= 1e-12, "a momentum tangent to the manifold at q0 (G(q0) M^-1 p0 = 0)")
 
