@@ -1,21 +1,33 @@
 """``sgi-run``: Hydra command line. ``sgi-run system=kubo integrator=dirk plan.dt=0.5``,
 ``sgi-run -m integrator=midpoint,dirk,heun plan.dt=0.5,0.1``.
 
-Every job of a command line (each combination of a multirun) is composed and validated before the
-first one computes; a refusal is one line on stderr and exit status 2.
+Every job of a command line (each combination of a multirun) is composed and validated, and its run
+directory checked, before the first one computes; a refusal is one line on stderr and exit status 2.
+A run in which every path failed is said loudly and exits 1. Ctrl-C (exit 130) and SIGTERM (143)
+say how many shards were kept; the same command resumes from them.
 """
 from __future__ import annotations
 
+import signal
 import sys
+from pathlib import Path
 
 import hydra
 from omegaconf import DictConfig
 
-from sgi_run.config import CONF_DIR, compose, expand_sweeps, register_resolvers
+from sgi_run import __version__
+from sgi_run.config import (CONF_DIR, GROUPS, compose, config_hash, expand_sweeps, group_options, register_resolvers,
+                            run_dir_for)
 from sgi_run.core.errors import ConfigError
 
 _HYDRA_FLAGS_WITH_VALUE = {"-cn", "--config-name", "-cp", "--config-path", "-cd", "--config-dir",
-                           "--info", "-i", "--experimental-rerun", "--package", "-p"}
+                           "--info", "-i", "--experimental-rerun", "--package", "-p", "--cfg", "-c"}
+# Flags that show Hydra's own information and run nothing: no validation before them.
+_HYDRA_INFO_FLAGS = {"--hydra-help", "--info", "-i", "--shell-completion", "-sc"}
+# What a finished run directory holds (an ensemble or a convergence study).
+_FINISHED = ("ensemble.h5", "convergence.h5")
+
+_state = {"terminated": False, "failed": 0}
 
 
 def _overrides(argv: list[str]) -> list[str]:
@@ -31,6 +43,11 @@ def _overrides(argv: list[str]) -> list[str]:
     return out
 
 
+def _refuse(err: ConfigError) -> None:
+    print(f"sgi-run: error: {err}", file=sys.stderr)
+    sys.exit(2)
+
+
 @hydra.main(config_path=str(CONF_DIR), config_name="config", version_base=None)
 def _job(cfg: DictConfig) -> None:
     from hydra.core.hydra_config import HydraConfig
@@ -39,32 +56,126 @@ def _job(cfg: DictConfig) -> None:
     from sgi_run import summary
     from sgi_run.runner import run
 
-    if cfg.plan.get("kind", "ensemble") == "convergence":
-        from sgi_run.convergence_run import run_convergence, show
-        show(run_convergence(cfg, run_dir=HydraConfig.get().runtime.output_dir), Console())
-        return
-    result = run(cfg, run_dir=HydraConfig.get().runtime.output_dir)
     console = Console()
+    run_dir = HydraConfig.get().runtime.output_dir
+    try:
+        if cfg.plan.get("kind", "ensemble") == "convergence":
+            from sgi_run.convergence_run import run_convergence, show
+            show(run_convergence(cfg, run_dir=run_dir), console)
+            return
+        result = run(cfg, run_dir=run_dir)
+    except ConfigError as err:
+        _refuse(err)
     title = f"{cfg.system.name} / {cfg.integrator.name}  (dt={cfg.plan.dt}, paths={cfg.plan.paths}, T={cfg.plan.T})"
     console.print(summary.render(result.summary, title))
     nonfinite = result.summary[0]["nonfinite_paths"] if result.summary else 0
-    if nonfinite:
+    if result.failed:
+        _state["failed"] += 1
+        console.print(f"[bold red]FAILED: {result.failure()}[/]")
+    elif nonfinite:
         console.print(f"[yellow]{nonfinite} path(s) went non-finite; excluded from the statistics and counted in diagnostics/nonfinite_paths[/]")
     resumed = f" (resumed {result.shards_resumed} finished shard(s) of an interrupted run)" if result.shards_resumed else ""
-    console.print(f"{'cached' if result.cached else 'wrote'} {result.path}{resumed}")
+    done = "cached (failed run)" if result.failed and result.cached else "cached" if result.cached else "wrote"
+    console.print(f"{done} {result.path}{resumed}")
+
+
+def _explicit(argv: list[str], key: str) -> str | None:
+    values = [a.split("=", 1)[1] for a in argv if a.split("=", 1)[0] == key]
+    return values[-1] if values else None
+
+
+def _check_run_dirs(argv: list[str], configs: list[DictConfig]) -> bool:
+    """Refuse a run directory that cannot be written (one line, before any job starts) unless it
+    holds the finished run, which is then shown without writing; True when one is such."""
+    from sgi_run import cache
+
+    multirun = "-m" in argv or "--multirun" in argv
+    explicit = _explicit(argv, "hydra.run.dir") if not multirun else None
+    if any(_explicit(argv, k) is not None for k in ("hydra.sweep.dir", "hydra.sweep.subdir")) and multirun:
+        return False        # the user's own sweep layout: Hydra reports it
+    read_only = False
+    for cfg in configs:
+        key, directory = ("hydra.run.dir", Path(explicit)) if explicit and "${" not in explicit \
+            else ("output_root", run_dir_for(cfg))
+        for name in _FINISHED:    # another config's result there is refused before Hydra writes over .hydra/
+            cache.check_identity(directory / name, config_hash(cfg), key,
+                                 explicit if key == "hydra.run.dir" else cfg.output_root)
+        if cache.writable(directory):
+            continue
+        if any((directory / name).exists() for name in _FINISHED):
+            read_only = True
+            continue
+        cache.check_writable(directory, key, explicit if key == "hydra.run.dir" else cfg.output_root)
+    return read_only
+
+
+def _on_sigterm(signum, frame) -> None:
+    # Stops the run the way Ctrl-C does: finished shards are kept, the CLI says so.
+    _state["terminated"] = True
+    raise KeyboardInterrupt
+
+
+def _help() -> str:
+    groups = "\n".join(f"  {g:<11} {', '.join(group_options(g))}" for g in GROUPS)
+    return f"""sgi-run {__version__}: Monte Carlo experiments with structure-preserving stochastic integrators
+
+Composes a system (a stochastic Hamiltonian, Lie-Poisson or Langevin system), an integrator and a
+sampling plan from the YAML configs in conf/, runs the ensemble in JAX (float64), and writes
+ensemble.h5 (statistics with Monte Carlo standard errors, kept paths, snapshots) and a summary table
+to outputs/runs/<system>-<integrator>/<config hash>/. A finished run is a cache: the same command
+shows it again without recomputing; an interrupted run resumes from its finished shards.
+
+Usage: sgi-run [key=value ...]          one run
+       sgi-run -m [key=a,b ...]         a sweep over every combination (Hydra multirun)
+
+Examples:
+  sgi-run                                            # defaults: system=kubo integrator=midpoint plan=default
+  sgi-run system=kubo integrator=dirk plan.dt=0.5    # any key can be overridden
+  sgi-run -m integrator=midpoint,dirk,heun plan.dt=0.5,0.1   # a sweep: 6 runs
+  sgi-run system.nu=0.3 plan.paths=50000 plan.T=50 plan.observables=[H,q,p] plan.keep_paths=20
+  sgi-run -m integrator=midpoint,dirk,heun plan=convergence  # strong order with a 95% CI
+  sgi-run integrator=srkw2 plan=convergence plan.error=weak  # weak order
+  sgi-run system=van_der_pol --cfg job               # show the composed config (validated), run nothing
+
+Config groups (choose with group=option):
+{groups}
+Other keys: output_root (where runs go), cache=reuse|refresh_stale|off, progress=auto|on|off.
+
+Paper figures: sgi-figures --fidelity smoke|reduced|paper [--only fig4_1]  (also: make figures)
+Options: --help, --version; Hydra's own: --hydra-help, --cfg job|hydra|all, --info, -m.
+"""
 
 
 def main() -> None:
     argv = sys.argv[1:]
-    if not any(a in ("--help", "-h", "--hydra-help", "--cfg", "-c", "--info", "-i") for a in argv):
+    if "--help" in argv or "-h" in argv:
+        print(_help())
+        return
+    if "--version" in argv:
+        print(f"sgi-run {__version__}")
+        return
+    if not _HYDRA_INFO_FLAGS & set(argv):
         try:
-            for job in expand_sweeps(_overrides(argv)):
-                compose(job)
+            configs = [compose(job) for job in expand_sweeps(_overrides(argv))]
+            if "--cfg" not in argv and "-c" not in argv and _check_run_dirs(argv, configs):
+                sys.argv.append("hydra.output_subdir=null")   # show the finished run; Hydra writes nothing
         except ConfigError as err:
-            print(f"sgi-run: error: {err}", file=sys.stderr)
-            sys.exit(2)
+            _refuse(err)
+    from sgi_run.convergence_run import StudyInterrupted
+    from sgi_run.runner import RunInterrupted
+
+    signal.signal(signal.SIGTERM, _on_sigterm)
     register_resolvers()
-    _job()
+    try:
+        _job()
+    except (RunInterrupted, StudyInterrupted) as stop:
+        print(f"sgi-run: {stop}", file=sys.stderr)
+        sys.exit(143 if _state["terminated"] else 130)
+    except KeyboardInterrupt:
+        print("sgi-run: interrupted before anything was computed", file=sys.stderr)
+        sys.exit(143 if _state["terminated"] else 130)
+    if _state["failed"]:
+        sys.exit(1)
 
 
 if __name__ == "__main__":

@@ -25,7 +25,7 @@ import h5py
 import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
-from sgi_run import __version__, provenance
+from sgi_run import __version__, cache, provenance, store
 from sgi_run.config import build, config_hash, run_dir_for
 from sgi_run.engine.convergence import RESOLVABLE_SE, ConvergenceResult, study
 
@@ -53,29 +53,50 @@ class ConvergenceRun:
 def run_convergence(cfg: DictConfig, run_dir: Path | None = None) -> ConvergenceRun:
     setup = build(cfg)
     plan = setup.plan
+    key, value = ("output_root", cfg.output_root) if run_dir is None else ("run_dir", run_dir)
     run_dir = Path(run_dir) if run_dir is not None else run_dir_for(cfg)
     path = run_dir / "convergence.h5"
-    if path.exists():
-        result, attrs = load(path)
-        if provenance.cache_decision(path, attrs.get("code_digest"), cfg.get("cache", "reuse"))[0]:
-            return ConvergenceRun(path, run_dir, result, attrs, cached=True)
+    wanted, policy = config_hash(cfg), cfg.get("cache", "reuse")
 
-    run_dir.mkdir(parents=True, exist_ok=True)
-    started = time.perf_counter()
-    result = study(setup.system, setup.integrator, plan)
-    attrs = {"sgi_run_version": __version__, "code_digest": provenance.code_digest(), "seed": plan.seed,
-             "config": OmegaConf.to_yaml(cfg, resolve=True),
-             "config_hash": config_hash(cfg), "system": cfg.system.name, "integrator": cfg.integrator.name,
-             "error_kind": result.error_kind, "reference": result.reference, "samples": result.samples,
-             "observable": plan.observable if plan.error == "weak" else "state",
-             "reference_dt": plan.reference_dt or 0.0, "paths": plan.paths, "T": plan.T,
-             "note": result.note, "wall_time_s": time.perf_counter() - started}
-    done = ConvergenceRun(path, run_dir, result, attrs, cached=False)
-    rows = table_rows(done)
-    write_tables(rows, run_dir, done)
-    plot(done, run_dir / "convergence.png")
-    write(path, result, attrs)
+    def finished(found: cache.Cached) -> ConvergenceRun:
+        return ConvergenceRun(path, run_dir, *found.value, cached=True)
+
+    if not cache.writable(run_dir):
+        # A read-only place may still hold the finished study: show it, write nothing.
+        found = cache.lookup(path, wanted, policy, load)
+        if found is None:
+            cache.check_writable(run_dir, key, value)     # raises the one-line refusal
+        return finished(found)
+
+    with cache.locked(run_dir):
+        found = cache.lookup(path, wanted, policy, load)
+        if found is not None:
+            return finished(found)
+        started = time.perf_counter()
+        try:
+            result = study(setup.system, setup.integrator, plan)
+        except KeyboardInterrupt:
+            raise StudyInterrupted() from None
+        attrs = {"sgi_run_version": __version__, "code_digest": provenance.code_digest(), "seed": plan.seed,
+                 "config": OmegaConf.to_yaml(cfg, resolve=True),
+                 "config_hash": wanted, "system": cfg.system.name, "integrator": cfg.integrator.name,
+                 "error_kind": result.error_kind, "reference": result.reference, "samples": result.samples,
+                 "observable": plan.observable if plan.error == "weak" else "state",
+                 "reference_dt": plan.reference_dt or 0.0, "paths": plan.paths, "T": plan.T,
+                 "note": result.note, "wall_time_s": time.perf_counter() - started}
+        done = ConvergenceRun(path, run_dir, result, attrs, cached=False)
+        rows = table_rows(done)
+        write_tables(rows, run_dir, done)
+        plot(done, run_dir / "convergence.png")
+        write(path, result, attrs)
     return done
+
+
+class StudyInterrupted(KeyboardInterrupt):
+    """Ctrl-C or SIGTERM during a convergence study, which keeps nothing until it is whole."""
+
+    def __str__(self) -> str:
+        return "interrupted: a convergence study keeps nothing until it finishes; nothing was written"
 
 
 # --- convergence.h5 -----------------------------------------------------------------------------

@@ -1,8 +1,8 @@
 """``run(cfg)``: one ensemble from a composed config, shared by the CLI, the figures and tests.
 
-Validates (``config.build``) before any compute, runs the shards (resuming from checkpoints of an
-interrupted run), writes ``ensemble.h5`` and the summary. A finished run directory is a cache:
-the same config returns its file without recomputing.
+Validates (``config.build``) before any compute, then, holding the run directory's lock: returns the
+finished run when the cache may (``sgi_run.cache``), else runs the shards (resuming checkpoints of an
+interrupted run of exactly this config and code), writes ``ensemble.h5`` and the summary.
 """
 from __future__ import annotations
 
@@ -16,11 +16,15 @@ from typing import Callable
 import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
-from sgi_run import __version__, provenance, store, summary
+from sgi_run import __version__, cache, provenance, store, summary
 from sgi_run.config import build, config_hash, run_dir_for
-from sgi_run.engine.checkpoint import ShardStore
+from sgi_run.core.errors import ConfigError
+from sgi_run.engine.checkpoint import DamagedCheckpoint, ShardStore
 from sgi_run.engine.ensemble import run_shards
 from sgi_run.engine.simulate import Simulator
+
+# Without a terminal, a progress line at most this often (and one when the run ends).
+LINE_SECONDS = 5.0
 
 
 @dataclasses.dataclass
@@ -33,16 +37,39 @@ class RunResult:
     shards_resumed: int = 0
     stale: bool = False        # cached, but computed by other numerics code (provenance.code_digest)
 
+    @property
+    def failed(self) -> bool:
+        """Every path went non-finite: there is nothing to average (the CLI says so and exits 1)."""
+        return bool(self.ensemble.diagnostics["nonfinite_paths"][-1] >= self.ensemble.attrs["paths"])
 
-def _progress_bar(enabled: bool):
-    """A rich bar over path-steps (shards x steps), or nothing when not wanted."""
-    if not enabled:
-        return contextlib.nullcontext(None)
-    from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
-                               TimeElapsedColumn, TimeRemainingColumn)
-    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                    TextColumn("path-steps, {task.fields[rate]} path-steps/s"),
-                    TimeElapsedColumn(), TimeRemainingColumn())
+    def failure(self) -> str:
+        """One line on a failed run: when its paths were lost."""
+        nonfinite = self.ensemble.diagnostics["nonfinite_paths"]
+        first = self.ensemble.t[np.argmax(nonfinite > 0)]
+        whole = self.ensemble.t[np.argmax(nonfinite >= self.ensemble.attrs["paths"])]
+        return (f"every one of the {self.ensemble.attrs['paths']} paths went non-finite (the first by t={first:g}, "
+                f"all by t={whole:g}): no statistic is computed; see diagnostics/nonfinite_paths in {self.path}")
+
+
+class RunInterrupted(KeyboardInterrupt):
+    """Ctrl-C (or SIGTERM, which the CLI turns into this) during a run: the finished shards are kept."""
+
+    def __init__(self, run_dir: Path, kept: int, shards: int):
+        super().__init__(run_dir, kept, shards)
+        self.run_dir, self.kept, self.shards = run_dir, kept, shards
+
+    def __str__(self) -> str:
+        return (f"interrupted: {self.kept} of {self.shards} shard(s) finished and kept in {self.run_dir / 'shards'}; "
+                "running the same command again resumes from them")
+
+
+def run_identity(cfg) -> dict[str, str]:
+    """What a finished file or a shard checkpoint must have been computed for, to be reused."""
+    return {"config_hash": config_hash(cfg), "code_digest": provenance.code_digest()}
+
+
+def checkpoints(cfg, run_dir: Path, plan) -> ShardStore:
+    return ShardStore(Path(run_dir) / "shards", plan.shard_count, run_identity(cfg))
 
 
 def run(cfg: DictConfig, run_dir: Path | None = None, *, progress: bool | None = None,
@@ -52,41 +79,80 @@ def run(cfg: DictConfig, run_dir: Path | None = None, *, progress: bool | None =
         from sgi_run.convergence_run import run_convergence
         return run_convergence(cfg, run_dir)
     setup = build(cfg)
-    system, integrator, plan = setup.system, setup.integrator, setup.plan
+    system, plan = setup.system, setup.plan
+    key, value = ("output_root", cfg.output_root) if run_dir is None else ("run_dir", run_dir)
     run_dir = Path(run_dir) if run_dir is not None else run_dir_for(cfg)
     path = run_dir / "ensemble.h5"
-    title = f"{cfg.system.name} / {cfg.integrator.name}  dt={plan.dt}  paths={plan.paths}  T={plan.T}"
     policy = cfg.get("cache", "reuse")
-    if path.exists():
-        ens = store.load(path)
-        reuse, stale = provenance.cache_decision(path, ens.attrs.get("code_digest"), policy)
-        if reuse:
-            return RunResult(path, run_dir, ens, summary.summarize(ens, system), cached=True, stale=stale)
-        path.unlink()
+    wanted = config_hash(cfg)
 
-    run_dir.mkdir(parents=True, exist_ok=True)
-    if progress is None:
-        setting = cfg.get("progress", "auto")
-        progress = setting == "on" or (setting == "auto" and sys.stderr.isatty())
-    sim = Simulator(system, integrator, plan)
-    shards = ShardStore(run_dir / "shards", plan.shard_count)
+    def finished(found: cache.Cached) -> RunResult:
+        return RunResult(path, run_dir, found.value, summary.summarize(found.value, system), cached=True,
+                         stale=found.stale)
+
+    if not cache.writable(run_dir):
+        # A read-only place may still hold the finished run: show it, write nothing.
+        found = cache.lookup(path, wanted, policy, store.load)
+        if found is None:
+            cache.check_writable(run_dir, key, value)     # raises the one-line refusal
+        return finished(found)
+
+    with cache.locked(run_dir):
+        found = cache.lookup(path, wanted, policy, store.load)
+        if found is not None:
+            return finished(found)
+        shards = checkpoints(cfg, run_dir, plan)
+        _audit_checkpoints(shards, policy)
+        sim = Simulator(system, setup.integrator, plan)
+        label = f"{cfg.system.name}/{cfg.integrator.name}"
+        started = time.perf_counter()
+        mode = _progress_mode(cfg, progress)
+        if mode:
+            _say(_planned(label, plan, len(shards.finished())))
+        try:
+            with _progress(mode, label, plan, len(shards.finished())) as on_output:
+                result = run_shards(sim, shards, on_output, on_shard_done)
+        except KeyboardInterrupt:
+            raise RunInterrupted(run_dir, len(shards.finished()), plan.shard_count) from None
+        ens = _ensemble(cfg, sim, result, time.perf_counter() - started)
+        store.write(path, ens)
+        shards.clear()
+    rows = summary.summarize(ens, system)
+    summary.write(rows, run_dir, f"{label}  dt={plan.dt}  paths={plan.paths}  T={plan.T}")
+    return RunResult(path, run_dir, ens, rows, cached=False, shards_resumed=result.shards_resumed)
+
+
+def _audit_checkpoints(shards: ShardStore, policy: str) -> None:
+    """Keep only the checkpoints this very run may resume from: read whole, same config, same code."""
     if policy == "off":
         shards.clear()     # nothing reused, not even an interrupted run's checkpoints
-    total = plan.paths * plan.steps
-    started = time.perf_counter()
-    with _progress_bar(progress) as bar:
-        on_output = None
-        if bar is not None:
-            task = bar.add_task(f"{cfg.integrator.name}: {plan.shard_count} shard(s)", total=total, rate="-")
+        return
+    for s in shards.finished():
+        path = shards.path(s)
+        try:
+            found = shards.check(s)
+        except DamagedCheckpoint as err:
+            cache.set_aside(path, str(err))
+            continue
+        if found["config_hash"] != shards.identity["config_hash"]:
+            raise ConfigError("run_dir", str(shards.directory.parent),
+                              f"a directory for config {shards.identity['config_hash']}: its checkpoint "
+                              f"{path.name} is of config {found['config_hash'] or 'unknown'} (choose another "
+                              "directory, or remove its shards/)")
+        if found["code_digest"] != shards.identity["code_digest"]:
+            if policy == "refresh_stale":
+                path.unlink()
+                continue
+            raise ConfigError("cache", policy, f"refresh_stale or off: checkpoint {path} was computed by other "
+                              f"numerics code ({found['code_digest'] or 'unknown'}, now "
+                              f"{shards.identity['code_digest']}) and would mix two codes' numbers")
 
-            def on_output(paths_in_shard):
-                bar.advance(task, paths_in_shard * plan.steps_per_output)
-                rate = bar.tasks[0].completed / max(time.perf_counter() - started, 1e-9)
-                bar.update(task, rate=f"{rate:.3g}")
-        result = run_shards(sim, shards, on_output, on_shard_done)
 
+def _ensemble(cfg, sim: Simulator, result, wall_time: float) -> store.Ensemble:
+    plan, system = sim.plan, sim.system
     m = result.moments
-    ens = store.Ensemble(
+    total = plan.paths * plan.steps
+    return store.Ensemble(
         t=plan.times,
         observables={name: {"mean": m.mean_or_nan[:, j], "var": m.var[:, j], "count": m.count[:, j]}
                      for j, name in enumerate(sim.observable_names)},
@@ -103,12 +169,68 @@ def run(cfg: DictConfig, run_dir: Path | None = None, *, progress: bool | None =
                "config": OmegaConf.to_yaml(cfg, resolve=True), "config_hash": config_hash(cfg),
                "system": cfg.system.name, "integrator": cfg.integrator.name,
                "paths": plan.paths, "shards": plan.shard_count,
-               "path_steps": total, "wall_time_s": time.perf_counter() - started,
+               "path_steps": total, "wall_time_s": wall_time,
                "newton_iterations_per_step": float(np.sum(result.newton_iterations) / total),
                **({"time_average": list(plan.time_average)} if plan.time_average is not None else {})},
     )
-    store.write(path, ens)
-    shards.clear()
-    rows = summary.summarize(ens, system)
-    summary.write(rows, run_dir, title)
-    return RunResult(path, run_dir, ens, rows, cached=False, shards_resumed=result.shards_resumed)
+
+
+# --- what the user sees while it runs ----------------------------------------------------------------
+def _say(line: str) -> None:
+    print(f"sgi-run: {line}", file=sys.stderr, flush=True)
+
+
+def _progress_mode(cfg, progress: bool | None) -> str | None:
+    """"bar" on a terminal, "lines" into a file or a pipe, None when off."""
+    setting = cfg.get("progress", "auto") if progress is None else ("on" if progress else "off")
+    if setting == "off":
+        return None
+    return "bar" if sys.stderr.isatty() else "lines"
+
+
+def _planned(label: str, plan, resumed: int) -> str:
+    total = plan.paths * plan.steps
+    line = (f"{label}: {plan.paths} paths x {plan.steps} steps = {total:.3g} path-steps in {plan.shard_count} "
+            f"shard(s) of up to {plan.paths_per_shard} paths")
+    return line + (f"; resuming {resumed} finished shard(s)" if resumed else "")
+
+
+def _duration(seconds: float) -> str:
+    if not np.isfinite(seconds):
+        return "?"
+    minutes, s = divmod(int(round(seconds)), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h{minutes:02d}m" if hours else f"{minutes}m{s:02d}s" if minutes else f"{s}s"
+
+
+@contextlib.contextmanager
+def _progress(mode: str | None, label: str, plan, resumed: int):
+    """Yield the simulator's ``on_output(paths)`` callback: it advances a rich bar on a terminal, or
+    prints a line every LINE_SECONDS (path-steps done, rate, time left) into a file or a pipe."""
+    total = plan.paths * plan.steps
+    done = sum(plan.shard_paths(s)[1] for s in range(resumed)) * plan.steps   # resumed shards
+    if mode is None:
+        yield None
+        return
+    started, first_done = time.perf_counter(), done
+    if mode == "bar":
+        from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
+                                   TimeRemainingColumn)
+        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                      TextColumn("path-steps"), TimeElapsedColumn(), TimeRemainingColumn()) as bar:
+            task = bar.add_task(label, total=total, completed=done)
+            yield lambda paths: bar.advance(task, paths * plan.steps_per_output)
+        return
+    last = started
+
+    def line(paths: int) -> None:
+        nonlocal done, last
+        done += paths * plan.steps_per_output
+        now = time.perf_counter()
+        if now - last < LINE_SECONDS and done < total:
+            return
+        last = now
+        rate = (done - first_done) / max(now - started, 1e-9)
+        _say(f"{label}: {100 * done / total:.0f}% ({done:.3g} of {total:.3g} path-steps), "
+             f"{rate:.3g} path-steps/s, {_duration((total - done) / rate) if rate > 0 else '?'} left")
+    yield line

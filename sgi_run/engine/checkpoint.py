@@ -1,11 +1,16 @@
 """Finished shards on disk, so an interrupted run keeps them and a re-run resumes.
 
-One ``.npz`` per shard, written under a temporary name and renamed; the file name carries the
-shard layout, so a re-run with another layout never mixes shards of two layouts.
+One ``.npz`` per shard, written under a unique temporary name and renamed; the file name carries
+the shard layout, so a re-run with another layout never mixes shards of two layouts. Each file
+records the identity of the run that computed it (config hash and numerics code digest), so a
+checkpoint is resumed only by exactly that run; ``check`` reads a file whole (the zip format's
+CRC-32 of every array) before a resume trusts it.
 """
 from __future__ import annotations
 
 import os
+import tempfile
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -13,34 +18,58 @@ import numpy as np
 from sgi_run.engine.moments import Moments
 from sgi_run.engine.simulate import ShardResult
 
+IDENTITY_KEYS = ("config_hash", "code_digest")
+
+
+class DamagedCheckpoint(Exception):
+    """A shard file that does not read back whole."""
+
 
 class ShardStore:
-    def __init__(self, directory: Path, shard_count: int):
+    def __init__(self, directory: Path, shard_count: int, identity: dict[str, str] | None = None):
         self.directory, self.shard_count = Path(directory), shard_count
+        self.identity = {k: str((identity or {}).get(k, "")) for k in IDENTITY_KEYS}
 
-    def _path(self, shard: int) -> Path:
+    def path(self, shard: int) -> Path:
         return self.directory / f"shard-{shard:05d}-of-{self.shard_count:05d}.npz"
 
     def finished(self) -> list[int]:
-        return [s for s in range(self.shard_count) if self._path(s).exists()]
+        return [s for s in range(self.shard_count) if self.path(s).exists()]
+
+    def check(self, shard: int) -> dict[str, str]:
+        """The identity a finished shard was computed for, after reading every array of it."""
+        try:
+            with np.load(self.path(shard)) as f:
+                for name in f.files:
+                    f[name]                      # reading verifies the member's CRC-32
+                return {k: str(f[f"identity/{k}"]) if f"identity/{k}" in f.files else "" for k in IDENTITY_KEYS}
+        except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as err:
+            raise DamagedCheckpoint(f"{type(err).__name__}: {err}") from None
 
     def save(self, r: ShardResult) -> None:
         self.directory.mkdir(parents=True, exist_ok=True)
-        tmp = self._path(r.shard).with_suffix(".partial.npz")
         arrays = {"count": r.moments.count, "mean": r.moments.mean, "m2": r.moments.m2,
                   "nonfinite": r.nonfinite, "newton_iterations": r.newton_iterations,
                   "newton_max": r.newton_max, "meta": np.array([r.shard, r.first_path, r.paths]),
                   "wall_time": np.array(r.wall_time)}
         arrays.update({f"kept/{k}": v for k, v in r.kept.items()})
+        arrays.update({f"identity/{k}": np.array(v) for k, v in self.identity.items()})
         if r.snapshots is not None:
             arrays["snapshots"] = r.snapshots
         if r.time_averages is not None:
             arrays["time_averages"] = r.time_averages
-        np.savez(tmp, **arrays)
-        os.replace(tmp, self._path(r.shard))
+        # A unique temporary name: a second process (or a leftover of a killed one) never shares it.
+        fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=self.path(r.shard).name + ".", suffix=".partial")
+        try:
+            with os.fdopen(fd, "wb") as f:
+                np.savez(f, **arrays)
+            os.replace(tmp, self.path(r.shard))
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
 
     def load(self, shard: int) -> ShardResult:
-        with np.load(self._path(shard)) as f:
+        with np.load(self.path(shard)) as f:
             shard_, first, paths = (int(x) for x in f["meta"])
             kept = {k.split("/", 1)[1]: f[k] for k in f.files if k.startswith("kept/")}
             return ShardResult(shard_, first, paths, Moments(f["count"], f["mean"], f["m2"]),
@@ -50,6 +79,6 @@ class ShardStore:
 
     def clear(self) -> None:
         for s in range(self.shard_count):
-            self._path(s).unlink(missing_ok=True)
+            self.path(s).unlink(missing_ok=True)
         if self.directory.exists() and not any(self.directory.iterdir()):
             self.directory.rmdir()

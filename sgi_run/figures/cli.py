@@ -4,14 +4,17 @@
     sgi-figures --fidelity reduced --only fig4_1
 
 Exit status: 0 when every figure was made (FAIL verdicts are results, not errors), 1 with
-``--strict`` when any check FAILs, 2 on bad input (one line on stderr).
+``--strict`` when any check FAILs, 2 on bad input (one line on stderr), 130 on Ctrl-C (finished runs
+and shards are kept; the same command resumes).
 """
 from __future__ import annotations
 
 import argparse
 import sys
 import time
+from pathlib import Path
 
+from sgi_run import cache
 from sgi_run.config import CACHE_POLICIES
 from sgi_run.core.errors import ConfigError
 from sgi_run.figures.experiment import FIDELITIES
@@ -57,6 +60,8 @@ def main(argv: list[str] | None = None) -> int:
         experiments = experiment.discover(args.experiments, args.only)
         for exp in experiments:    # every figure's runs are validated before the first computes
             experiment.compose_runs(exp, args.fidelity, args.runs_root, args.cache)
+        for key, directory in (("--runs-root", args.runs_root), ("--output", args.output)):
+            cache.check_writable(Path(directory), key, directory)
         outcomes = []
         for exp in experiments:
             started = time.perf_counter()
@@ -68,6 +73,10 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as err:
         print(f"sgi-figures: error: {err}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt as stop:
+        print(f"sgi-figures: {stop or 'interrupted'}; finished runs are kept, the same command goes on from them",
+              file=sys.stderr)
+        return 130
     index = gallery.build(args.output)
     if outcomes:
         console.print(_verdict_table(outcomes))

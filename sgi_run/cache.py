@@ -1,0 +1,133 @@
+"""The run cache: a run directory holds the finished result of exactly one config.
+
+A finished file (``ensemble.h5``, ``convergence.h5``) is reused only when
+
+- its config hash is the one asked for (a directory holding another config's result is refused,
+  never shown as this config's numbers),
+- it reads back whole, checksums verified (a damaged file is moved aside and recomputed), and
+- the ``cache`` policy allows it: ``reuse`` (a run computed by other numerics code, with a warning),
+  ``refresh_stale`` (only runs computed by this numerics code), ``off`` (never).
+
+One process at a time computes in a run directory: ``locked`` holds a lock file there, and a second
+process asking for the same run waits, then finds the finished file. A directory that cannot be
+written is refused before compute, unless it already holds the finished result, which is then shown
+without writing anything.
+"""
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import fcntl
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import h5py
+
+from sgi_run import provenance, store
+from sgi_run.core.errors import ConfigError
+
+LOCK_NAME = ".lock"
+
+
+def warn(message: str) -> None:
+    print(f"sgi-run: warning: {message}", file=sys.stderr, flush=True)
+
+
+@dataclasses.dataclass
+class Cached:
+    value: Any     # what the loader returned
+    stale: bool    # computed by other numerics code (provenance.code_digest)
+
+
+def set_aside(path: Path, reason: str) -> None:
+    """Move a damaged file out of the cache's way (kept for inspection, never read again)."""
+    aside = path.with_name(f"{path.name}.damaged-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}")
+    try:
+        os.replace(path, aside)
+    except OSError as err:      # a read-only place: the file stays, and is still never shown
+        warn(f"{path} is damaged ({reason}) and cannot be moved aside ({err.strerror})")
+        return
+    warn(f"{path} is damaged ({reason}); moved it aside to {aside.name}; recomputing it")
+
+
+def _identity(path: Path) -> dict:
+    with h5py.File(path, "r") as f:
+        return {k: f.attrs.get(k) for k in ("config_hash", "code_digest")}
+
+
+def check_identity(path: Path, wanted_hash: str, key: str = "run_dir", value=None) -> dict | None:
+    """The stored identity of the finished file at ``path``; None when there is none or it cannot be
+    read (a damaged file is set aside). Refuses (ConfigError naming ``key``, the directory and both
+    hashes) a file computed for another config."""
+    path = Path(path)
+    if not path.exists():
+        return None
+    try:
+        identity = _identity(path)     # attributes only: the policy is decided before any data is read
+    except OSError as err:             # not an HDF5 file, or truncated before its attributes
+        set_aside(path, str(err).splitlines()[0])
+        return None
+    if identity["config_hash"] != wanted_hash:
+        raise ConfigError(key, str(path.parent if value is None else value),
+                          f"a directory for config {wanted_hash}: {path.parent} holds the result of config "
+                          f"{identity['config_hash']} (choose another directory, or remove that result)")
+    return identity
+
+
+def lookup(path: Path, wanted_hash: str, policy: str, load: Callable[[Path], Any]) -> Cached | None:
+    """The finished result at ``path`` if the policy lets it be reused, else None (compute it).
+
+    Raises ConfigError when ``path`` holds the result of another config. ``load`` raises
+    ``store.DamagedFile`` for a file that does not read back whole (then it is set aside)."""
+    identity = check_identity(path, wanted_hash)
+    if identity is None:
+        return None
+    stale = identity["code_digest"] != provenance.code_digest()
+    if policy == "off" or (policy == "refresh_stale" and stale):
+        return None
+    try:
+        value = load(path)
+    except store.DamagedFile as err:
+        set_aside(path, str(err))
+        return None
+    if stale:
+        warn(f"{path} was computed by other numerics code (digest {identity['code_digest'] or 'unknown'}, "
+             f"now {provenance.code_digest()}); cache=refresh_stale recomputes it")
+    return Cached(value, stale)
+
+
+def check_writable(directory: Path, key: str, value) -> None:
+    """Refuse (ConfigError naming ``key``) a directory that cannot be created or written."""
+    directory = Path(directory)
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise ConfigError(key, str(value), f"a directory sgi-run can write ({err.strerror}: {directory})") from None
+    if not os.access(directory, os.W_OK):
+        raise ConfigError(key, str(value), f"a directory sgi-run can write (not writable: {directory})")
+
+
+def writable(directory: Path) -> bool:
+    try:
+        check_writable(directory, "", "")
+        return True
+    except ConfigError:
+        return False
+
+
+@contextlib.contextmanager
+def locked(directory: Path):
+    """Hold the run directory's lock; wait (saying so) while another process holds it."""
+    fd = os.open(Path(directory) / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            warn(f"another sgi-run is computing in {directory}; waiting for it to finish")
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)     # closing releases the lock; the file stays (removing it would race)

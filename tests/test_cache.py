@@ -1,0 +1,181 @@
+"""The run cache (sgi_run.cache, through sgi_run.run): a directory's finished file or shard checkpoint is
+reused only for exactly the config (and code) asked for, a damaged one is set aside and recomputed,
+two identical runs at once compute once, and an unwritable place is refused or shown read-only."""
+import os
+import subprocess
+import sys
+
+import h5py
+import numpy as np
+import pytest
+
+import sgi_run
+from sgi_run import runner
+from sgi_run.config import config_hash
+
+SMALL = ["plan.paths=60", "plan.T=2", "plan.shards=3", "plan.keep_paths=2"]
+
+
+class Interrupt(Exception):
+    pass
+
+
+def interrupted_after(n, cfg, run_dir):
+    """Run ``cfg`` in ``run_dir`` and stop it after ``n`` finished shards (they stay as checkpoints)."""
+    finished = []
+
+    def stop(shard):
+        finished.append(shard)
+        if len(finished) == n:
+            raise Interrupt
+
+    with pytest.raises(Interrupt):
+        sgi_run.run(cfg, run_dir=run_dir, on_shard_done=stop)
+
+
+# --- identity ------------------------------------------------------------------------------------------
+def test_a_directory_holding_another_configs_result_is_refused(runs_root, tmp_path):
+    """The issue's reproduction: seed 7, T = 100, then seed 8, T = 10 into the same directory."""
+    first = sgi_run.compose(runs_root + ["plan.paths=100", "plan.T=10", "plan.seed=7"])
+    other = sgi_run.compose(runs_root + ["plan.paths=100", "plan.T=1", "plan.seed=8"])
+    sgi_run.run(first, run_dir=tmp_path / "x")
+    with pytest.raises(sgi_run.ConfigError) as err:
+        sgi_run.run(other, run_dir=tmp_path / "x")
+    message = str(err.value)
+    assert "\n" not in message and str(tmp_path / "x") in message
+    assert config_hash(first) in message and config_hash(other) in message
+    assert sgi_run.run(first, run_dir=tmp_path / "x").cached     # the right config still finds it
+
+
+def test_a_checkpoint_of_another_config_is_refused(runs_root, tmp_path):
+    interrupted_after(1, sgi_run.compose(runs_root + SMALL + ["plan.seed=1"]), tmp_path / "x")
+    other = sgi_run.compose(runs_root + SMALL + ["plan.seed=2"])
+    with pytest.raises(sgi_run.ConfigError, match=config_hash(other)) as err:
+        sgi_run.run(other, run_dir=tmp_path / "x")
+    assert "shard-00000-of-00003.npz" in str(err.value) and "\n" not in str(err.value)
+
+
+def test_a_checkpoint_of_other_code_is_refused_or_refreshed(runs_root, tmp_path, monkeypatch):
+    cfg = sgi_run.compose(runs_root + SMALL)
+    whole = sgi_run.run(cfg, run_dir=tmp_path / "whole")
+    interrupted_after(2, cfg, tmp_path / "x")
+    monkeypatch.setattr(sgi_run.provenance, "code_digest", lambda: "0123456789ab")   # the code changed
+    with pytest.raises(sgi_run.ConfigError, match="other numerics code"):
+        sgi_run.run(cfg, run_dir=tmp_path / "x")
+    refreshed = sgi_run.run(sgi_run.compose(runs_root + SMALL + ["cache=refresh_stale"]), run_dir=tmp_path / "x")
+    assert refreshed.shards_resumed == 0
+    assert np.array_equal(refreshed.ensemble.mean("H"), whole.ensemble.mean("H"))
+
+
+# --- damaged files -----------------------------------------------------------------------------------------
+@pytest.mark.parametrize("policy", ["reuse", "refresh_stale", "off"])
+def test_a_truncated_ensemble_is_set_aside_and_recomputed(runs_root, policy, capsys):
+    cfg = sgi_run.compose(runs_root + SMALL + [f"cache={policy}"])
+    first = sgi_run.run(cfg)
+    data = first.path.read_bytes()
+    first.path.write_bytes(data[: len(data) // 2])
+    again = sgi_run.run(cfg)
+    assert not again.cached and np.array_equal(again.ensemble.mean("H"), first.ensemble.mean("H"))
+    [aside] = first.run_dir.glob("ensemble.h5.damaged-*")
+    assert aside.stat().st_size == len(data) // 2             # kept for inspection, not deleted
+    warning = [line for line in capsys.readouterr().err.splitlines() if "damaged" in line]
+    assert len(warning) == 1 and "recomputing" in warning[0]
+
+
+def test_an_overwritten_value_is_never_shown(runs_root, capsys):
+    """A value changed through h5py (fletcher32 is recomputed on write) fails the content digest;
+    a byte changed on disk fails the dataset's checksum. Either way: set aside, recomputed."""
+    cfg = sgi_run.compose(runs_root + SMALL)
+    first = sgi_run.run(cfg)
+    with h5py.File(first.path, "r+") as f:
+        f["observables/H/mean"][3] = 123.0
+    again = sgi_run.run(cfg)
+    assert not again.cached and again.ensemble.mean("H")[3] == first.ensemble.mean("H")[3] != 123.0
+
+    with h5py.File(again.path, "r") as f:
+        dataset = f["observables/H/mean"]
+        offset = dataset.id.get_chunk_info(0).byte_offset if dataset.chunks else dataset.id.get_offset()
+    with open(again.path, "r+b") as f:
+        f.seek(offset + 8 * 3)
+        byte = f.read(1)
+        f.seek(offset + 8 * 3)
+        f.write(bytes([byte[0] ^ 0xFF]))
+    third = sgi_run.run(cfg)
+    assert not third.cached and np.array_equal(third.ensemble.mean("H"), first.ensemble.mean("H"))
+    assert len(list(first.run_dir.glob("ensemble.h5.damaged-*"))) == 2
+
+
+def test_a_truncated_checkpoint_is_set_aside_and_recomputed(runs_root, tmp_path, capsys):
+    cfg = sgi_run.compose(runs_root + SMALL)
+    whole = sgi_run.run(cfg, run_dir=tmp_path / "whole")
+    interrupted_after(2, cfg, tmp_path / "x")
+    shard = tmp_path / "x" / "shards" / "shard-00001-of-00003.npz"
+    shard.write_bytes(shard.read_bytes()[:200])
+    resumed = sgi_run.run(cfg, run_dir=tmp_path / "x")
+    assert resumed.shards_resumed == 1
+    assert np.array_equal(resumed.ensemble.mean("H"), whole.ensemble.mean("H"))
+    assert "shard-00001-of-00003.npz is damaged" in capsys.readouterr().err
+    assert list((tmp_path / "x" / "shards").glob("shard-00001-of-00003.npz.damaged-*"))
+
+
+def test_checkpoints_are_written_under_unique_temporary_names(runs_root, tmp_path, monkeypatch):
+    cfg = sgi_run.compose(runs_root + SMALL)
+    temporary = []
+    real_replace = os.replace
+
+    def replace(src, dst):
+        temporary.append(str(src))
+        real_replace(src, dst)
+
+    monkeypatch.setattr(os, "replace", replace)
+    setup = sgi_run.config.build(cfg)
+    store = runner.checkpoints(cfg, tmp_path, setup.plan)
+    from sgi_run.engine.simulate import Simulator
+    shard = Simulator(setup.system, setup.integrator, setup.plan).run_shard(0)
+    store.save(shard)
+    store.save(shard)
+    assert len(set(temporary)) == 2 and all(t.endswith(".partial") for t in temporary)
+
+
+# --- concurrency ------------------------------------------------------------------------------------------------
+def test_two_identical_runs_at_once_compute_once(tmp_path):
+    """The second waits for the first's lock, then reuses its file."""
+    script = ("import sgi_run; r = sgi_run.run(sgi_run.compose(['output_root=%s', 'progress=off', "
+              "'plan.paths=2000', 'plan.T=20', 'plan.shards=4'])); print('cached' if r.cached else 'computed')"
+              % (tmp_path / "runs"))
+    procs = [subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True) for _ in range(2)]
+    outputs = [p.communicate(timeout=300) for p in procs]
+    assert all(p.returncode == 0 for p in procs), outputs
+    assert sorted(out.strip() for out, _ in outputs) == ["cached", "computed"]
+
+
+# --- places that cannot be written ----------------------------------------------------------------------------
+def test_an_unwritable_output_root_is_refused_in_one_line():
+    with pytest.raises(sgi_run.ConfigError, match="output_root='/proc/x'") as err:
+        sgi_run.run(sgi_run.compose(["output_root=/proc/x", "plan.paths=10", "plan.T=1"]))
+    assert "\n" not in str(err.value) and "write" in str(err.value)
+
+
+@pytest.fixture
+def read_only(tmp_path):
+    """A read-only bind mount of a directory (needs root, as on the project's machines and CI)."""
+    source, mount = tmp_path / "source", tmp_path / "mount"
+    source.mkdir()
+    mount.mkdir()
+    if subprocess.run(["mount", "--bind", "-o", "ro", source, mount], capture_output=True).returncode:
+        pytest.skip("cannot make a read-only bind mount here (not root)")
+    yield source, mount
+    subprocess.run(["umount", mount])
+
+
+def test_a_finished_run_on_a_read_only_mount_is_shown(read_only):
+    source, mount = read_only
+    first = sgi_run.run(sgi_run.compose([f"output_root={source}", "progress=off"] + SMALL))
+    before = sorted(p.name for p in first.run_dir.iterdir())
+    shown = sgi_run.run(sgi_run.compose([f"output_root={mount}", "progress=off"] + SMALL))
+    assert shown.cached and np.array_equal(shown.ensemble.mean("H"), first.ensemble.mean("H"))
+    assert sorted(p.name for p in first.run_dir.iterdir()) == before
+    with pytest.raises(sgi_run.ConfigError, match="output_root") as err:
+        sgi_run.run(sgi_run.compose([f"output_root={mount}", "progress=off", "plan.seed=5"] + SMALL))
+    assert "\n" not in str(err.value)
