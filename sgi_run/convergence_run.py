@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import csv
 import dataclasses
-import os
 import time
 from pathlib import Path
 
@@ -101,31 +100,33 @@ class StudyInterrupted(KeyboardInterrupt):
 
 # --- convergence.h5 -----------------------------------------------------------------------------
 def write(path: Path, result: ConvergenceResult, attrs: dict) -> Path:
-    tmp = path.with_name(path.name + ".partial")
-    with h5py.File(tmp, "w") as f:
+    """Checksummed datasets under a unique temporary name, renamed when whole (as ensemble.h5)."""
+    def fill(f: h5py.File) -> None:
         for k, v in attrs.items():
             f.attrs[k] = v
         for name in ("dts", "error", "se", "resolvable", "order_ci"):
-            f.create_dataset(name, data=np.asarray(getattr(result, name)))
-        f.create_dataset("local_slope", data=result.local_slopes)
-        f.create_dataset("nonfinite_paths", data=result.nonfinite)
-        f.create_dataset("order", data=result.order)
-    os.replace(tmp, path)
-    return path
+            store.create_checked_dataset(f, name, np.asarray(getattr(result, name)))
+        store.create_checked_dataset(f, "local_slope", result.local_slopes)
+        store.create_checked_dataset(f, "nonfinite_paths", result.nonfinite)
+        store.create_checked_dataset(f, "order", result.order)
+    return store.replace_atomically(path, fill)
 
 
 def load(path) -> tuple[ConvergenceResult, dict]:
-    """A ``convergence.h5`` (or the run directory holding one) back as a result and its attributes."""
+    """A ``convergence.h5`` (or the run directory holding one) back as a result and its attributes;
+    ``store.DamagedFile`` when it does not read back whole."""
     path = Path(path)
     if path.is_dir():
         path = path / "convergence.h5"
-    with h5py.File(path, "r") as f:
-        attrs = {k: (v.item() if isinstance(v, np.generic) else v) for k, v in f.attrs.items()}
+    data, attrs, _ = store.checked_read(path)
+    try:
         result = ConvergenceResult(
             error_kind=attrs["error_kind"], reference=attrs["reference"], samples=attrs["samples"],
-            dts=f["dts"][()], error=f["error"][()], se=f["se"][()], resolvable=f["resolvable"][()],
-            order=float(f["order"][()]), order_ci=tuple(float(x) for x in f["order_ci"][()]),
-            nonfinite=f["nonfinite_paths"][()], paths=int(attrs["paths"]), note=attrs["note"])
+            dts=data["dts"], error=data["error"], se=data["se"], resolvable=data["resolvable"],
+            order=float(data["order"]), order_ci=tuple(float(x) for x in data["order_ci"]),
+            nonfinite=data["nonfinite_paths"], paths=int(attrs["paths"]), note=attrs["note"])
+    except KeyError as err:
+        raise store.DamagedFile(f"{path}: {err} is missing") from None
     return result, attrs
 
 

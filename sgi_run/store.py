@@ -2,104 +2,252 @@
 
 Layout::
 
-    /t                                   output times
-    /observables/<name>/{mean,var,count} per output time (var unbiased; count = finite paths)
-    /paths/<name>                        (kept paths, times) for state coordinates and observables
+    /t                                   output times (a dimension scale: every time series' time axis)
+    /observables/<name>/{mean,var,count} per output time (var unbiased: divided by n - 1; count = finite paths)
+    /paths/<name>                        (kept_path, t) for state coordinates and observables
     /diagnostics/{nonfinite_paths,newton_iterations,newton_max_iterations}   per output time
-    /snapshots/t, /snapshots/<coordinate>   (snapshot times, paths): every path's state at the
-                                         plan's ``snapshots`` times (absent when there are none)
-    /time_averages/<name>                (paths,): every path's average of an observable over the
+    /snapshots/t, /snapshots/<coordinate>   (t, path): every path's state at the plan's ``snapshots``
+                                         times (absent when there are none; /snapshots/t is their scale)
+    /time_averages/<name>                (path,): every path's average of an observable over the
                                          output times in attrs ``time_average`` = [start, end]
                                          (absent without ``plan.time_average``; NaN for a path
                                          that was non-finite at any of those times)
+    /path, /kept_path                    path indices: the scales of the path axes
     attrs: schema_version, sgi_run_version, code_digest, seed, config (resolved YAML), config_hash,
-           system, integrator, paths, wall_time_s, shards
+           system, integrator, paths, wall_time_s, shards, observables (their order), content_digest
 
-The file is written under a temporary name and renamed when complete, so a file named
+Every dataset carries HDF5's fletcher32 checksum, and ``content_digest`` (sha256 over every dataset)
+also catches a value rewritten through h5py, which recomputes fletcher32: ``load`` verifies both and
+raises ``DamagedFile``. Dimension scales and ``units``/``description`` attributes make the file
+readable by netCDF tools (``xarray.open_dataset(path, engine="h5netcdf", group="observables/H")``).
+The file is written under a unique temporary name and renamed when complete, so a file named
 ``ensemble.h5`` is always whole.
 """
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import os
+import tempfile
 from pathlib import Path
 
 import h5py
 import numpy as np
 
 SCHEMA_VERSION = 1
+# units / description attributes of what every run stores (observables' own units are the system's).
+_DESCRIBED = {
+    "t": ("time", "output times"),
+    "mean": (None, "Monte Carlo mean over the finite paths at each output time"),
+    "var": (None, "unbiased sample variance over the finite paths (divided by n - 1; NaN for n < 2)"),
+    "count": ("paths", "number of finite paths at each output time"),
+    "nonfinite_paths": ("paths", "paths whose state is not finite at each output time"),
+    "newton_iterations": ("iterations", "solver iterations summed over the paths and steps up to each output time"),
+    "newton_max_iterations": ("iterations", "most solver iterations one path took in one step of each output interval"),
+}
+
+
+class DamagedFile(Exception):
+    """A result file that does not read back whole: truncated, not HDF5, a checksum or the content
+    digest that fails, a dataset missing. ``str`` is one line naming the file and what is wrong."""
 
 
 @dataclasses.dataclass
 class Ensemble:
     t: np.ndarray
-    observables: dict[str, dict[str, np.ndarray]]   # name -> {mean, var, count}
+    observables: dict[str, dict[str, np.ndarray]]   # name -> {mean, var, count}, in the plan's order
     paths: dict[str, np.ndarray]
     diagnostics: dict[str, np.ndarray]
     attrs: dict
     snapshots: dict[str, np.ndarray] = dataclasses.field(default_factory=dict)  # "t" and coordinates
     time_averages: dict[str, np.ndarray] = dataclasses.field(default_factory=dict)  # observable -> (paths,)
+    verified: bool = False     # read from a file whose checksums and content digest were checked
 
-    def snapshot(self, t: float | None = None) -> dict[str, np.ndarray] | None:
-        """Every path's coordinates at snapshot time ``t`` (None: the last snapshot), name -> (paths,);
-        None when the run stored no snapshot at ``t``."""
+    def has_snapshot(self, t: float | None = None) -> bool:
+        return self._snapshot_index(t) is not None
+
+    def _snapshot_index(self, t):
         if not self.snapshots:
             return None
         times = self.snapshots["t"]
         hits = [len(times) - 1] if t is None else np.flatnonzero(np.isclose(times, t, rtol=1e-9, atol=1e-9))
-        if not len(hits):
-            return None
-        return {k: v[hits[0]] for k, v in self.snapshots.items() if k != "t"}
+        return hits[0] if len(hits) else None
+
+    def snapshot(self, t: float | None = None) -> dict[str, np.ndarray]:
+        """Every path's coordinates at snapshot time ``t`` (None: the last snapshot), name -> (paths,)."""
+        i = self._snapshot_index(t)
+        if i is None:
+            stored = (f"its snapshot times are {[float(x) for x in self.snapshots['t']]}" if self.snapshots
+                      else "it stored none (plan.snapshots)")
+            raise LookupError(f"the run has no snapshot at t={t}: {stored}")
+        return {k: v[i] for k, v in self.snapshots.items() if k != "t"}
 
     def mean(self, name: str) -> np.ndarray:
         return self.observables[name]["mean"]
 
     def sem(self, name: str) -> np.ndarray:
-        """Monte Carlo standard error of the mean at each output time."""
+        """Monte Carlo standard error of the mean at each output time (NaN with fewer than two paths)."""
         o = self.observables[name]
-        return np.sqrt(o["var"] / np.maximum(o["count"], 1))
+        return np.sqrt(o["var"] / np.where(o["count"] > 0, o["count"], np.nan))
 
     @property
     def config(self):
         from omegaconf import OmegaConf
         return OmegaConf.create(self.attrs["config"])
 
+    def to_xarray(self):
+        """The run as an ``xarray.Dataset``: ``<obs>_mean/_var/_count`` and diagnostics over ``t``, kept
+        paths ``path_<name>`` over (``kept_path``, ``t``), snapshots ``snapshot_<coordinate>`` over
+        (``snapshot_t``, ``path``), time averages ``time_average_<obs>`` over ``path``."""
+        try:
+            import xarray as xr
+        except ImportError:
+            raise ImportError("Ensemble.to_xarray needs xarray: pip install xarray") from None
+        variables = {f"{name}_{field}": ("t", data) for name, fields in self.observables.items()
+                     for field, data in fields.items()}
+        variables |= {name: ("t", data) for name, data in self.diagnostics.items()}
+        variables |= {f"path_{name}": (("kept_path", "t"), data) for name, data in self.paths.items()}
+        variables |= {f"snapshot_{name}": (("snapshot_t", "path"), data)
+                      for name, data in self.snapshots.items() if name != "t"}
+        variables |= {f"time_average_{name}": ("path", data) for name, data in self.time_averages.items()}
+        coords = {"t": self.t} | ({"snapshot_t": self.snapshots["t"]} if self.snapshots else {})
+        ds = xr.Dataset(variables, coords=coords, attrs={k: v for k, v in self.attrs.items()
+                                                         if isinstance(v, (str, int, float, bool))})
+        for name in ds.variables:
+            field = name.rsplit("_", 1)[-1] if name not in _DESCRIBED else name
+            if field in _DESCRIBED:
+                units, description = _DESCRIBED[field]
+                ds[name].attrs.update({"description": description} | ({"units": units} if units else {}))
+        return ds
 
-def write(path: Path, ens: Ensemble) -> Path:
+
+# --- checked datasets (also used for convergence.h5) ---------------------------------------------------
+def create_checked_dataset(group: h5py.Group, name: str, data, **attrs) -> h5py.Dataset:
+    """A dataset with HDF5's fletcher32 checksum (it needs chunks, so not for scalars or empty arrays)."""
+    data = np.asarray(data)
+    filtered = data.ndim > 0 and data.size > 0
+    dataset = group.create_dataset(name, data=data, fletcher32=filtered, chunks=True if filtered else None)
+    dataset.attrs.update(attrs)
+    return dataset
+
+
+def read_datasets(f: h5py.File) -> dict[str, np.ndarray]:
+    """Every dataset by its path, read whole (h5py raises OSError where a fletcher32 checksum fails)."""
+    found = {}
+    f.visititems(lambda name, obj: found.__setitem__(name, obj[()]) if isinstance(obj, h5py.Dataset) else None)
+    return found
+
+
+def content_digest(datasets: dict[str, np.ndarray]) -> str:
+    h = hashlib.sha256()
+    for name in sorted(datasets):
+        data = np.ascontiguousarray(datasets[name])
+        h.update(f"{name}|{data.dtype.str}|{data.shape}|".encode())
+        h.update(data.tobytes())
+    return h.hexdigest()
+
+
+def checked_read(path: Path) -> tuple[dict[str, np.ndarray], dict, bool]:
+    """(datasets, file attributes, verified) of a result file; DamagedFile when it does not read back
+    whole. A file written before checksums existed has no content digest: read, but not verified."""
+    try:
+        with h5py.File(path, "r") as f:
+            attrs = {k: (v.item() if isinstance(v, np.generic) else v) for k, v in f.attrs.items()}
+            datasets = read_datasets(f)
+    except OSError as err:
+        raise DamagedFile(f"{path}: cannot be read whole ({str(err).splitlines()[0]})") from None
+    stored = attrs.pop("content_digest", None)
+    if stored is not None and stored != content_digest(datasets):
+        raise DamagedFile(f"{path}: its content does not match the digest it was written with")
+    return datasets, attrs, stored is not None
+
+
+def replace_atomically(path: Path, write) -> Path:
+    """``write(h5py.File)`` into a unique temporary file beside ``path``, then rename it to ``path``:
+    a file under the final name is always whole, and two writers never share a temporary name."""
     path = Path(path)
-    tmp = path.with_name(path.name + ".partial")
-    with h5py.File(tmp, "w") as f:
-        f.attrs["schema_version"] = SCHEMA_VERSION
-        for k, v in ens.attrs.items():
-            f.attrs[k] = v
-        f.create_dataset("t", data=ens.t)
-        for name, fields in ens.observables.items():
-            for field, data in fields.items():
-                f.create_dataset(f"observables/{name}/{field}", data=data)
-        for name, data in ens.paths.items():
-            f.create_dataset(f"paths/{name}", data=data)
-        for name, data in ens.diagnostics.items():
-            f.create_dataset(f"diagnostics/{name}", data=data)
-        for name, data in ens.snapshots.items():
-            f.create_dataset(f"snapshots/{name}", data=data)
-        for name, data in ens.time_averages.items():
-            f.create_dataset(f"time_averages/{name}", data=data)
-    os.replace(tmp, path)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".partial")
+    os.close(fd)
+    try:
+        with h5py.File(tmp, "w") as f:
+            write(f)
+            f.attrs["content_digest"] = content_digest(read_datasets(f))
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
     return path
 
 
+# --- ensemble.h5 --------------------------------------------------------------------------------------
+def _scale(f: h5py.File, name: str, data, units: str | None, description: str) -> h5py.Dataset:
+    scale = create_checked_dataset(f, name, data, description=description, **({"units": units} if units else {}))
+    scale.make_scale(name.rsplit("/", 1)[-1])
+    return scale
+
+
+def write(path: Path, ens: Ensemble) -> Path:
+    def fill(f: h5py.File) -> None:
+        f.attrs["schema_version"] = SCHEMA_VERSION
+        for k, v in ens.attrs.items():
+            f.attrs[k] = v
+        f.attrs["observables"] = list(ens.observables)
+        t = _scale(f, "t", ens.t, *_DESCRIBED["t"])
+        kept = len(next(iter(ens.paths.values()))) if ens.paths else 0
+        paths = len(next(iter(ens.time_averages.values()))) if ens.time_averages else \
+            ens.snapshots[next(k for k in ens.snapshots if k != "t")].shape[1] if len(ens.snapshots) > 1 else 0
+        kept_path = _scale(f, "kept_path", np.arange(kept), None, "index of a kept path") if kept else None
+        path_scale = _scale(f, "path", np.arange(paths), None, "path index") if paths else None
+
+        def series(name, data, *axes, **attrs):
+            dataset = create_checked_dataset(f, name, data, **attrs)
+            for i, axis in enumerate(axes):
+                if axis is not None and dataset.ndim > i:
+                    dataset.dims[i].attach_scale(axis)
+
+        for name, fields in ens.observables.items():
+            for field, data in fields.items():
+                units, description = _DESCRIBED[field]
+                series(f"observables/{name}/{field}", data, t, description=description,
+                       **({"units": units} if units else {}))
+        for name, data in ens.paths.items():
+            series(f"paths/{name}", data, kept_path, t, description=f"{name} along each kept path")
+        for name, data in ens.diagnostics.items():
+            units, description = _DESCRIBED.get(name, (None, name))
+            series(f"diagnostics/{name}", data, t, description=description, **({"units": units} if units else {}))
+        if ens.snapshots:
+            snapshot_t = _scale(f, "snapshots/t", ens.snapshots["t"], "time", "snapshot times")
+            for name, data in ens.snapshots.items():
+                if name != "t":
+                    series(f"snapshots/{name}", data, snapshot_t, path_scale, description=f"every path's {name}")
+        for name, data in ens.time_averages.items():
+            series(f"time_averages/{name}", data, path_scale,
+                   description=f"every path's time average of {name} over attrs time_average")
+
+    return replace_atomically(path, fill)
+
+
 def load(path) -> Ensemble:
-    """Read an ``ensemble.h5`` (or the run directory holding one) into plain numpy arrays."""
+    """Read an ``ensemble.h5`` (or the run directory holding one) into plain numpy arrays; raises
+    ``DamagedFile`` for a file that does not read back whole."""
     path = Path(path)
     if path.is_dir():
         path = path / "ensemble.h5"
-    with h5py.File(path, "r") as f:
-        version = int(f.attrs.get("schema_version", -1))
-        if version != SCHEMA_VERSION:
-            raise ValueError(f"{path}: schema_version={version} is not readable: this sgi-run reads {SCHEMA_VERSION}")
-        attrs = {k: (v.item() if isinstance(v, np.generic) else v) for k, v in f.attrs.items()}
-        group = lambda g: {k: f[g][k][()] for k in f[g]} if g in f else {}
-        observables = {name: {k: f["observables"][name][k][()] for k in f["observables"][name]}
-                       for name in f["observables"]}
-        return Ensemble(f["t"][()], observables, group("paths"), group("diagnostics"), attrs, group("snapshots"),
-                        group("time_averages"))
+    datasets, attrs, verified = checked_read(path)
+    version = int(attrs.get("schema_version", -1))
+    if version != SCHEMA_VERSION:
+        raise ValueError(f"{path}: schema_version={version} is not readable: this sgi-run reads {SCHEMA_VERSION}")
+
+    def group(prefix: str) -> dict[str, np.ndarray]:
+        return {name.split("/", 1)[1]: data for name, data in datasets.items() if name.startswith(prefix + "/")}
+
+    observables: dict[str, dict[str, np.ndarray]] = {}
+    for name, data in group("observables").items():
+        observable, field = name.rsplit("/", 1)
+        observables.setdefault(observable, {})[field] = data
+    order = [str(n) for n in attrs.get("observables", sorted(observables))]
+    if "t" not in datasets or sorted(order) != sorted(observables):
+        raise DamagedFile(f"{path}: datasets are missing (t or observables)")
+    attrs.pop("observables", None)
+    return Ensemble(datasets["t"], {name: observables[name] for name in order}, group("paths"),
+                    group("diagnostics"), attrs, group("snapshots"), group("time_averages"), verified)

@@ -1,4 +1,5 @@
 import pathlib
+import subprocess
 
 import pytest
 import yaml
@@ -22,3 +23,15 @@ def make_integrator():
 def runs_root(tmp_path):
     """Overrides that keep a test's run directories in its tmp_path."""
     return [f"output_root={tmp_path / 'runs'}", "progress=off"]
+
+
+@pytest.fixture
+def read_only(tmp_path):
+    """(source, mount): a read-only bind mount of source (needs root, as on the project's machines and CI)."""
+    source, mount = tmp_path / "source", tmp_path / "mount"
+    source.mkdir()
+    mount.mkdir()
+    if subprocess.run(["mount", "--bind", "-o", "ro", source, mount], capture_output=True).returncode:
+        pytest.skip("cannot make a read-only bind mount here (not root)")
+    yield source, mount
+    subprocess.run(["umount", mount])

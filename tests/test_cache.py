@@ -88,17 +88,17 @@ def test_an_overwritten_value_is_never_shown(runs_root, capsys):
     cfg = sgi_run.compose(runs_root + SMALL)
     first = sgi_run.run(cfg)
     with h5py.File(first.path, "r+") as f:
-        f["observables/H/mean"][3] = 123.0
+        f["observables/H/mean"][2] = 123.0
     again = sgi_run.run(cfg)
-    assert not again.cached and again.ensemble.mean("H")[3] == first.ensemble.mean("H")[3] != 123.0
+    assert not again.cached and again.ensemble.mean("H")[2] == first.ensemble.mean("H")[2] != 123.0
 
     with h5py.File(again.path, "r") as f:
         dataset = f["observables/H/mean"]
         offset = dataset.id.get_chunk_info(0).byte_offset if dataset.chunks else dataset.id.get_offset()
     with open(again.path, "r+b") as f:
-        f.seek(offset + 8 * 3)
+        f.seek(offset + 8 * 2)
         byte = f.read(1)
-        f.seek(offset + 8 * 3)
+        f.seek(offset + 8 * 2)
         f.write(bytes([byte[0] ^ 0xFF]))
     third = sgi_run.run(cfg)
     assert not third.cached and np.array_equal(third.ensemble.mean("H"), first.ensemble.mean("H"))
@@ -155,18 +155,6 @@ def test_an_unwritable_output_root_is_refused_in_one_line():
     with pytest.raises(sgi_run.ConfigError, match="output_root='/proc/x'") as err:
         sgi_run.run(sgi_run.compose(["output_root=/proc/x", "plan.paths=10", "plan.T=1"]))
     assert "\n" not in str(err.value) and "write" in str(err.value)
-
-
-@pytest.fixture
-def read_only(tmp_path):
-    """A read-only bind mount of a directory (needs root, as on the project's machines and CI)."""
-    source, mount = tmp_path / "source", tmp_path / "mount"
-    source.mkdir()
-    mount.mkdir()
-    if subprocess.run(["mount", "--bind", "-o", "ro", source, mount], capture_output=True).returncode:
-        pytest.skip("cannot make a read-only bind mount here (not root)")
-    yield source, mount
-    subprocess.run(["umount", mount])
 
 
 def test_a_finished_run_on_a_read_only_mount_is_shown(read_only):

@@ -126,3 +126,17 @@ def test_ctrl_c_and_sigterm_keep_the_finished_shards_and_say_so(tmp_path):
         assert kept >= 1 and len(list((tmp_path / sig.name / "runs").glob("*/*/shards/shard-*.npz"))) == kept
     resumed = sgi_run_cli(tmp_path / "SIGINT", *args)
     assert resumed.returncode == 0 and "resumed" in resumed.stdout
+
+
+def test_a_finished_run_on_a_read_only_mount_is_shown(read_only, tmp_path):
+    source, mount = read_only
+    args = ["plan.paths=50", "plan.T=2"]
+    first = subprocess.run([sys.executable, "-m", "sgi_run.cli", *args, f"output_root={source}"], cwd=tmp_path,
+                           capture_output=True, text=True, timeout=300)
+    assert first.returncode == 0, first.stderr
+    shown = subprocess.run([sys.executable, "-m", "sgi_run.cli", *args, f"output_root={mount}"], cwd=tmp_path,
+                           capture_output=True, text=True, timeout=300)
+    assert shown.returncode == 0 and "cached" in shown.stdout and "Traceback" not in shown.stderr, shown.stderr
+    other = subprocess.run([sys.executable, "-m", "sgi_run.cli", *args, "plan.seed=3", f"output_root={mount}"],
+                           cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert other.returncode == 2 and len(other.stderr.strip().splitlines()) == 1

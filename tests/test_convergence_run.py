@@ -3,6 +3,7 @@ import csv
 
 import h5py
 import numpy as np
+import pytest
 
 import sgi_run
 from sgi_run.config import build, compose
@@ -69,3 +70,20 @@ def test_a_convergence_study_by_other_code_is_recomputed_on_request(runs_root, m
     monkeypatch.setattr(sgi_run.provenance, "code_digest", lambda: "0123456789ab")
     assert sgi_run.run(sgi_run.compose(overrides)).cached
     assert not sgi_run.run(sgi_run.compose(overrides + ["cache=refresh_stale"])).cached
+
+
+def test_a_damaged_convergence_file_is_set_aside_and_recomputed(runs_root, capsys):
+    overrides = runs_root + ["plan=convergence", "plan.paths=50", "plan.T=0.5", "plan.dts=[0.25,0.125]"]
+    first = sgi_run.run(sgi_run.compose(overrides))
+    data = first.path.read_bytes()
+    first.path.write_bytes(data[: len(data) // 2])
+    again = sgi_run.run(sgi_run.compose(overrides))
+    assert not again.cached and np.array_equal(again.result.error, first.result.error)
+    assert "is damaged" in capsys.readouterr().err and list(first.run_dir.glob("convergence.h5.damaged-*"))
+
+
+def test_a_directory_holding_another_study_is_refused(runs_root, tmp_path):
+    base = runs_root + ["plan=convergence", "plan.paths=50", "plan.T=0.5", "plan.dts=[0.25,0.125]"]
+    sgi_run.run(sgi_run.compose(base), tmp_path / "x")
+    with pytest.raises(sgi_run.ConfigError, match="holds the result of config"):
+        sgi_run.run(sgi_run.compose(base + ["plan.seed=4"]), tmp_path / "x")

@@ -29,13 +29,15 @@ def test_snapshots_round_trip_and_survive_a_resume(runs_root):
     whole = sgi_run.run(sgi_run.compose(overrides))
     ens = sgi_run.load(whole.path)
     assert ens.snapshots["t"].tolist() == [2.0] and ens.snapshots["q"].shape == (1, 30)
-    assert ens.snapshot(None)["p"].shape == (30,) and ens.snapshot(1.0) is None
+    assert ens.snapshot(None)["p"].shape == (30,) and ens.has_snapshot(2.0) and not ens.has_snapshot(1.0)
+    with pytest.raises(LookupError, match=r"no snapshot at t=1.0: its snapshot times are \[2.0\]"):
+        ens.snapshot(1.0)
 
     from sgi_run.config import build
-    from sgi_run.engine.checkpoint import ShardStore
     from sgi_run.engine.simulate import Simulator
+    from sgi_run.runner import checkpoints
     setup = build(whole.ensemble.config)
-    shards = ShardStore(whole.run_dir / "resumed" / "shards", 3)
+    shards = checkpoints(whole.ensemble.config, whole.run_dir / "resumed", setup.plan)
     shards.save(Simulator(setup.system, setup.integrator, setup.plan).run_shard(1))
     resumed = sgi_run.run(whole.ensemble.config, run_dir=whole.run_dir / "resumed")
     assert resumed.shards_resumed == 1
@@ -52,10 +54,10 @@ def test_time_averages_round_trip_and_survive_a_resume(runs_root):
     assert np.isclose(np.mean(ens.time_averages["H"]), np.mean(ens.mean("H")[2:]), rtol=1e-12)
 
     from sgi_run.config import build
-    from sgi_run.engine.checkpoint import ShardStore
     from sgi_run.engine.simulate import Simulator
+    from sgi_run.runner import checkpoints
     setup = build(whole.ensemble.config)
-    ShardStore(whole.run_dir / "resumed" / "shards", 3).save(
+    checkpoints(whole.ensemble.config, whole.run_dir / "resumed", setup.plan).save(
         Simulator(setup.system, setup.integrator, setup.plan).run_shard(2))
     resumed = sgi_run.run(whole.ensemble.config, run_dir=whole.run_dir / "resumed")
     assert resumed.shards_resumed == 1
@@ -92,3 +94,79 @@ def test_other_schema_versions_are_refused(tmp_path):
         f.attrs["schema_version"] = 99
     with pytest.raises(ValueError, match="schema_version=99"):
         sgi_run.load(tmp_path)
+
+
+# --- checksums, damage, netCDF readability ------------------------------------------------------------
+@pytest.fixture
+def written(runs_root):
+    cfg = sgi_run.compose(runs_root + ["plan.paths=30", "plan.T=2", "plan.keep_paths=3", "plan.snapshots=[0,2]",
+                                       "plan.time_average=[1,2]", "plan.observables=[q,H,p]"])
+    return sgi_run.run(cfg).path
+
+
+def test_every_dataset_carries_a_checksum_and_the_file_a_content_digest(written):
+    with h5py.File(written, "r") as f:
+        datasets = []
+        f.visititems(lambda name, obj: datasets.append(obj) if isinstance(obj, h5py.Dataset) else None)
+        assert all(d.fletcher32 for d in datasets if d.size > 1) and len(f.attrs["content_digest"]) == 64
+    assert sgi_run.load(written).verified
+
+
+def test_a_truncated_file_and_a_flipped_byte_are_damaged(written, tmp_path):
+    data = written.read_bytes()
+    (tmp_path / "half.h5").write_bytes(data[: len(data) // 2])
+    with pytest.raises(store.DamagedFile, match="half.h5: cannot be read whole"):
+        store.load(tmp_path / "half.h5")
+    with h5py.File(written, "r") as f:
+        offset = f["paths/q"].id.get_chunk_info(0).byte_offset
+    flipped = bytearray(data)
+    flipped[offset + 3] ^= 0x01
+    (tmp_path / "flipped.h5").write_bytes(bytes(flipped))
+    with pytest.raises(store.DamagedFile, match="flipped.h5: cannot be read whole") as err:
+        store.load(tmp_path / "flipped.h5")
+    assert "\n" not in str(err.value)
+
+
+def test_a_value_rewritten_through_h5py_fails_the_content_digest(written):
+    with h5py.File(written, "r+") as f:
+        f["observables/H/mean"][0] = 1.0e3      # h5py recomputes this chunk's fletcher32
+    with pytest.raises(store.DamagedFile, match="does not match the digest"):
+        store.load(written)
+
+
+def test_a_file_from_before_checksums_still_loads_unverified(written, tmp_path):
+    old = tmp_path / "old.h5"
+    with h5py.File(written, "r") as src, h5py.File(old, "w") as dst:
+        for name in ("t", "observables", "paths", "diagnostics"):
+            src.copy(src[name], dst, name=name)
+        dst.attrs.update({k: v for k, v in src.attrs.items() if k not in ("content_digest", "observables")})
+    ens = store.load(old)
+    assert not ens.verified and set(ens.observables) == {"q", "H", "p"}
+
+
+def test_observables_keep_the_plans_order(written):
+    assert list(sgi_run.load(written).observables) == ["q", "H", "p"]
+
+
+def test_netcdf_tools_see_real_dimensions(written):
+    xr = pytest.importorskip("xarray")
+    pytest.importorskip("h5netcdf")
+    mean = xr.open_dataset(written, engine="h5netcdf", group="observables/H")
+    assert mean["mean"].dims == ("t",) and mean["var"].attrs["description"].startswith("unbiased")
+    paths = xr.open_dataset(written, engine="h5netcdf", group="paths")
+    assert paths["q"].dims == ("kept_path", "t")
+    snapshots = xr.open_dataset(written, engine="h5netcdf", group="snapshots")
+    assert snapshots["q"].dims == ("t", "path") and snapshots["t"].values.tolist() == [0.0, 2.0]
+    root = xr.open_dataset(written, engine="h5netcdf")
+    assert root["t"].attrs["units"] == "time"
+    assert not any(d.startswith("phony_dim") for ds in (mean, paths, snapshots, root) for d in ds.dims)
+
+
+def test_to_xarray(written):
+    pytest.importorskip("xarray")
+    ens = sgi_run.load(written)
+    ds = ens.to_xarray()
+    assert ds["H_mean"].dims == ("t",) and np.array_equal(ds["H_mean"].values, ens.mean("H"))
+    assert ds["path_q"].dims == ("kept_path", "t") and ds["snapshot_p"].dims == ("snapshot_t", "path")
+    assert ds["time_average_H"].dims == ("path",) and ds.attrs["config_hash"] == ens.attrs["config_hash"]
+    assert "n - 1" in ds["H_var"].attrs["description"]

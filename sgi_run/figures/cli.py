@@ -65,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
         outcomes = []
         for exp in experiments:
             started = time.perf_counter()
-            console.print(f"[bold]{exp.paper} {exp.figure}[/] ({args.fidelity}): {exp.title}")
+            console.print(f"[bold]{exp.heading}[/] ({args.fidelity})", highlight=False)
             outcomes.append(experiment.make_figure(exp, args.fidelity, args.output, args.runs_root,
                                                    log=lambda line: console.print(line, markup=False, highlight=False),
                                                    cache=args.cache))

@@ -12,6 +12,7 @@ import csv
 import dataclasses
 import json
 import math
+import re
 from pathlib import Path
 from typing import Callable
 
@@ -31,6 +32,7 @@ FIDELITIES = ("smoke", "reduced", "paper")
 DT_SOURCES = ("paper", "inferred", "spec choice", "project choice")
 PANEL_QUANTITIES = ("mean", "error", "density")
 _DENSITY_KEYS = ("coordinate", "at", "bins", "range")
+_LABEL_KEYS = ("reference_label", "density_label")   # per-panel overrides of the derived legend labels
 _REQUIRED = ("paper", "figure", "title", "caption", "common", "fidelity", "runs", "panels", "checks")
 
 
@@ -59,6 +61,23 @@ class Experiment:
     panels: list
     checks: list            # one dict per (check, run): "runs" lists expanded
     window: tuple[float, float] | None = None   # the table also reports the time average over it
+    paper_name: str = ""    # how headings cite the paper, e.g. "Kraus & Tyranowski (2021)"
+    name: str = ""          # the paper's name for the figure ("Figure 4.1"), or what it is instead
+
+    @property
+    def diagnostic(self) -> bool:
+        """Not a figure of the paper (its id is not ``fig<N>_<M>``): a check the project adds."""
+        return _figure_number(self.figure) is None
+
+    @property
+    def label(self) -> str:
+        """The paper and the figure's name: "Kraus & Tyranowski (2021), Figure 4.1"."""
+        return f"{self.paper_name or self.paper}, {self.name or self.figure}"
+
+    @property
+    def heading(self) -> str:
+        """The figure's title as a reader cites it: "Kraus & Tyranowski (2021), Figure 4.1: <title>"."""
+        return f"{self.label}: {self.title}"
 
     def overrides(self, run_id: str, fidelity: str, runs_root: str | None = None, cache: str | None = None) -> list[str]:
         """The run's overrides at a fidelity; a later value for the same key replaces an earlier one."""
@@ -74,6 +93,29 @@ class Experiment:
 
 
 # --- loading and validation -------------------------------------------------------------------------
+def _figure_number(figure_id: str) -> str | None:
+    """"4.1" for the id ``fig4_1``; None for an id that names no paper figure (a diagnostic)."""
+    match = re.fullmatch(r"fig(\d+)_(\d+)", figure_id)
+    return f"{match[1]}.{match[2]}" if match else None
+
+
+def _names(data: dict, k) -> tuple[str, str]:
+    """(paper_name, name): optional keys; a paper figure's name defaults to "Figure N.M" from its id,
+    a diagnostic must say what it is, and neither may pretend to be another figure."""
+    paper_name = data.get("paper_name", data["paper"])
+    _need(isinstance(paper_name, str) and paper_name.strip() != "", k("paper_name"), paper_name,
+          'the paper as headings cite it, e.g. "Kraus & Tyranowski (2021)"')
+    number = _figure_number(str(data["figure"]))
+    name = data.get("name", f"Figure {number}" if number else None)
+    if number:
+        _need(isinstance(name, str) and re.search(rf"(?<![\d.]){re.escape(number)}(?![\d.])", name) is not None,
+              k("name"), name, f'the paper\'s name for figure {data["figure"]}, e.g. "Figure {number}"')
+    else:
+        _need(isinstance(name, str) and name.strip() != "" and not re.match(r"(?i)\s*fig", name), k("name"), name,
+              'what this is, since its id names no paper figure, e.g. "diagnostic (not a paper figure)"')
+    return paper_name.strip(), name.strip()
+
+
 def _need(ok: bool, key: str, value, allowed: str) -> None:
     if not ok:
         raise ConfigError(key, value, allowed)
@@ -96,6 +138,7 @@ def load(path) -> Experiment:
     _need(isinstance(data, dict), k(""), type(data).__name__, "a mapping")
     for key in _REQUIRED:
         _need(key in data, k(key), None, "a value (required)")
+    paper_name, figure_name = _names(data, k)
 
     _need(set(data["fidelity"]) == set(FIDELITIES), k("fidelity"), sorted(data["fidelity"]),
           f"exactly the profiles {list(FIDELITIES)}")
@@ -117,6 +160,13 @@ def load(path) -> Experiment:
     for i, panel in enumerate(data["panels"]):
         _need(panel.get("quantity") in PANEL_QUANTITIES, k(f"panels[{i}].quantity"), panel.get("quantity"),
               f"one of {list(PANEL_QUANTITIES)}")
+        for key in _LABEL_KEYS:
+            _need(panel.get(key) is None or (isinstance(panel[key], str) and panel[key].strip() != ""),
+                  k(f"panels[{i}].{key}"), panel.get(key), "a label for the legend (text)")
+        _need(panel.get("ylim") is None or (isinstance(panel["ylim"], list) and len(panel["ylim"]) == 2
+                                           and all(isinstance(v, (int, float)) for v in panel["ylim"])
+                                           and panel["ylim"][0] < panel["ylim"][1]),
+              k(f"panels[{i}].ylim"), panel.get("ylim"), "[low, high] with low < high")
         for run_id in panel.get("runs", []):
             _need(run_id in runs, k(f"panels[{i}].runs"), run_id, f"a run of this figure: {list(runs)}")
         if panel["quantity"] == "density":
@@ -145,7 +195,7 @@ def load(path) -> Experiment:
                       observable=data.get("observable", "H"), oracle=oracle,
                       common=_override_list(data["common"], k("common")), fidelity=fidelity, runs=runs,
                       panels=list(data["panels"]), checks=expanded,
-                      window=tuple(window) if window else None)
+                      window=tuple(window) if window else None, paper_name=paper_name, name=figure_name)
 
 
 def discover(directory, only: list[str] | None = None) -> list[Experiment]:
@@ -196,7 +246,7 @@ def _run_data(result: RunResult, cfg, observable: str, oracle: str | None) -> Ru
         window = setup.plan.time_average
         series[name] = Series(ens.t, ens.mean(name), ens.sem(name), None if exact is None else exact(ens.t),
                               oracle_mean, oracle_sem, ens.time_averages.get(name), window)
-    return RunData(series, observable, setup.system, ens.snapshot, setup.plan.paths,
+    return RunData(series, observable, setup.system, lambda t: ens.snapshot(t) if ens.has_snapshot(t) else None, setup.plan.paths,
                    ens.diagnostics.get("nonfinite_paths"))
 
 
@@ -254,7 +304,9 @@ def make_figure(exp: Experiment, fidelity: str, output_dir, runs_root: str | Non
     plots.draw(exp, data, table, fidelity, files["png"])
     _write_table(exp, fidelity, table, files)
     _write_checks(exp, fidelity, verdicts, files["checks"])
-    record = {"paper": exp.paper, "figure": exp.figure, "title": exp.title, "caption": exp.caption,
+    record = {"paper": exp.paper, "figure": exp.figure, "title": exp.title, "paper_name": exp.paper_name,
+              "name": exp.name, "label": exp.label, "heading": exp.heading, "diagnostic": exp.diagnostic,
+              "caption": exp.caption,
               "source": exp.source, "note": exp.note, "observable": exp.observable, "fidelity": fidelity,
               "fidelity_overrides": {name: {"overrides": list(p["overrides"]),
                                             "runs": {r: list(v) for r, v in p["runs"].items()}}
@@ -302,9 +354,11 @@ def _write_table(exp: Experiment, fidelity: str, table: list[dict], files: dict)
         w = csv.DictWriter(f, fieldnames=TABLE_COLUMNS)
         w.writeheader()
         w.writerows(table)
-    T = table[0]["T"] if table else ""
-    lines = [f"# {exp.paper} {exp.figure}: {exp.title}", "",
-             f"Fidelity: {fidelity}. Observable {exp.observable}; E(T) at the final time T = {fmt(T)}; "
+    from sgi_run.figures.plots import horizon_text
+
+    lines = [f"# {exp.heading}", "",
+             f"Fidelity: {fidelity}. Observable {exp.observable}; E(T) at the final time "
+             f"{horizon_text(table) if table else 'T'}; "
              "SE = Monte Carlo standard error."
              + (f" Window mean: the time average of E over [{exp.window[0]:g}, {exp.window[1]:g}]; its SE is"
                 " exact (from every path's time average, plan.time_average) where the run has them, else"
@@ -316,7 +370,7 @@ def _write_table(exp: Experiment, fidelity: str, table: list[dict], files: dict)
 
 def _write_checks(exp: Experiment, fidelity: str, verdicts: list[CheckResult], path: Path) -> None:
     counts = {v: sum(r.verdict == v for r in verdicts) for v in (checks_mod.PASS, checks_mod.FAIL, checks_mod.SKIP)}
-    lines = [f"# {exp.paper} {exp.figure}: acceptance checks ({fidelity} fidelity)", "",
+    lines = [f"# {exp.label}: acceptance checks ({fidelity} fidelity)", "", exp.title, "",
              ", ".join(f"{n} {v}" for v, n in counts.items()), "", "```"]
     lines += [r.line() for r in verdicts]
     lines += ["```", "", "Criteria:", ""]

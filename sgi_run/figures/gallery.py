@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import html
 import json
+import re
 from pathlib import Path
 
 from sgi_run.figures.checks import CheckResult
@@ -25,9 +26,15 @@ ul.checks { font-family: monospace; font-size: 0.85em; }
 """
 
 
+def _order(path: Path) -> tuple:
+    """Paper by paper; figures by number (4.2 before 4.10), then the paper's diagnostics."""
+    number = re.fullmatch(r"fig(\d+)_(\d+)", path.stem)
+    return (path.parent.name, number is None, tuple(int(n) for n in number.groups()) if number else (), path.stem)
+
+
 def _records(output_dir: Path) -> list[dict]:
     records = []
-    for path in sorted(output_dir.glob("*/*.json")):
+    for path in sorted(output_dir.glob("*/*.json"), key=_order):
         record = json.loads(path.read_text())
         if "figure" in record and "checks" in record:
             record["_dir"] = path.parent.name
@@ -50,6 +57,13 @@ def _fidelity_note(r: dict) -> str:
             f"{html.escape(describe(used))}.{versus}</p>")
 
 
+def heading(r: dict) -> tuple[str, str]:
+    """(label, heading) of a figure record: "Kraus & Tyranowski (2021), Figure 4.1" and that with the
+    title. Records written before figures had names fall back to their paper and figure ids."""
+    label = r.get("label") or f"{r['paper']} {r['figure']}"
+    return label, r.get("heading") or f"{label}: {r['title']}"
+
+
 def _figure_html(r: dict) -> str:
     e = html.escape
     rows = "".join("<tr>" + "".join(f"<td>{e(c)}</td>" for c in md_cells(row)) + "</tr>" for row in r["table"])
@@ -61,13 +75,15 @@ def _figure_html(r: dict) -> str:
     summary = ", ".join(f'<span class="{v}">{n} {v}</span>' for v, n in counts.items() if n)
     runs = "; ".join(row["label"] for row in r["table"])
     note = f"<p>{e(r['note'])}</p>" if r.get("note") else ""
+    label, title = heading(r)
+    caption = "Caption (not a figure of the paper)" if r.get("diagnostic") else "Paper caption"
     return f"""
 <section id="{e(r['paper'])}-{e(r['figure'])}">
-<h2>{e(r['paper'])} {e(r['figure'])}: {e(r['title'])}</h2>
+<h2>{e(title)}</h2>
 {_fidelity_note(r)}
 <div class="figure">
-  <img src="{e(r['_dir'])}/{e(r['files']['png'])}" alt="{e(r['figure'])}">
-  <div class="caption"><p><b>Paper caption</b> ({e(r.get('source', ''))}):</p><p>{e(r['caption'])}</p>
+  <img src="{e(r['_dir'])}/{e(r['files']['png'])}" alt="{e(label)}">
+  <div class="caption"><p><b>{caption}</b> ({e(r.get('source', ''))}):</p><p>{e(r['caption'])}</p>
   <p><b>Runs drawn here:</b> {e(runs)}.</p>{note}</div>
 </div>
 <table><tr>{header}</tr>{rows}</table>
@@ -83,7 +99,7 @@ def build(output_dir) -> Path:
     records = _records(output_dir)
     body = "".join(_figure_html(r) for r in records) or "<p>No figures yet: run <code>sgi-figures</code>.</p>"
     toc = "".join(f'<li><a href="#{html.escape(r["paper"])}-{html.escape(r["figure"])}">'
-                  f'{html.escape(r["paper"])} {html.escape(r["figure"])}</a> ({r["fidelity"]})</li>' for r in records)
+                  f'{html.escape(heading(r)[1])}</a> ({r["fidelity"]})</li>' for r in records)
     page = (f"<!doctype html>\n<html><head><meta charset='utf-8'><title>sgi-run figures</title>"
             f"<style>{_STYLE}</style></head><body>\n<h1>sgi-run: paper figures</h1>\n"
             f"<p>Bands and ± values are Monte Carlo standard errors (SE). A check's margin says how many SE "

@@ -5,11 +5,24 @@ Panel quantities: ``mean`` (E(observable)(t) with ±2 SE bands), ``error`` (E - 
 density the panel names). Optional panel keys: ``observable`` (default: the experiment's),
 ``reference`` (a horizontal line at a system reference value, e.g. ``ergodic_energy``), ``xlim``,
 ``ylim``, ``yscale``, ``ylabel``, ``exact`` (draw the exact mean), ``colours: by_position`` (the
-n-th curve of every such panel has the same colour, e.g. one curve per friction value per method).
+n-th curve of every such panel has the same colour, e.g. one curve per friction value per method),
+``reference_label`` / ``density_label`` (the legend text of the reference line or of the exact
+density, instead of the one derived from the reference's kind and observable).
+
+The conventions every figure follows: the heading cites the paper and the paper's figure name
+(``Experiment.heading``); each panel's legend stands to the right of its axes, outside the data,
+and the figure widens to fit it; reference lines and exact curves carry readable labels with their
+value ("2<H> at equilibrium = 0.9791"); a curve that leaves a fixed y-range (``ylim``) is marked
+where it leaves, with where it went ("↑ 434 at t=200"); a run declared diverged is drawn up to its
+divergence and has no band there; the footer names the fidelity, the horizon T and the path counts
+grouped by value, and mentions the ±2 SE bands only when some band is drawn.
 """
 from __future__ import annotations
 
+import math
+import re
 import textwrap
+from collections import Counter
 from pathlib import Path
 
 import matplotlib
@@ -17,54 +30,248 @@ import matplotlib
 matplotlib.use("Agg")   # files only; never a window (tests and headless machines)
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
-from matplotlib.ticker import FormatStrFormatter, LogLocator, NullFormatter  # noqa: E402
+from matplotlib.ticker import (FormatStrFormatter, LogLocator, MaxNLocator, NullFormatter,  # noqa: E402
+                               NullLocator, SymmetricalLogLocator)
 
 from sgi_run.figures.checks import RunData, histogram_density  # noqa: E402
 
-BAND_SE = 2   # shaded band: ±2 Monte Carlo standard errors
+BAND_SE = 2          # shaded band: ±2 Monte Carlo standard errors
+AXES_WIDTH = 6.4     # inches of data area per panel; the legend column comes on top of it
+LEGEND_FONT = 7.5
+LEGEND_WRAP = 40     # characters per legend line
+FOOTER_WRAP = 170    # characters per footer line (at the narrowest figure)
+DPI = 130            # drawn and measured at the resolution it is saved at (text extents depend on it)
+
+# --- readable names ------------------------------------------------------------------------------------
+# How an observable reads inside E(.) and <.>: (factor, quantity); "two_H" is 2 H, so E(two_H) = 2 E(H).
+_OBSERVABLE_TEXT = {"two_H": ("2", "H"), "H_change": ("", "H(t) - H(0)"), "sin4pix": ("", "sin 4πx"),
+                    "cos2pix": ("", "cos 2πx"), "v_sq": ("", "v²"), "kinetic_temperature": ("", "kinetic temperature")}
 
 
-def _time_panel(ax, exp, panel: dict, data: dict[str, RunData], colours: dict) -> None:
+def mean_text(observable: str, brackets: str = "E()") -> str:
+    """E(H), 2 E(H), E(sin 4πx); with ``brackets="<>"``: <H>, 2<H>."""
+    factor, quantity = _OBSERVABLE_TEXT.get(observable, ("", observable))
+    if brackets == "<>":
+        return f"{factor}<{quantity}>"
+    return f"{factor + ' ' if factor else ''}E({quantity})"
+
+
+def reference_label(reference, value: float) -> str:
+    """A reference line's legend text from its kind and observable, with its value:
+    ``equilibrium_mean:two_H`` -> "2<H> at equilibrium = 0.9791", ``ergodic_energy`` ->
+    "<H> in the ergodic limit = 2.317", a number -> "reference = 1.5"."""
+    shown = f"{value:.4g}"
+    if reference is None or isinstance(reference, (int, float)):
+        return f"reference = {shown}"
+    method, _, argument = str(reference).partition(":")
+    if method == "ergodic_energy":
+        method, argument = "ergodic_mean", "H"
+    where = {"equilibrium_mean": "at equilibrium", "ergodic_mean": "in the ergodic limit",
+             "initial_mean": "under the initial law"}.get(method)
+    if where and argument:
+        return f"{mean_text(argument, '<>')} {where} = {shown}"
+    readable = method.replace("_", " ")
+    return f"{readable}{f' of {argument}' if argument else ''} = {shown}"
+
+
+def density_label(name: str) -> str:
+    """The exact density's legend text from the system method that computes it:
+    ``initial_density_x`` -> "exact initial density", ``gibbs_density_v`` -> "exact Gibbs density"."""
+    kind = name.split("_density")[0] if "_density" in name else ""
+    return {"initial": "exact initial density", "gibbs": "exact Gibbs (invariant) density",
+            "": "exact density"}.get(kind, f"exact {kind.replace('_', ' ')} density")
+
+
+def count_text(n) -> str:
+    """10^4 as "10⁴", other counts with thousands separators: "160,000", "5000"."""
+    n = int(n)
+    exponent = round(math.log10(n)) if n > 0 else 0
+    if n >= 1000 and 10 ** exponent == n:
+        return "10" + str(exponent).translate(str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹"))
+    return f"{n:,}" if n >= 10000 else str(n)
+
+
+def grouped(items: list[tuple[str, object]], show=str) -> tuple[str, list[tuple[str, list[str]]]]:
+    """(the most common value, [(another value, the labels that have it), ...]) of (label, value) pairs,
+    values shown by ``show``; the exceptions in order of first appearance."""
+    counts = Counter(show(v) for _, v in items)
+    common = max(counts, key=lambda v: (counts[v], -[show(x) for _, x in items].index(v)))
+    others: dict[str, list[str]] = {}
+    for label, value in items:
+        if show(value) != common:
+            others.setdefault(show(value), []).append(label)
+    return common, list(others.items())
+
+
+def paths_text(table: list[dict]) -> str:
+    """"10⁴ paths each" or "10⁴ paths each, except 2000 (midpoint, Δt=0.15 / SV, Δt=0.15)"."""
+    common, others = grouped([(r["label"], r["paths"]) for r in table], count_text)
+    noun = "path" if common == "1" else "paths"
+    each = " each" if len(table) > 1 else ""
+    return f"{common} {noun}{each}" + _exceptions(others)
+
+
+def horizon_text(table: list[dict]) -> str:
+    """"T = 200" or "T = 999.9, except 1000 (SRKw2, Δt=0.25)"."""
+    common, others = grouped([(r["label"], r["T"]) for r in table], lambda t: f"{float(t):g}")
+    return f"T = {common}" + _exceptions(others)
+
+
+def _exceptions(others: list[tuple[str, list[str]]]) -> str:
+    return "" if not others else ", except " + ", ".join(f"{v} ({' / '.join(labels)})" for v, labels in others)
+
+
+def footer_text(table: list[dict], fidelity: str, bands: int) -> str:
+    parts = [f"{fidelity} fidelity", horizon_text(table), paths_text(table)]
+    if bands:
+        parts.append(f"shaded: ±{BAND_SE} SE bands (Monte Carlo standard error)")
+    return "; ".join(parts)
+
+
+# --- panels ----------------------------------------------------------------------------------------------
+def _band_mask(s, keep: np.ndarray, diverged: float) -> np.ndarray:
+    """Where a ±2 SE band means something: before the run is declared diverged (at and past it the
+    ensemble is exploding or losing paths, and its SE is not an error bar), with a finite SE."""
+    with np.errstate(invalid="ignore"):
+        return keep & (s.t < diverged) & np.isfinite(s.sem) & np.isfinite(s.mean)
+
+
+def _time_panel(ax, exp, panel: dict, data: dict[str, RunData], colours: dict) -> int:
+    """Draws the panel; returns how many ±2 SE bands it drew."""
     obs = panel.get("observable", exp.observable)
-    xlim = panel.get("xlim")
+    xlim, ylim = panel.get("xlim"), panel.get("ylim")
+    bands, curves, t_end = 0, [], []
     for run_id in panel["runs"]:
         run, colour, label = data[run_id], colours[run_id], exp.runs[run_id].label
         s = run.curve(obs)
+        t_end.append(float(s.t[-1]))
         keep = np.ones_like(s.t, bool) if not xlim else (s.t >= xlim[0]) & (s.t <= xlim[1])
         diverged = run.diverged_at(s)
         if np.isfinite(diverged):
             # Spec 003 layout: truncated where the run is declared diverged (a path went non-finite
             # or |E| > 1e6); past it the mean is over a shrinking, exploding ensemble.
+            band_keep = _band_mask(s, keep, diverged)
             keep &= s.t <= diverged
             lost = int(run.nonfinite[-1]) if run.nonfinite is not None else 0
-            label += f" (diverged at t={diverged:g}; {lost} of {run.paths} paths non-finite at T)"
-        y = (s.mean - s.exact if panel["quantity"] == "error" else s.mean)[keep]
-        ax.plot(s.t[keep], y, color=colour, lw=1.2, label=label)
-        # A diverging run (SVIB at ch > 2) has SEs near the float limit: its band is drawn clipped.
-        sem = np.nan_to_num(s.sem[keep])
-        with np.errstate(over="ignore", invalid="ignore"):
-            ax.fill_between(s.t[keep], y - BAND_SE * sem, y + BAND_SE * sem, color=colour, alpha=0.25, lw=0)
+            how_many = f"all {count_text(lost)}" if lost == run.paths else f"{count_text(lost)} of {count_text(run.paths)}"
+            label += f" (diverged at t={diverged:g}; {how_many} paths non-finite at T)"
+        else:
+            band_keep = _band_mask(s, keep, math.inf)
+        shift = s.exact if panel["quantity"] == "error" else 0.0
+        y = s.mean - shift
+        if ylim:   # no band around a curve that is off the scale: it would only paint the panel over
+            with np.errstate(invalid="ignore"):
+                band_keep &= (y >= ylim[0]) & (y <= ylim[1])
+        ax.plot(s.t[keep], y[keep], color=colour, lw=1.2, label=label)
+        curves.append((s.t[keep], y[keep], colour))
+        sem = np.where(band_keep, s.sem, 0.0)
+        if (sem > 0).any():
+            with np.errstate(over="ignore", invalid="ignore"):
+                ax.fill_between(s.t, y - BAND_SE * sem, y + BAND_SE * sem, where=band_keep, color=colour,
+                                alpha=0.25, lw=0, interpolate=False)
+            bands += 1
     if panel.get("exact"):
         longest = max((data[r].curve(obs) for r in panel["runs"]), key=lambda s: len(s.t))
-        ax.plot(longest.t, longest.exact, "k--", lw=1, label=f"exact E({obs})")
-    if panel.get("reference"):
+        ax.plot(longest.t, longest.exact, "k--", lw=1, label=f"exact {mean_text(obs)}")
+    if panel.get("reference") is not None:
         value = data[panel["runs"][0]].reference(panel["reference"])
-        ax.axhline(value, color="k", ls="--", lw=1, label=f"{panel['reference']} = {value:.6g}")
+        ax.axhline(value, color="k", ls="--", lw=1,
+                   label=panel.get("reference_label") or reference_label(panel["reference"], value))
     if panel["quantity"] == "error":
         ax.axhline(0, color="k", lw=0.6)
     if xlim:
         ax.set_xlim(*xlim)
+        if t_end and max(t_end) < xlim[0]:
+            ax.text(0.5, 0.75, f"nothing to draw: the runs end at T = {max(t_end):g}, before t = {xlim[0]:g}",
+                    transform=ax.transAxes, ha="center", va="center", fontsize=8.5, color="0.3",
+                    bbox={"boxstyle": "round,pad=0.3", "fc": "white", "ec": "0.7"})
     ax.set_yscale(panel.get("yscale", "linear"))
-    if panel.get("yscale") == "log":     # plain numbers at 1-2-5 steps read better than powers of ten
-        low, high = ax.get_ylim()
-        ax.yaxis.set_major_locator(LogLocator(subs=(1, 2, 5) if high / low < 1e3 else (1,)))
+    if ylim:
+        ax.set_ylim(*ylim)
+    _y_ticks(ax, panel.get("yscale"))
+    if ylim:
+        mark_off_scale(ax, curves)
+    ax.set_ylabel(panel.get("ylabel", mean_text(obs) if panel["quantity"] == "mean"
+                            else f"{mean_text(obs)} - exact"))
+    ax.set_xlabel("t")
+    return bands
+
+
+def _y_ticks(ax, yscale: str | None) -> None:
+    low, high = ax.get_ylim()
+    if yscale == "log":     # plain numbers, not powers of ten
+        if low > 0 and high / low < 10:    # less than a decade: evenly spaced ticks read best
+            ax.yaxis.set_major_locator(MaxNLocator(6, steps=[1, 2, 2.5, 5, 10]))
+            ax.yaxis.set_minor_locator(NullLocator())
+        else:
+            ax.yaxis.set_major_locator(LogLocator(subs=(1, 2, 5) if high / low < 1e3 else (1,)))
         ax.yaxis.set_major_formatter(FormatStrFormatter("%g"))
         ax.yaxis.set_minor_formatter(NullFormatter())
-    ax.set_ylabel(panel.get("ylabel", f"E({obs})"))
-    ax.set_xlabel("t")
+    elif yscale == "symlog":   # decades only far from 0; plain linear ticks inside the linear range
+        transform = ax.yaxis.get_transform()
+        if max(abs(low), abs(high)) <= 10 * transform.linthresh:
+            ax.yaxis.set_major_locator(MaxNLocator(7))
+        else:
+            ax.yaxis.set_major_locator(SymmetricalLogLocator(transform, subs=(1, 2, 5)))
+        ax.yaxis.set_major_formatter(FormatStrFormatter("%g"))
+        ax.yaxis.set_minor_formatter(NullFormatter())
 
 
-def _density_panel(ax, exp, panel: dict, data: dict[str, RunData], colours: dict) -> None:
+def off_scale(t: np.ndarray, y: np.ndarray, low: float, high: float) -> list[dict]:
+    """Where a curve first leaves [low, high] through each edge: the crossing time (interpolated
+    between output times), and the farthest value it reaches beyond that edge, with its time."""
+    marks = []
+    for edge, beyond in (("top", y > high), ("bottom", y < low)):
+        if not beyond.any():
+            continue
+        i = int(np.argmax(beyond))
+        level = high if edge == "top" else low
+        if i > 0 and np.isfinite(y[i - 1]) and np.isfinite(y[i]) and y[i] != y[i - 1]:
+            t_exit = t[i - 1] + (t[i] - t[i - 1]) * (level - y[i - 1]) / (y[i] - y[i - 1])
+        else:
+            t_exit = t[i]
+        with np.errstate(invalid="ignore"):
+            far = np.where(beyond, y, -np.inf if edge == "top" else np.inf)
+        j = int(np.argmax(far) if edge == "top" else np.argmin(far))
+        marks.append({"edge": edge, "t_exit": float(t_exit), "level": level, "value": float(y[j]),
+                      "t": float(t[j])})
+    return marks
+
+
+def mark_off_scale(ax, curves: list[tuple[np.ndarray, np.ndarray, str]]) -> list:
+    """A triangle at the edge where each curve leaves the y-range, pointing the way it went, and a
+    note in the curve's colour: "↑ 434 at t=200" (its farthest value off the scale, and when).
+    Notes near one another are stacked. Returns the notes (matplotlib Annotations)."""
+    low, high = ax.get_ylim()
+    x0, x1 = ax.get_xlim()
+    width_pt = AXES_WIDTH * 72
+    placed: dict[str, list[tuple[float, float, int]]] = {"top": [], "bottom": []}
+    notes = []
+    marks = [(m, colour) for t, y, colour in curves for m in off_scale(t, y, low, high)]
+    for m, colour in sorted(marks, key=lambda mc: mc[0]["t_exit"]):
+        top = m["edge"] == "top"
+        arrow = "↑" if top else "↓"
+        text = f"{arrow} {m['value']:.3g} at t={m['t']:g}"
+        x_pt = (m["t_exit"] - x0) / (x1 - x0) * width_pt
+        text_pt = 0.55 * 7 * len(text) + 8
+        right_side = x_pt + text_pt > width_pt           # no room to the right: the note goes left
+        start, end = (x_pt - text_pt, x_pt) if right_side else (x_pt, x_pt + text_pt)
+        row = 0
+        while any(r == row and s < end and start < e for s, e, r in placed[m["edge"]]):
+            row += 1
+        placed[m["edge"]].append((start, end, row))
+        ax.plot([m["t_exit"]], [m["level"]], marker="^" if top else "v", color=colour, ms=6, mec="white",
+                mew=0.5, clip_on=False, zorder=5, linestyle="none")
+        dy = -(7 + 9 * row) if top else (7 + 9 * row)
+        notes.append(ax.annotate(text, xy=(m["t_exit"], m["level"]), xytext=(-5 if right_side else 5, dy),
+                                 textcoords="offset points", ha="right" if right_side else "left",
+                                 va="top" if top else "bottom", fontsize=7, color=colour, zorder=6,
+                                 annotation_clip=False,
+                                 bbox={"boxstyle": "square,pad=0.1", "fc": "white", "ec": "none", "alpha": 0.75}))
+    return notes
+
+
+def _density_panel(ax, exp, panel: dict, data: dict[str, RunData], colours: dict) -> int:
     coordinate, at, bins, (lo, hi) = panel["coordinate"], panel["at"], panel["bins"], panel["range"]
     for run_id in panel["runs"]:
         x = data[run_id].samples(coordinate, at)
@@ -75,35 +282,100 @@ def _density_panel(ax, exp, panel: dict, data: dict[str, RunData], colours: dict
     if panel.get("density"):
         grid = np.linspace(lo, hi, 400)
         exact = getattr(data[panel["runs"][0]].system, panel["density"])
-        ax.plot(grid, exact(grid), "k--", lw=1.2, label=f"exact ({panel['density']})")
+        ax.plot(grid, exact(grid), "k--", lw=1.2, label=panel.get("density_label") or density_label(panel["density"]))
     ax.set_xlabel(coordinate + (f" mod {panel['period']:g}" if panel.get("period") else ""))
     when = "the final time" if at is None else f"t={at:g}"
     ax.set_ylabel(panel.get("ylabel", f"density of {coordinate} at {when}"))
+    if panel.get("ylim"):
+        ax.set_ylim(*panel["ylim"])
+    return 0
 
 
-def draw(exp, data: dict[str, RunData], table: list[dict], fidelity: str, path: Path) -> Path:
-    """One panel per entry of ``exp.panels``, stacked."""
-    colours = {run_id: f"C{i % 10}" if i < 10 else plt.cm.tab20(i % 20) for i, run_id in enumerate(exp.runs)}
-    heights = [1 if p["quantity"] == "error" else 2 for p in exp.panels]
-    fig, axes = plt.subplots(len(exp.panels), 1, figsize=(8, 3 + 2.2 * sum(heights) / 2),
-                             gridspec_kw={"height_ratios": heights}, squeeze=False)
+# --- the figure ----------------------------------------------------------------------------------------
+def wrap_label(label: str, width: int = LEGEND_WRAP) -> str:
+    """A legend label on lines of at most ``width`` characters, broken preferably before a
+    parenthesis or after a semicolon; continuation lines indented."""
+    if len(label) <= width:
+        return label
+    lines: list[str] = []
+    for piece in re.split(r"(?<=;) |(?= \()", label):
+        if lines and len(lines[-1]) + len(piece) <= width:
+            lines[-1] += piece
+        else:
+            lines += textwrap.wrap(piece.strip(), width - 2) or [piece]
+    return "\n".join(lines[:1] + ["  " + line for line in lines[1:]])
+
+
+def _legend(ax):
+    """The panel's legend to the right of its axes, long labels wrapped."""
+    handles, labels = ax.get_legend_handles_labels()
+    if not handles:
+        return None
+    labels = [wrap_label(label) for label in labels]
+    return ax.legend(handles, labels, fontsize=LEGEND_FONT, loc="upper left", bbox_to_anchor=(1.02, 1.0),
+                     borderaxespad=0.0, frameon=False, handlelength=1.8)
+
+
+def run_colours(exp) -> dict:
+    """One colour per run, the same in every panel; runs that share a panel get different colours,
+    from the ten strong ones first (in file order), the pale tab20 shades only when a panel has
+    more than ten curves."""
+    shares = {run_id: set() for run_id in exp.runs}
+    for panel in exp.panels:
+        for run_id in panel.get("runs", []):
+            shares[run_id].update(r for r in panel["runs"] if r != run_id)
+    palette = [f"C{i}" for i in range(10)] + [plt.cm.tab20(i) for i in range(1, 20, 2)]
+    colours: dict = {}
+    for i, run_id in enumerate(exp.runs):
+        taken = {str(colours[r]) for r in shares[run_id] if r in colours}
+        colours[run_id] = next((c for c in palette if str(c) not in taken), palette[i % len(palette)])
+    return colours
+
+
+def figure(exp, data: dict[str, RunData], table: list[dict], fidelity: str):
+    """The figure (one panel per entry of ``exp.panels``, stacked) as a matplotlib Figure."""
+    colours = run_colours(exp)
+    base = [1.4 if p["quantity"] == "error" else 2.4 for p in exp.panels]
+    fig, axes = plt.subplots(len(exp.panels), 1, figsize=(AXES_WIDTH + 4, sum(base) + 1.5), dpi=DPI,
+                             gridspec_kw={"height_ratios": base}, squeeze=False)
+    bands = 0
     for ax, panel in zip(axes[:, 0], exp.panels):
         by_position = {run_id: f"C{i % 10}" for i, run_id in enumerate(panel["runs"])}
         panel_colours = by_position if panel.get("colours") == "by_position" else colours
-        (_density_panel if panel["quantity"] == "density" else _time_panel)(ax, exp, panel, data, panel_colours)
-        if panel.get("ylim"):
-            ax.set_ylim(*panel["ylim"])
+        draw_panel = _density_panel if panel["quantity"] == "density" else _time_panel
+        bands += draw_panel(ax, exp, panel, data, panel_colours)
         if panel.get("title"):
             ax.set_title(panel["title"], fontsize=9)
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=7, loc="best")
-    fig.suptitle(f"{exp.paper} {exp.figure}: {exp.title}", fontsize=10)
-    paths = ", ".join(f"{r['run']} {r['paths']}" for r in table)
-    footer = textwrap.fill(f"{fidelity} fidelity, T={table[0]['T']:g}; paths: {paths}; "
-                           f"bands ±{BAND_SE} SE (Monte Carlo)", 150)
-    fig.text(0.01, 0.005, footer, fontsize=7, color="0.35")
-    fig.tight_layout(rect=(0, 0.012 * (footer.count("\n") + 2), 1, 1))
+        _legend(ax)
+    fig.suptitle("\n".join(textwrap.wrap(exp.heading, 95)), fontsize=10.5)
+    footer = footer_text(table, fidelity, bands)
+
+    # Size: the data area keeps its width and each panel is at least as tall as its legend.
+    renderer = fig.canvas.get_renderer()
+    legends = [ax.get_legend() for ax in axes[:, 0]]
+    widths = [lg.get_window_extent(renderer).width / fig.dpi for lg in legends if lg]
+    heights = [max(b, (lg.get_window_extent(renderer).height / fig.dpi + 0.5) if lg else 0)
+               for b, lg in zip(base, legends)]
+    legend_width = max(widths, default=0)
+    legend_column = legend_width + 0.35 if legend_width else 0.15
+    width = AXES_WIDTH + 1.2 + legend_column
+    footer = "\n".join(textwrap.wrap(footer, int(FOOTER_WRAP * width / (AXES_WIDTH + 4))))
+    footer_in = 0.16 * (footer.count("\n") + 1) + 0.15
+    title_in = 0.25 * (fig.get_suptitle().count("\n") + 1) + 0.25
+    height = sum(heights) + 0.75 * len(heights) + title_in + footer_in
+    fig.set_size_inches(width, height)
+    axes[0, 0].get_gridspec().set_height_ratios(heights)
+    fig.text(0.01, 0.006, footer, fontsize=7, color="0.35", va="bottom")
+    # tight_layout counts the legends hanging off the axes' right edge: the data area keeps its width.
+    fig.tight_layout(rect=(0, footer_in / height, 1, 1 - 0.05 / height))
+    return fig
+
+
+def draw(exp, data: dict[str, RunData], table: list[dict], fidelity: str, path: Path) -> Path:
+    """Draw the figure to ``path`` (PNG)."""
+    fig = figure(exp, data, table, fidelity)
     path = Path(path)
-    fig.savefig(path, dpi=130)
+    fig.savefig(path, dpi=DPI)
     plt.close(fig)
     return path

@@ -3,12 +3,15 @@
 The smoke runs are short (T cut by 10 or more, a few hundred paths), so most acceptance criteria
 about late times SKIP; none may FAIL. The Lenard-Bernstein figures 4.6-4.9 share one run cache.
 """
+import re
 from pathlib import Path
 
 import pytest
+import yaml
 
+from sgi_run.core.errors import ConfigError
 from sgi_run.figures.checks import FAIL, PASS
-from sgi_run.figures.experiment import compose_runs, discover, make_figure
+from sgi_run.figures.experiment import compose_runs, discover, load, make_figure
 
 EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments"
 ALL = discover(EXPERIMENTS)
@@ -47,3 +50,57 @@ def test_paper_profile_has_the_papers_counts(exp, tmp_path):
             assert cfg.plan.T == T, run_id
         else:   # T = 1000 in the paper; 999.9 = 6666 x 0.15, as 1000 is not a whole number of 0.15 steps
             assert cfg.plan.T in (999.9, 1000), run_id
+
+
+# --- how each experiment is named ------------------------------------------------------------------------
+PAPER_NAMES = {"kraus_tyranowski_2021": "Kraus & Tyranowski (2021)", "bou_rabee_owhadi": "Bou-Rabee & Owhadi (2007)"}
+
+
+@pytest.mark.parametrize("exp", ALL, ids=lambda e: e.figure)
+def test_every_heading_cites_the_paper_and_the_papers_figure_name(exp):
+    assert exp.paper_name == PAPER_NAMES[exp.paper]
+    number = re.fullmatch(r"fig(\d+)_(\d+)", exp.figure)
+    if number:
+        assert not exp.diagnostic and exp.name == f"Figure {number[1]}.{number[2]}"
+        assert f"Figure {number[1]}.{number[2]}" in exp.source      # the figure the paper's text names
+    else:   # a check this project adds says so instead of passing for a figure
+        assert exp.diagnostic and "not a figure of the paper" in exp.name
+    assert exp.heading == f"{exp.paper_name}, {exp.name}: {exp.title}"
+    assert exp.paper not in exp.heading and exp.figure not in exp.heading
+
+
+def _variant(tmp_path, edit, source="kraus_tyranowski_2021/fig4_1.yaml", name="fig4_1.yaml"):
+    spec = yaml.safe_load((EXPERIMENTS / source).read_text())
+    edit(spec)
+    path = tmp_path / name
+    path.write_text(yaml.safe_dump(spec, allow_unicode=True))
+    return path
+
+
+def test_a_figure_without_a_name_is_named_from_its_id(tmp_path):
+    exp = load(_variant(tmp_path, lambda s: [s.pop("name"), s.pop("paper_name")]))
+    assert exp.name == "Figure 4.1" and exp.heading.startswith("kraus_tyranowski_2021, Figure 4.1: ")
+
+
+@pytest.mark.parametrize("edit, key", [
+    (lambda s: s.update(name="Figure 4.2"), "name"),            # another figure's name
+    (lambda s: s.update(name="Figure 4.10"), "name"),
+    (lambda s: s.update(paper_name=""), "paper_name"),
+    (lambda s: s["panels"][0].update(reference_label=3), "panels[0].reference_label"),
+    (lambda s: s["panels"][0].update(ylim=[3, 1]), "panels[0].ylim"),
+])
+def test_bad_names_and_labels_are_refused_naming_the_key(tmp_path, edit, key):
+    with pytest.raises(ConfigError) as err:
+        load(_variant(tmp_path, edit))
+    assert str(err.value).startswith(f"fig4_1.yaml:{key}=")
+
+
+@pytest.mark.parametrize("name", [None, "Figure 6.1"])
+def test_a_diagnostic_must_say_it_is_not_a_figure(tmp_path, name):
+    def edit(spec):
+        spec.pop("name")
+        if name:
+            spec["name"] = name
+    path = _variant(tmp_path, edit, "bou_rabee_owhadi/svia_diagnostics.yaml", "svia_diagnostics.yaml")
+    with pytest.raises(ConfigError, match=r"^svia_diagnostics.yaml:name="):
+        load(path)

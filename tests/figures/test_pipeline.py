@@ -1,5 +1,6 @@
 """The figure pipeline end to end at smoke fidelity: runs, PNG, table, verdicts, gallery, cache."""
 import csv
+import html
 import json
 import re
 import shutil
@@ -45,7 +46,16 @@ def test_smoke_writes_figure_table_verdicts_and_gallery(smoke):
     assert sum(l.startswith("SKIP") for l in lines) == 7
     assert all(l.startswith("PASS") for l in lines if not l.startswith("SKIP"))
 
+    # Titles cite the paper and its figure name, the same in the table, the verdicts, the record and the gallery.
+    heading = "Kraus & Tyranowski (2021), Figure 4.1: Damped Kubo oscillator: mean energy E(H) for mean-square methods"
+    assert (out / "fig4_1.md").read_text().startswith(f"# {heading}\n")
+    assert (out / "fig4_1_checks.md").read_text().startswith(
+        "# Kraus & Tyranowski (2021), Figure 4.1: acceptance checks (smoke fidelity)\n")
+    record = json.loads((out / "fig4_1.json").read_text())
+    assert record["heading"] == heading and record["diagnostic"] is False
+
     index = (root / "figures" / "index.html").read_text()
+    assert f"<h2>{html.escape(heading)}</h2>" in index and "kraus_tyranowski_2021 fig4_1" not in index
     assert f'src="{FIG}/fig4_1.png"' in index
     assert "The stochastic DIRK method proves" in index       # the paper's caption
     assert "<b>smoke</b> fidelity" in index and "plan.paths=50000" in index
@@ -102,3 +112,17 @@ def test_table_rows_recorded_by_earlier_versions_still_render():
            "window_se_bound": 0.02, "max_rel_mc_error": 0.1, "nonfinite_paths": 0, "wall_time_s": 3.0, "cached": True}
     cells = md_cells(old)
     assert "0.98 ± ≤ 0.02" in cells and cells[-1] == "3 (cached)"
+
+
+def test_the_gallery_orders_figures_by_number_and_diagnostics_last():
+    from sgi_run.figures.gallery import _order
+    names = ["fig4_10", "fig4_2", "fig4_1", "svia_diagnostics", "fig2_1"]
+    paths = [Path("out/kraus_tyranowski_2021") / f"{n}.json" for n in names[:3]]
+    paths += [Path("out/bou_rabee_owhadi") / f"{n}.json" for n in names[3:]]
+    assert [p.stem for p in sorted(paths, key=_order)] == ["fig2_1", "svia_diagnostics", "fig4_1", "fig4_2", "fig4_10"]
+
+
+def test_gallery_headings_of_records_written_before_figures_had_names():
+    from sgi_run.figures.gallery import heading
+    old = {"paper": "kraus_tyranowski_2021", "figure": "fig4_1", "title": "Kubo"}
+    assert heading(old) == ("kraus_tyranowski_2021 fig4_1", "kraus_tyranowski_2021 fig4_1: Kubo")

@@ -1,34 +1,251 @@
-"""Drawing: what a time panel shows for a run that diverges (spec 003 section 3 layout)."""
+"""Drawing: what a panel shows (spec 003 section 3 layout for diverging runs) and the conventions
+every figure follows: the paper's figure name in the heading, legends outside the data, readable
+labels, off-scale curves marked where they leave, bands only where they mean something, a compact
+footer. Checked on the matplotlib objects, not on pixels."""
 from types import SimpleNamespace
 
 import matplotlib.pyplot as plt
 import numpy as np
+import pytest
+from matplotlib.collections import PolyCollection
+from matplotlib.text import Annotation
 
 from sgi_run.figures import plots
 from sgi_run.figures.checks import RunData, Series
 
 T = np.arange(0.0, 11.0)
+HEADING = "Bou-Rabee & Owhadi (2007), Figure 2.1: Cubic oscillator"
+SYSTEM = SimpleNamespace(equilibrium_mean=lambda observable: 0.97910 if observable == "two_H" else None,
+                         initial_density_x=lambda x: np.ones_like(x))
 
 
-def _panel_lines(mean, nonfinite):
-    run = RunData({"two_H": Series(T, np.asarray(mean, float), np.full_like(T, 0.01))}, "two_H",
-                  paths=100, nonfinite=np.asarray(nonfinite))
-    exp = SimpleNamespace(observable="two_H", runs={"r": SimpleNamespace(label="SVIB, c=10")})
+def _run(mean, sem=0.01, nonfinite=None, paths=100, t=T, snapshot=None):
+    mean = np.asarray(mean, float)
+    sem = np.broadcast_to(np.asarray(sem, float), mean.shape)
+    nonfinite = np.zeros(len(t), int) if nonfinite is None else np.asarray(nonfinite)
+    return RunData({"two_H": Series(t, mean, sem)}, "two_H", SYSTEM,
+                   snapshot or (lambda at: None), paths, nonfinite)
+
+
+def _exp(labels: dict, panels: list):
+    return SimpleNamespace(observable="two_H", heading=HEADING, panels=panels, paper="bou_rabee_owhadi",
+                           figure="fig2_1", title="Cubic oscillator",
+                           runs={r: SimpleNamespace(label=label) for r, label in labels.items()})
+
+
+def _table(data: dict, labels: dict, T_end=10.0):
+    return [{"run": r, "label": labels[r], "paths": data[r].paths, "T": T_end} for r in data]
+
+
+def _figure(panels, data, labels, fidelity="smoke"):
+    """The figure ``plots.draw`` saves, kept open to be inspected."""
+    drawn = []
+    original = plt.close
+    plt.close = lambda fig=None: drawn.append(fig)
+    try:
+        path = plots.draw(_exp(labels, panels), data, _table(data, labels), fidelity, _figure.tmp / "figure.png")
+    finally:
+        plt.close = original
+    assert path.stat().st_size > 0
+    (fig,) = drawn
+    return fig
+
+
+def _footer(fig) -> str:
+    return fig.texts[-1].get_text().replace("\n", " ")
+
+
+@pytest.fixture(autouse=True)
+def _close_figures(tmp_path):
+    _figure.tmp = tmp_path
+    yield
+    plt.close("all")
+
+
+# --- a diverging run ------------------------------------------------------------------------------------
+def _panel(mean, nonfinite, panel=None):
+    run = _run(mean, nonfinite=nonfinite)
+    exp = _exp({"r": "SVIB, c=10"}, [])
     fig, ax = plt.subplots()
-    plots._time_panel(ax, exp, {"quantity": "mean", "runs": ["r"]}, {"r": run}, {"r": "C0"})
-    (line,) = ax.get_lines()
-    plt.close(fig)
-    return line
+    bands = plots._time_panel(ax, exp, {"quantity": "mean", "runs": ["r"], **(panel or {})}, {"r": run}, {"r": "C0"})
+    return ax, bands
 
 
 def test_a_diverged_run_is_truncated_and_says_when_in_its_legend():
     exploding = np.where(T < 4, 1.0, 1e9)
     nonfinite = np.where(T < 6, 0, 100)
-    line = _panel_lines(exploding, nonfinite)
-    assert line.get_label() == "SVIB, c=10 (diverged at t=4; 100 of 100 paths non-finite at T)"
+    ax, _ = _panel(exploding, nonfinite)
+    (line,) = ax.get_lines()
+    assert line.get_label() == "SVIB, c=10 (diverged at t=4; all 100 paths non-finite at T)"
     assert list(line.get_xdata()) == [0.0, 1.0, 2.0, 3.0, 4.0]
 
 
+def test_a_diverged_run_says_how_many_paths_it_lost():
+    ax, _ = _panel(np.where(T < 4, 1.0, 1e9), np.where(T < 6, 0, 37))
+    (line,) = ax.get_lines()
+    assert line.get_label() == "SVIB, c=10 (diverged at t=4; 37 of 100 paths non-finite at T)"
+
+
 def test_a_finite_run_keeps_its_whole_curve_and_label():
-    line = _panel_lines(np.ones_like(T), np.zeros_like(T, dtype=int))
+    ax, bands = _panel(np.ones_like(T), np.zeros_like(T, dtype=int))
+    (line,) = ax.get_lines()
     assert line.get_label() == "SVIB, c=10" and len(line.get_xdata()) == len(T)
+    assert bands == 1
+
+
+def test_a_diverged_run_has_no_band_at_or_past_its_divergence():
+    """Old code shaded the divergence time itself, where the SE is near the float limit: a stray
+    vertical stripe across the panel."""
+    exploding = np.where(T < 4, 1.0, 1e9)
+    ax, bands = _panel(exploding, np.where(T < 6, 0, 100))
+    (band,) = [c for c in ax.collections if isinstance(c, PolyCollection)]
+    shaded_t = np.concatenate([p.vertices[:, 0] for p in band.get_paths()])
+    assert bands == 1 and shaded_t.max() < 4
+
+
+def test_no_band_around_a_curve_that_is_off_the_fixed_scale():
+    rising = np.where(T < 3, 1.0, 50.0)     # leaves ylim [-1, 3] at t = 3 with a wide SE
+    ax, _ = _panel(rising, None, {"ylim": [-1, 3]})
+    (band,) = [c for c in ax.collections if isinstance(c, PolyCollection)]
+    shaded_t = np.concatenate([p.vertices[:, 0] for p in band.get_paths()])
+    assert shaded_t.max() < 3
+
+
+# --- the conventions of every figure --------------------------------------------------------------------
+LABELS = {"a": "SVIA, c=1", "b": "SVIB, c=1", "c": "SVIC, c=30"}
+
+
+def _three_runs(paths=(100, 100, 100), sem=0.01):
+    rise = np.linspace(-0.5, 434, len(T))
+    return {"a": _run(np.ones_like(T), sem, paths=paths[0]), "b": _run(np.ones_like(T) * 1.1, sem, paths=paths[1]),
+            "c": _run(rise, sem, paths=paths[2])}
+
+
+def test_the_heading_cites_the_paper_and_its_figure_name():
+    fig = _figure([{"quantity": "mean", "runs": ["a"]}], _three_runs(), LABELS)
+    assert fig.get_suptitle().replace("\n", " ") == HEADING
+
+
+def test_every_legend_stands_outside_its_axes():
+    panels = [{"quantity": "mean", "runs": ["a", "b", "c"], "reference": "equilibrium_mean:two_H"},
+              {"quantity": "mean", "runs": ["a", "b"]}]
+    fig = _figure(panels, _three_runs(), LABELS)
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    for ax in fig.axes:
+        legend, data_area = ax.get_legend().get_window_extent(renderer), ax.get_window_extent(renderer)
+        assert legend.x0 >= data_area.x1, "the legend overlaps the data area"
+        assert legend.x1 <= fig.bbox.x1 + 1, "the legend is cut off by the figure's edge"
+
+
+def test_reference_lines_and_exact_densities_have_readable_labels():
+    snapshot = lambda at: {"x": np.linspace(0, 1, 500)}
+    data = {"a": _run(np.ones_like(T), snapshot=snapshot)}
+    panels = [{"quantity": "mean", "runs": ["a"], "reference": "equilibrium_mean:two_H"},
+              {"quantity": "density", "runs": ["a"], "coordinate": "x", "at": 0, "bins": 10, "range": [0, 1],
+               "density": "initial_density_x"}]
+    fig = _figure(panels, data, {"a": "SVIA"})
+    mean_labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    density_labels = [t.get_text() for t in fig.axes[1].get_legend().get_texts()]
+    assert "2<H> at equilibrium = 0.9791" in mean_labels
+    assert "exact initial density" in density_labels
+    assert not any("equilibrium_mean" in t or "initial_density_x" in t for t in mean_labels + density_labels)
+
+
+def test_a_panel_can_name_its_reference_and_density_itself():
+    snapshot = lambda at: {"x": np.linspace(0, 1, 500)}
+    data = {"a": _run(np.ones_like(T), snapshot=snapshot)}
+    panels = [{"quantity": "mean", "runs": ["a"], "reference": "equilibrium_mean:two_H",
+               "reference_label": "Boltzmann-Gibbs 2<H>"},
+              {"quantity": "density", "runs": ["a"], "coordinate": "x", "at": 0, "bins": 10, "range": [0, 1],
+               "density": "initial_density_x", "density_label": "(4.12)"}]
+    fig = _figure(panels, data, {"a": "SVIA"})
+    assert "Boltzmann-Gibbs 2<H>" in [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert "(4.12)" in [t.get_text() for t in fig.axes[1].get_legend().get_texts()]
+
+
+@pytest.mark.parametrize("reference, label", [
+    ("equilibrium_mean:two_H", "2<H> at equilibrium = 0.9791"),
+    ("ergodic_energy", "<H> in the ergodic limit = 0.9791"),
+    ("ergodic_mean:sin4pix", "<sin 4πx> in the ergodic limit = 0.9791"),
+    ("initial_mean:v", "<v> under the initial law = 0.9791"),
+    (1.5, "reference = 1.5"),
+])
+def test_reference_labels_name_the_quantity_and_where_it_holds(reference, label):
+    value = reference if isinstance(reference, float) else 0.97910
+    assert plots.reference_label(reference, value) == label
+
+
+def test_a_curve_that_leaves_the_y_range_is_marked_where_it_leaves_with_where_it_went():
+    fig = _figure([{"quantity": "mean", "runs": ["a", "c"], "ylim": [-0.6, 3]}], _three_runs(), LABELS)
+    ax = fig.axes[0]
+    notes = [c for c in ax.get_children() if isinstance(c, Annotation)]
+    assert [n.get_text() for n in notes] == ["↑ 434 at t=10"]
+    t_exit, level = notes[0].xy
+    assert level == 3 and 0 < t_exit < 1       # rises from -0.5 by 43.45 per unit time: crosses 3 at t = 0.08
+    markers = [line for line in ax.get_lines() if line.get_marker() == "^"]
+    assert len(markers) == 1 and markers[0].get_ydata()[0] == 3
+
+
+def test_off_scale_finds_each_edge_and_the_farthest_value():
+    t = np.arange(6.0)
+    marks = plots.off_scale(t, np.array([0.0, 2.0, 5.0, 1.0, -4.0, -9.0]), -1.0, 3.0)
+    assert [(m["edge"], m["value"], m["t"]) for m in marks] == [("top", 5.0, 2.0), ("bottom", -9.0, 5.0)]
+    assert marks[0]["t_exit"] == pytest.approx(1 + 1 / 3) and marks[1]["t_exit"] == pytest.approx(3.4)
+    assert plots.off_scale(t, np.zeros(6), -1, 3) == []
+
+
+def test_the_footer_mentions_bands_only_when_a_band_is_drawn():
+    with_bands = _figure([{"quantity": "mean", "runs": ["a", "b"]}], _three_runs(), LABELS)
+    assert "±2 SE" in _footer(with_bands)
+    one_path = {r: _run(np.ones_like(T), sem=np.nan, paths=1) for r in ("a", "b")}   # a single path has no SE
+    without = _figure([{"quantity": "mean", "runs": ["a", "b"]}], one_path, LABELS)
+    assert "SE" not in _footer(without) and "band" not in _footer(without)
+    assert "1 path each" in _footer(without)
+
+
+def test_a_density_figure_has_no_band_in_its_footer():
+    data = {"a": _run(np.ones_like(T), snapshot=lambda at: {"x": np.linspace(0, 1, 100)}, paths=20000)}
+    fig = _figure([{"quantity": "density", "runs": ["a"], "coordinate": "x", "at": 0, "bins": 10,
+                    "range": [0, 1]}], data, {"a": "sampled"})
+    assert _footer(fig) == "smoke fidelity; T = 10; 20,000 paths"
+
+
+def test_the_footer_groups_path_counts():
+    fig = _figure([{"quantity": "mean", "runs": ["a", "b", "c"]}], _three_runs(paths=(10000, 10000, 2000)), LABELS)
+    assert "10⁴ paths each, except 2000 (SVIC, c=30)" in _footer(fig)
+    assert "SVIA" not in _footer(fig)
+    same = _figure([{"quantity": "mean", "runs": ["a", "b", "c"]}], _three_runs(paths=(1000,) * 3), LABELS)
+    assert "10³ paths each" in _footer(same)
+
+
+def test_horizons_and_counts_read_compactly():
+    table = [{"label": "A", "T": 999.9, "paths": 160000}, {"label": "B", "T": 999.9, "paths": 160000},
+             {"label": "C", "T": 1000, "paths": 5000}, {"label": "D", "T": 1000, "paths": 2000}]
+    assert plots.horizon_text(table) == "T = 999.9, except 1000 (C / D)"
+    assert plots.paths_text(table) == "160,000 paths each, except 5000 (C), 2000 (D)"
+    assert [plots.count_text(n) for n in (1, 200, 1000, 10**7, 20000)] == ["1", "200", "10³", "10⁷", "20,000"]
+
+
+def test_a_panel_whose_time_window_has_no_data_says_so():
+    panels = [{"quantity": "mean", "runs": ["a"], "xlim": [4000, 5000]}]
+    fig = _figure(panels, _three_runs(), LABELS)
+    texts = [t.get_text() for t in fig.axes[0].texts]
+    assert texts == ["nothing to draw: the runs end at T = 10, before t = 4000"]
+
+
+def test_runs_sharing_a_panel_get_distinct_strong_colours():
+    runs = {f"r{i}": f"run {i}" for i in range(14)}
+    exp = _exp(runs, [{"runs": [f"r{i}" for i in range(6)]}, {"runs": [f"r{i}" for i in range(6, 14)]},
+                      {"runs": ["r0", "r13"]}])
+    colours = plots.run_colours(exp)
+    for panel in exp.panels:
+        shown = [str(colours[r]) for r in panel["runs"]]
+        assert len(set(shown)) == len(shown)
+        assert all(c.startswith("C") for c in shown)   # no pale tab20 shade while ten strong ones suffice
+
+
+def test_long_legend_labels_wrap_at_a_parenthesis_or_semicolon():
+    assert plots.wrap_label("SVIB, c=10 (diverged at t=1.5; 9999 of 10,000 paths non-finite at T)") == \
+        "SVIB, c=10 (diverged at t=1.5;\n  9999 of 10,000 paths non-finite at T)"
+    assert plots.wrap_label("DIRK, Δt=0.15") == "DIRK, Δt=0.15"
