@@ -87,7 +87,7 @@ def run(cfg: DictConfig, run_dir: Path | None = None, *, progress: bool | None =
     wanted = config_hash(cfg)
 
     def finished(found: cache.Cached) -> RunResult:
-        return RunResult(path, run_dir, found.value, summary.summarize(found.value, system), cached=True,
+        return RunResult(path, run_dir, found.value, summary.summarize(found.value, system, setup.integrator, plan), cached=True,
                          stale=found.stale)
 
     if not cache.writable(run_dir):
@@ -117,7 +117,7 @@ def run(cfg: DictConfig, run_dir: Path | None = None, *, progress: bool | None =
         ens = _ensemble(cfg, sim, result, time.perf_counter() - started)
         store.write(path, ens)
         shards.clear()
-    rows = summary.summarize(ens, system)
+    rows = summary.summarize(ens, system, setup.integrator, plan)
     summary.write(rows, run_dir, f"{label}  dt={plan.dt}  paths={plan.paths}  T={plan.T}")
     return RunResult(path, run_dir, ens, rows, cached=False, shards_resumed=result.shards_resumed)
 

@@ -60,6 +60,11 @@ def step_matrices(system, integrator, dt: float, xi: np.ndarray) -> np.ndarray:
     return np.asarray(jax.jit(jax.vmap(columns))(jnp.asarray(xi)))
 
 
+def applies(system, plan) -> bool:
+    """Whether ``method_moments`` is exact for this system and plan (linear, plain increments)."""
+    return system.linear and plan.brownian_refine == 1 and plan.truncate is None
+
+
 def method_moments(system, integrator, plan: Plan, gauss_nodes: int = 120, pair_nodes: int = 30) -> MethodMoments:
     if plan.brownian_refine != 1 or plan.truncate is not None:
         raise ValueError("the oracle covers plain increments (brownian_refine = 1, no truncation)")

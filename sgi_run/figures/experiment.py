@@ -26,6 +26,7 @@ from sgi_run.engine.linear_oracle import method_moments
 from sgi_run.figures import checks as checks_mod
 from sgi_run.figures.checks import CheckResult, RunData, Series
 from sgi_run.runner import RunResult, run
+from sgi_run.summary import max_relative_error
 
 FIDELITIES = ("smoke", "reduced", "paper")
 # "project choice": a diagnostic whose step size neither the paper nor its spec sets.
@@ -251,12 +252,10 @@ def _run_data(result: RunResult, cfg, observable: str, oracle: str | None) -> Ru
 
 
 def _table_row(exp: Experiment, spec: RunSpec, cfg, result: RunResult, s: Series) -> dict:
-    with np.errstate(divide="ignore", invalid="ignore"):
-        rel_mc = np.where(np.abs(s.mean) > 0, s.sem / np.abs(s.mean), np.nan)
     row = {"run": spec.id, "label": spec.label, "integrator": cfg.integrator.name, "dt": cfg.plan.dt,
            "dt_source": spec.dt_source, "paths": cfg.plan.paths, "T": cfg.plan.T,
            "mean_T": float(s.mean[-1]), "sem_T": float(s.sem[-1]),
-           "max_rel_mc_error": float(np.nanmax(rel_mc)) if np.isfinite(rel_mc).any() else math.nan,
+           "max_rel_mc_error": max_relative_error(s.mean, s.sem),
            "nonfinite_paths": int(np.max(result.ensemble.diagnostics["nonfinite_paths"])),
            "newton_per_step": float(result.ensemble.attrs.get("newton_iterations_per_step", math.nan)),
            "wall_time_s": float(result.ensemble.attrs.get("wall_time_s", math.nan)), "cached": result.cached,

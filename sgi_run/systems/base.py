@@ -38,6 +38,8 @@ class CanonicalSystem:
     dof: ClassVar[int] = 1
     noises: ClassVar[int] = 1
     coordinates: ClassVar[tuple[str, ...]] = ("q", "p")
+    # z' = M(xi) z exactly, from a deterministic z0: the linear oracle gives each method's moments.
+    linear: ClassVar[bool] = False
 
     # --- physics, written by each system -------------------------------------------------
     def hamiltonian(self, q, p):

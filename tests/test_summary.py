@@ -1,0 +1,104 @@
+"""The summary a user reads: honest numbers (NaN where nothing was measured), the method's own exact
+mean where known, full precision in summary.csv, and a terminal table that never cuts a number."""
+import csv
+import io
+import math
+
+import numpy as np
+import pytest
+from rich.console import Console
+
+import sgi_run
+from sgi_run import store, summary
+from sgi_run.config import build
+from sgi_run.engine.linear_oracle import method_moments
+from sgi_run.systems import Kubo
+
+
+def failed_ensemble(paths=5):
+    """Every path non-finite after t = 0 (a deterministic start: s.e. 0 there)."""
+    count = np.array([paths, 0, 0])
+    return store.Ensemble(np.arange(3.0), {"H": {"mean": np.array([2.0, np.nan, np.nan]),
+                                                 "var": np.array([0.0, np.nan, np.nan]), "count": count}},
+                          {}, {"nonfinite_paths": np.array([0, paths, paths])}, {"paths": paths})
+
+
+def test_a_run_where_every_path_failed_shows_nan_not_zero():
+    [row] = summary.summarize(failed_ensemble(), Kubo())
+    assert math.isnan(row["sem"]) and math.isnan(row["max_rel_mc_error"]) and math.isnan(row["mean"])
+    assert math.isnan(row["error_in_sem"]) and row["nonfinite_paths"] == 5
+
+
+def test_relative_error_of_a_deterministic_start_at_zero_is_zero():
+    assert summary.max_relative_error(np.array([0.0, 1.0]), np.array([0.0, 0.1])) == pytest.approx(0.1)
+    assert math.isnan(summary.max_relative_error(np.array([1.0, np.nan]), np.array([0.1, np.nan])))
+
+
+@pytest.fixture(scope="module")
+def kubo_run(tmp_path_factory):
+    root = tmp_path_factory.mktemp("runs")
+    cfg = sgi_run.compose([f"output_root={root}", "progress=off", "plan.paths=400", "plan.T=10",
+                           "plan.observables=[H,q,p]"])
+    return cfg, sgi_run.run(cfg)
+
+
+def test_the_kubo_summary_holds_the_mean_against_the_methods_own_exact_mean(kubo_run):
+    """z against the method's exact mean is Monte Carlo error only; the bias is the oracle's."""
+    cfg, result = kubo_run
+    setup = build(cfg)
+    own = method_moments(setup.system, setup.integrator, setup.plan).mean_H[-1]
+    h = result.summary[0]
+    assert h["observable"] == "H" and h["method_reference"] == pytest.approx(own, rel=1e-12)
+    assert h["method_bias"] == pytest.approx(own - Kubo().exact_mean_energy(np.array([10.0]))[0], rel=1e-12)
+    assert abs(h["method_error_in_sem"]) < 4 and h["method_error_in_sem"] == pytest.approx((h["mean"] - own) / h["sem"])
+    assert result.summary[1]["method_reference"] == ""      # no oracle for q
+
+
+def test_no_method_mean_where_the_oracle_does_not_hold(runs_root):
+    result = sgi_run.run(sgi_run.compose(runs_root + ["system=van_der_pol", "integrator=heun", "plan.paths=20",
+                                                      "plan.T=1"]))
+    assert all(r["method_reference"] == "" for r in result.summary)
+
+
+def test_rows_keep_the_plans_order_cached_or_not(kubo_run):
+    cfg, result = kubo_run
+    assert [r["observable"] for r in result.summary] == ["H", "q", "p"]
+    again = sgi_run.run(cfg)
+    assert again.cached and [r["observable"] for r in again.summary] == ["H", "q", "p"]
+
+
+def test_summary_csv_holds_full_precision(kubo_run):
+    _, result = kubo_run
+    with open(result.run_dir / "summary.csv") as f:
+        stored = list(csv.DictReader(f))
+    for row, written in zip(result.summary, stored):
+        assert float(written["mean"]) == row["mean"] and float(written["sem"]) == row["sem"]
+
+
+def rendered(rows, width):
+    console = Console(width=width, file=io.StringIO(), record=True)
+    console.print(summary.render(rows, "kubo / midpoint", width=width))
+    return console.export_text()
+
+
+@pytest.mark.parametrize("width", [40, 80, 200])
+def test_no_number_is_ever_cut(kubo_run, width):
+    _, result = kubo_run
+    rows = result.summary + [{**result.summary[0], "observable": "kinetic_temperature", "nonfinite_paths": 3,
+                              "equilibrium": 0.979101351756422, "equilibrium_error_in_sem": 186.123}]
+    text = rendered(rows, width)
+    assert "…" not in text and max(len(line) for line in text.splitlines()) <= width
+    for row in rows:
+        assert row["observable"] in text
+        for key, shown in (("mean", "{:.6g}"), ("sem", "{:.2g}"), ("max_rel_mc_error", "{:.3g}"),
+                           ("reference", "{:.6g}"), ("method_reference", "{:.6g}"),
+                           ("method_error_in_sem", "{:+.2f}"), ("method_bias", "{:.3g}"),
+                           ("equilibrium", "{:.6g}"), ("equilibrium_error_in_sem", "{:+.2f}")):
+            if row[key] != "":
+                assert shown.format(row[key]) in text, (key, width)
+
+
+def test_a_wide_terminal_gets_one_table_a_narrow_one_a_block_per_observable(kubo_run):
+    _, result = kubo_run
+    assert rendered(result.summary, 200).count("± s.e.") == 1      # one header
+    assert rendered(result.summary, 40).count("mean ± s.e.") == 3
