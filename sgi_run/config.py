@@ -8,6 +8,8 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import math
+import os
 from pathlib import Path
 from typing import Iterable, Sequence
 
@@ -22,7 +24,7 @@ from omegaconf.errors import OmegaConfBaseException
 from sgi_run.core.errors import ConfigError
 from sgi_run.engine.convergence_plan import ConvergencePlan
 from sgi_run.engine.plan import Plan
-from sgi_run.engine.simulate import observable_functions
+from sgi_run.engine.simulate import format_bytes, memory_estimate, observable_functions
 from sgi_run.integrators import Integrator, make_integrator
 from sgi_run.systems import SYSTEMS, CanonicalSystem
 
@@ -67,9 +69,21 @@ def expand_sweeps(overrides: Sequence[str]) -> list[list[str]]:
     return [list(c) for c in itertools.product(*choices)]
 
 
+# Set by the group option chosen (``integrator=dirk``), never by hand: results are filed under the names.
+_SET_BY_GROUP = {"system.name": "system", "integrator.name": "integrator", "integrator.family": "integrator"}
+
+
 def check_overrides(overrides: Sequence[str]) -> None:
-    """Refuse unknown group options and unknown keys, with the allowed ones named."""
+    """Refuse unknown group options, unknown keys (also ``+key`` additions) and removed keys, with the
+    allowed ones named."""
     parsed = [o for o in _parsed(overrides) if not o.key_or_group.startswith("hydra")]
+    for o in parsed:
+        if o.is_delete():
+            raise ConfigError(o.key_or_group, "~", "a value: keys cannot be removed (set them instead)")
+        if o.key_or_group in _SET_BY_GROUP:
+            group = _SET_BY_GROUP[o.key_or_group]
+            raise ConfigError(o.key_or_group, _values(o)[0],
+                              f"set by the {group} group: choose {group}=<option>, one of {group_options(group)}")
     group_choices = []
     for o in parsed:
         if o.key_or_group in GROUPS:
@@ -78,13 +92,14 @@ def check_overrides(overrides: Sequence[str]) -> None:
                 if v not in allowed:
                     raise ConfigError(o.key_or_group, v, f"one of {allowed}")
             group_choices.append(f"{o.key_or_group}={_values(o)[0]}")
-    keyed = [o for o in parsed if o.key_or_group not in GROUPS and not o.is_add()]
+    # An added key (+key=value) is one no config has: as unknown as a mistyped one.
+    keyed = [o for o in parsed if o.key_or_group not in GROUPS]
     if not keyed:
         return
     base = _hydra_compose(group_choices)
     for o in keyed:
         key = o.key_or_group
-        if OmegaConf.select(base, key, default=_ABSENT) is _ABSENT:
+        if o.is_add() and not o.is_force_add() or OmegaConf.select(base, key, default=_ABSENT) is _ABSENT:
             parent_key, _, leaf = key.rpartition(".")
             parent = OmegaConf.select(base, parent_key) if parent_key else base
             known = sorted(parent.keys()) if isinstance(parent, DictConfig) else []
@@ -108,9 +123,9 @@ def compose(overrides: Iterable[str] = ()) -> DictConfig:
     check_overrides(overrides)
     try:
         cfg = _hydra_compose(overrides)
-    except (HydraException, OmegaConfBaseException) as err:
+        build(cfg)
+    except (HydraException, OmegaConfBaseException) as err:    # e.g. an interpolation that cannot resolve
         raise ConfigError("override", " ".join(overrides), str(err).splitlines()[0]) from None
-    build(cfg)
     return cfg
 
 
@@ -135,11 +150,8 @@ def build_system(cfg) -> CanonicalSystem:
     unknown = sorted(set(cfg) - set(cls.parameter_names()))
     if unknown:
         raise ConfigError(f"system.{unknown[0]}", cfg[unknown[0]], f"a parameter of {name}: {cls.parameter_names()}")
-    # `system.q0=2` arrives as an int; a float parameter must stay a float, or the initial state
-    # becomes an integer array that jax.jacfwd (Newton) refuses.
     declared = {f.name: f.type for f in dataclasses.fields(cls)}
-    cfg = {k: float(v) if declared[k] in ("float", float) and isinstance(v, int) and not isinstance(v, bool) else v
-           for k, v in cfg.items()}
+    cfg = {k: _typed(f"system.{k}", v, declared[k]) for k, v in cfg.items()}
     try:
         system = cls(**cfg)
         system.check()
@@ -148,13 +160,49 @@ def build_system(cfg) -> CanonicalSystem:
     return system
 
 
+def _finite(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+# Parameter types a system may declare -> (accepts, converts, what is allowed). Integers become floats:
+# `system.q0=2` arrives as an int, and an integer initial state is one jax.jacfwd (Newton) refuses.
+_PARAMETER_TYPES = {
+    "float": (_finite, float, "a finite number"),
+    "float | tuple[float, ...]": (
+        lambda v: _finite(v) or (isinstance(v, (list, tuple)) and len(v) > 0 and all(_finite(x) for x in v)),
+        lambda v: float(v) if _finite(v) else tuple(float(x) for x in v),
+        "a finite number, or a list of finite numbers (one per coordinate)"),
+    "int": (lambda v: isinstance(v, int) and not isinstance(v, bool), int, "an integer"),
+    "bool": (lambda v: isinstance(v, bool), bool, "true or false"),
+    "str": (lambda v: isinstance(v, str), str, "a string"),
+}
+
+
+def _typed(key: str, value, declared):
+    """A system parameter checked against its declared type (before the system's own domain checks)."""
+    accepts, convert, allowed = _PARAMETER_TYPES[declared if isinstance(declared, str) else declared.__name__]
+    if not accepts(value):
+        raise ConfigError(key, value, allowed)
+    return convert(value)
+
+
+def _make_integrator(cfg) -> Integrator:
+    """The integrator of a config node; a malformed tableau or option is one ConfigError line."""
+    family = cfg.get("family") if isinstance(cfg, dict) else None
+    try:
+        return make_integrator(cfg)
+    except ConfigError:
+        raise
+    except (TypeError, ValueError, KeyError, IndexError, AttributeError, OverflowError) as err:
+        detail = str(err).splitlines()[0] if str(err) else type(err).__name__
+        raise ConfigError("integrator", cfg.get("name") if isinstance(cfg, dict) else cfg,
+                          f"a well-formed {family} tableau and known options ({detail})") from None
+
+
 def build(cfg: DictConfig) -> Setup:
     """System, integrator and plan from a composed config; raises ConfigError before any compute."""
     system = build_system(cfg.system)
-    try:
-        integrator = make_integrator(_container(cfg.integrator))
-    except TypeError as err:
-        raise ConfigError("integrator", cfg.integrator.get("name"), f"known integrator options ({err})") from None
+    integrator = _make_integrator(_container(cfg.integrator))
     integrator.check_fits(system)
     kind = cfg.plan.get("kind", "ensemble")
     if kind not in PLAN_KINDS:
@@ -173,8 +221,57 @@ def build(cfg: DictConfig) -> Setup:
             raise ConfigError("plan.truncate", plan.truncate,
                               f"null with the weak integrator {integrator.name} (three-point increments)")
     observable_functions(system, plan.observables)   # refuses an unknown observable name
+    _check_memory(memory_estimate(system, integrator, plan), plan)
     _check_run_options(cfg)
     return Setup(system, integrator, plan)
+
+
+# --- what fits ---------------------------------------------------------------------------------------
+MEMORY_LIMIT_ENV = "SGI_RUN_MEMORY_LIMIT"   # bytes, or e.g. 4GiB: for tests and shared machines
+_UNITS = {"": 1, "B": 1, "KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40, "KB": 10**3, "MB": 10**6,
+          "GB": 10**9, "TB": 10**12}
+
+
+def memory_limit() -> tuple[int, str]:
+    """(bytes a run may use, where that number comes from): $SGI_RUN_MEMORY_LIMIT, else the memory
+    this machine has available now."""
+    text = os.environ.get(MEMORY_LIMIT_ENV, "").strip()
+    if text:
+        number = text.rstrip("BKMGTibkmgt ")
+        unit = text[len(number):].strip().upper()
+        try:
+            return int(float(number) * _UNITS[unit]), MEMORY_LIMIT_ENV
+        except (ValueError, KeyError):
+            raise ConfigError(MEMORY_LIMIT_ENV, text, "a number of bytes, e.g. 4GiB") from None
+    try:
+        with open("/proc/meminfo") as f:
+            available = next(int(line.split()[1]) * 1024 for line in f if line.startswith("MemAvailable:"))
+        return available, "available on this machine"
+    except (OSError, StopIteration, ValueError):
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"), "on this machine"
+
+
+_MEMORY_ADVICE = {
+    "plan.shard_size": "fewer paths per shard (a smaller plan.shard_size, or more plan.shards)",
+    "plan.shards": "fewer paths per shard (more plan.shards)",
+    "plan.output_dt": "fewer output times (a larger plan.output_dt or a shorter plan.T) or fewer shards",
+    "plan.keep_paths": "fewer kept paths (plan.keep_paths) or output times",
+    "plan.snapshots": "fewer snapshot times (plan.snapshots) or paths",
+    "plan.time_average": "fewer paths",
+}
+
+
+def _check_memory(estimate, plan: Plan) -> None:
+    limit, source = memory_limit()
+    if estimate.total <= limit:
+        return
+    key = estimate.largest
+    if key == "plan.shard_size" and plan.shards != "auto":
+        key = "plan.shards"
+    value = getattr(plan, key.split(".", 1)[1])
+    raise ConfigError(key, value, f"a run that fits in memory: this one needs {format_bytes(estimate.total)} "
+                      f"({format_bytes(estimate.parts[estimate.largest])} for {key}) and "
+                      f"{format_bytes(limit)} is {source}; use {_MEMORY_ADVICE[key]}")
 
 
 def _check_run_options(cfg: DictConfig) -> None:

@@ -21,7 +21,7 @@ from sgi_run.config import build, config_hash, run_dir_for
 from sgi_run.core.errors import ConfigError
 from sgi_run.engine.checkpoint import DamagedCheckpoint, ShardStore
 from sgi_run.engine.ensemble import run_shards
-from sgi_run.engine.simulate import Simulator
+from sgi_run.engine.simulate import Simulator, memory_estimate
 
 # Without a terminal, a progress line at most this often (and one when the run ends).
 LINE_SECONDS = 5.0
@@ -108,7 +108,8 @@ def run(cfg: DictConfig, run_dir: Path | None = None, *, progress: bool | None =
         started = time.perf_counter()
         mode = _progress_mode(cfg, progress)
         if mode:
-            _say(_planned(label, plan, len(shards.finished())))
+            _say(_planned(label, plan, len(shards.finished()))
+                 + f"; {memory_estimate(system, setup.integrator, plan).describe()}")
         try:
             with _progress(mode, label, plan, len(shards.finished())) as on_output:
                 result = run_shards(sim, shards, on_output, on_shard_done)

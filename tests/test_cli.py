@@ -95,8 +95,9 @@ def test_progress_lines_without_a_terminal(tmp_path):
     out = sgi_run_cli(tmp_path, "plan.paths=200", "plan.T=2")
     assert out.returncode == 0
     lines = out.stderr.splitlines()
-    assert lines[0] == ("sgi-run: kubo/midpoint: 200 paths x 20 steps = 4e+03 path-steps in 1 shard(s) "
-                        "of up to 200 paths")
+    assert lines[0].startswith("sgi-run: kubo/midpoint: 200 paths x 20 steps = 4e+03 path-steps in 1 shard(s) "
+                               "of up to 200 paths; about ")
+    assert lines[0].endswith(" of memory")
     assert lines[-1].startswith("sgi-run: kubo/midpoint: 100% (4e+03 of 4e+03 path-steps), ")
     assert "path-steps/s" in lines[-1] and lines[-1].endswith("left")
 

@@ -1,8 +1,11 @@
 """Bad input is refused before any compute, with one line naming key, value and what is allowed."""
+import re
+
 import pytest
 
 import sgi_run
 from sgi_run.config import build, compose, config_hash, expand_sweeps
+from sgi_run.core.errors import ConfigError
 
 
 def refused(overrides):
@@ -93,3 +96,61 @@ def test_integer_values_of_float_parameters_become_floats(runs_root):
     result = sgi_run.run(sgi_run.compose(runs_root + ["integrator=midpoint", "system.q0=2", "system.p0=0",
                                                       "plan.paths=10", "plan.T=1"]))
     assert result.ensemble.mean("H")[0] == 2.0
+
+
+# --- issue 9: what does not fit, names set by groups, solver options ----------------------------------
+def test_a_run_that_does_not_fit_in_memory_is_refused_naming_sizes(monkeypatch):
+    monkeypatch.setenv("SGI_RUN_MEMORY_LIMIT", "64MiB")
+    with pytest.raises(ConfigError) as err:
+        compose(["plan.paths=2000000", "plan.shards=1"])
+    text = str(err.value)
+    assert text.startswith("plan.shards=1 is not allowed: a run that fits in memory: this one needs ")
+    assert "64 MiB is SGI_RUN_MEMORY_LIMIT" in text and "more plan.shards" in text
+    compose(["plan.paths=2000000"])           # the same paths in shards of 10^4 fit
+    with pytest.raises(ConfigError, match="plan.output_dt"):
+        compose(["plan.T=2000000", "plan.dt=1", "plan.keep_paths=0"])
+    monkeypatch.setenv("SGI_RUN_MEMORY_LIMIT", "lots")
+    with pytest.raises(ConfigError, match="SGI_RUN_MEMORY_LIMIT='lots'"):
+        compose([])
+
+
+def test_the_memory_estimate_counts_what_the_plan_keeps():
+    from sgi_run.config import build
+    from sgi_run.engine.simulate import memory_estimate
+    small = build(compose(["plan.keep_paths=0"]))
+    kept = build(compose(["plan.keep_paths=1000"]))
+    grow = lambda setup: memory_estimate(setup.system, setup.integrator, setup.plan)
+    # 3 copies x 1000 kept paths x 101 times x (2 coordinates + 1 observable) x 8 bytes
+    assert grow(kept).parts["plan.keep_paths"] - grow(small).parts["plan.keep_paths"] == 3 * 1000 * 101 * 3 * 8
+    assert grow(small).describe().startswith("about ") and grow(small).describe().endswith("MiB of memory")
+
+
+@pytest.mark.parametrize("key", ["system.name", "integrator.name", "integrator.family"])
+def test_names_are_set_by_the_group_option(key):
+    with pytest.raises(ConfigError, match=f"{key}='foo' is not allowed: set by the "):
+        compose([f"{key}=foo"])
+
+
+@pytest.mark.parametrize("override, allowed", [
+    ("integrator.tol=-1", "a number in (0, 1)"), ("integrator.tol=nan", "a number in (0, 1)"),
+    ("integrator.max_iter=0", "an integer in [1, 1000000]"), ("integrator.max_iter=2.5", "an integer"),
+    ("integrator.tableau.a=[[x]]", "arithmetic over numbers"), ("integrator.tableau.alpha=null", "tableau")])
+def test_every_solver_option_and_coefficient_is_checked(override, allowed):
+    with pytest.raises(ConfigError, match=re.escape(allowed)) as err:
+        compose([override])
+    assert "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("override", ["+plan.foo=1", "+foo=1", "+system.foo=1", "+integrator.foo=1", "~plan.seed"])
+def test_added_and_removed_keys_are_refused(override):
+    with pytest.raises(ConfigError) as err:
+        compose([override])
+    assert "\n" not in str(err.value)
+
+
+def test_system_parameters_are_typed_before_the_systems_own_checks():
+    assert compose(["system=spherical_pendulum", "integrator=csvia", "system.mass=2"]).system.mass == 2
+    with pytest.raises(ConfigError, match="system.q0=.* one number or 3 numbers"):
+        compose(["system=spherical_pendulum", "integrator=csvia", "system.q0=[1,2]"])
+    with pytest.raises(ConfigError, match=r"system.q0=\['a'\] is not allowed: a finite number, or a list"):
+        compose(["system=spherical_pendulum", "integrator=csvia", "system.q0=[a]"])

@@ -25,6 +25,8 @@ _FUNCTIONS = {"sqrt": math.sqrt}
 def evaluate(expr, params: Mapping[str, float], key: str) -> float:
     """Value of one coefficient: a number, or an arithmetic string over ``params``."""
     if isinstance(expr, (int, float)) and not isinstance(expr, bool):
+        if not math.isfinite(expr):
+            raise ConfigError(key, expr, "a finite coefficient")
         return float(expr)
     if not isinstance(expr, str):
         raise ConfigError(key, expr, "a number or an arithmetic expression string")
@@ -46,9 +48,14 @@ def evaluate(expr, params: Mapping[str, float], key: str) -> float:
         raise ConfigError(key, expr, f"arithmetic over numbers, sqrt() and the parameters {sorted(params)}")
 
     try:
-        return walk(ast.parse(expr, mode="eval"))
-    except SyntaxError:
-        raise ConfigError(key, expr, "a valid arithmetic expression") from None
+        value = walk(ast.parse(expr, mode="eval"))
+    except (SyntaxError, ValueError, OverflowError, ZeroDivisionError, RecursionError) as err:
+        if isinstance(err, ConfigError):
+            raise
+        raise ConfigError(key, expr, f"a valid arithmetic expression with a finite value ({type(err).__name__})") from None
+    if not math.isfinite(value):
+        raise ConfigError(key, expr, "a finite coefficient")
+    return value
 
 
 def coefficient_array(value, params: Mapping[str, float], key: str, shape: tuple[int, ...]) -> np.ndarray:

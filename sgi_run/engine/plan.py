@@ -11,10 +11,16 @@ from sgi_run.core.errors import ConfigError
 
 # A ratio within this relative distance of an integer counts as that integer (round-off of dt).
 _GRID_RTOL = 1e-9
+# Random numbers are addressed by 32-bit path and fine-step indices (jax.random.fold_in): beyond
+# these, two paths or two steps would share their random numbers.
+MAX_INDEX = 2**32
 
 
 def _whole_ratio(num: float, den: float) -> int | None:
-    ratio = num / den
+    with np.errstate(over="ignore", divide="ignore"):
+        ratio = float(np.float64(num) / np.float64(den))
+    if not math.isfinite(ratio):
+        return None
     n = round(ratio)
     return n if n >= 1 and abs(ratio - n) <= _GRID_RTOL * max(1.0, ratio) else None
 
@@ -41,6 +47,10 @@ class Plan:
     FIDELITIES = ("smoke", "reduced", "paper")
 
     def __post_init__(self):
+        for key, optional in (("observables", False), ("snapshots", True), ("time_average", True)):
+            value = getattr(self, key)
+            if not isinstance(value, (list, tuple)) and not (optional and value is None):
+                raise ConfigError(f"plan.{key}", value, "a list" + (" or null" if optional else ""))
         object.__setattr__(self, "observables", tuple(self.observables))
         object.__setattr__(self, "snapshots", tuple(self.snapshots or ()))
         if self.time_average is not None:
@@ -54,21 +64,27 @@ class Plan:
 
         is_int = lambda v: isinstance(v, (int, np.integer)) and not isinstance(v, bool)
         is_num = lambda v: isinstance(v, (int, float, np.number)) and not isinstance(v, bool) and math.isfinite(v)
-        need("paths", is_int(self.paths) and self.paths >= 1, "an integer >= 1")
+        need("paths", is_int(self.paths) and 1 <= self.paths < MAX_INDEX,
+             "an integer in [1, 2^32) (paths are addressed by 32-bit indices)")
         need("dt", is_num(self.dt) and self.dt > 0, "a number > 0")
         need("T", is_num(self.T) and self.T > 0, "a number > 0")
         need("T", _whole_ratio(self.T, self.dt) is not None, f"a whole multiple of dt = {self.dt}")
+        need("brownian_refine", is_int(self.brownian_refine) and self.brownian_refine >= 1, "an integer >= 1")
+        need("dt", self.steps * self.brownian_refine < MAX_INDEX,
+             f"at least T / 2^32 = {self.T / (MAX_INDEX / self.brownian_refine):.3g} (steps are addressed by 32-bit "
+             f"indices; T / dt = {self.steps:.3g} steps{' of ' + str(self.brownian_refine) + ' fine steps' if self.brownian_refine > 1 else ''})")
         need("output_dt", is_num(self.output_dt) and self.output_dt > 0
              and _whole_ratio(self.output_dt, self.dt) is not None, f"a whole multiple of dt = {self.dt}")
         need("output_dt", _whole_ratio(self.T, self.output_dt) is not None,
              f"a divisor of T = {self.T} (T must be a whole number of output intervals)")
-        need("observables", len(self.observables) >= 1, "a non-empty list of observable names")
-        need("keep_paths", is_int(self.keep_paths) and self.keep_paths >= 0, "an integer >= 0")
+        need("observables", len(self.observables) >= 1 and all(isinstance(n, str) for n in self.observables),
+             "a non-empty list of observable names")
+        need("keep_paths", is_int(self.keep_paths) and 0 <= self.keep_paths <= self.paths,
+             f"an integer in [0, paths = {self.paths}]")
         need("seed", is_int(self.seed) and 0 <= self.seed < 2**32, "an integer in [0, 2^32)")
         need("shards", self.shards == "auto" or (is_int(self.shards) and 1 <= self.shards <= self.paths),
              f"'auto' or an integer in [1, paths = {self.paths}]")
         need("shard_size", is_int(self.shard_size) and self.shard_size >= 1, "an integer >= 1")
-        need("brownian_refine", is_int(self.brownian_refine) and self.brownian_refine >= 1, "an integer >= 1")
         need("truncate", self.truncate is None or (is_num(self.truncate) and self.truncate > 0),
              "null (untruncated) or a number > 0")
         need("fidelity", self.fidelity in self.FIDELITIES, f"one of {list(self.FIDELITIES)}")
@@ -133,6 +149,9 @@ class Plan:
 
     @classmethod
     def from_mapping(cls, cfg) -> "Plan":
-        known = {f.name for f in dataclasses.fields(cls)}
+        known = [f.name for f in dataclasses.fields(cls)]
+        for key, value in dict(cfg).items():
+            if key not in known:
+                raise ConfigError(f"plan.{key}", value, f"a key of the ensemble plan: {known}")
         return cls(**{k: (list(v) if isinstance(v, Sequence) and not isinstance(v, str) else v)
-                      for k, v in dict(cfg).items() if k in known})
+                      for k, v in dict(cfg).items()})

@@ -45,6 +45,55 @@ def observable_functions(system, names) -> list[Callable]:
     return functions
 
 
+@dataclasses.dataclass(frozen=True)
+class MemoryEstimate:
+    """Bytes a run holds at its peak, by what drives them (each part names the plan key that scales it)."""
+    parts: dict[str, int]      # plan key -> bytes
+
+    @property
+    def total(self) -> int:
+        return sum(self.parts.values())
+
+    @property
+    def largest(self) -> str:
+        return max(self.parts, key=self.parts.get)
+
+    def describe(self) -> str:
+        return f"about {format_bytes(self.total)} of memory"
+
+
+def format_bytes(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
+        if n < 1024 or unit == "PiB":
+            return f"{n:.3g} {unit}"
+        n /= 1024
+
+
+def memory_estimate(system, integrator, plan: Plan) -> MemoryEstimate:
+    """What ``Simulator`` and ``engine.ensemble.run_shards`` allocate, in float64 words:
+
+    - per shard on the device: the state and its start (2 x paths x d), an implicit solver's Jacobian
+      and temporaries (paths x (d^2 + 8 d)), the block of random numbers (at most BLOCK_VALUES);
+    - every shard's statistics (times x observables x 3), kept until the merge, then merged;
+    - kept paths (kept x times x (d + observables)), snapshots (snapshot times x paths x d) and
+      per-path time averages (paths x observables): once per shard result, once merged, once read
+      back when the file is written and verified.
+    """
+    d, n_obs, n_times = 2 * system.dof, len(plan.observables), plan.outputs + 1
+    per_shard = plan.paths_per_shard * (2 * d + d * d + 8 * d) + min(
+        BLOCK_VALUES, plan.paths_per_shard * noise.NOISE_KINDS[integrator.noise_kind] * system.noises
+        * plan.brownian_refine * plan.steps_per_output)
+    copies = 3
+    words = {
+        "plan.shard_size": per_shard,
+        "plan.output_dt": (plan.shard_count + copies) * n_times * (3 * n_obs + 3),
+        "plan.keep_paths": copies * plan.keep_paths * n_times * (d + n_obs),
+        "plan.snapshots": copies * len(plan.snapshots) * plan.paths * d,
+        "plan.time_average": copies * plan.paths * n_obs if plan.time_average is not None else 0,
+    }
+    return MemoryEstimate({key: 8 * n for key, n in words.items()})
+
+
 @dataclasses.dataclass
 class ShardResult:
     shard: int

@@ -7,12 +7,21 @@ for a single path (the engine ``vmap``s it), plus the kind of random variables `
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Any, ClassVar
 
 import jax
 
 from sgi_run.core.errors import ConfigError
 from sgi_run.core.tableau import check_conditions
+
+
+# More solver iterations than this per step means the solve is not converging: refused as an option.
+MAX_ITER_LIMIT = 10**6
+
+
+def _is_number(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -28,6 +37,16 @@ class Integrator:
 
     def __post_init__(self):
         check_conditions(self.tableau.conditions(), f"integrator.tableau ({self.name})")
+        self._check_solver_options()
+
+    def _check_solver_options(self) -> None:
+        """The options every implicit family's solver takes (Newton, SHAKE): tol and max_iter."""
+        tol, max_iter = getattr(self, "tol", None), getattr(self, "max_iter", None)
+        if tol is not None and not (_is_number(tol) and 0 < tol < 1):
+            raise ConfigError("integrator.tol", tol, "a tolerance: a number in (0, 1)")
+        if max_iter is not None and not (isinstance(max_iter, int) and not isinstance(max_iter, bool)
+                                         and 1 <= max_iter <= MAX_ITER_LIMIT):
+            raise ConfigError("integrator.max_iter", max_iter, f"an integer in [1, {MAX_ITER_LIMIT}]")
 
     @property
     def noise_kind(self) -> str:

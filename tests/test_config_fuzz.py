@@ -1,0 +1,123 @@
+"""No input ends in a traceback: every key of every config group, overridden with random strings,
+numbers (0, negative, huge, tiny, nan, inf), lists and nulls, and random new keys added with ``+``,
+either composes or is refused with one ``ConfigError`` line naming the key (validation only: nothing
+is computed). Hypothesis draws the cases deterministically (``derandomize``), so CI is repeatable."""
+import math
+import subprocess
+import sys
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from omegaconf import DictConfig, ListConfig, OmegaConf
+
+import sgi_run
+from sgi_run.config import GROUPS, _hydra_compose, group_options
+
+CHOICES = ([f"system={o}" for o in group_options("system")] + [f"integrator={o}" for o in group_options("integrator")]
+           + [f"plan={o}" for o in group_options("plan")])
+
+
+def _keys(node, prefix=""):
+    """Every leaf key of a composed config, dotted (list entries by index)."""
+    if isinstance(node, DictConfig):
+        for k in node:
+            yield from _keys(node[k], f"{prefix}{k}.")
+    elif isinstance(node, ListConfig):
+        for i in range(len(node)):
+            yield from _keys(node[i], f"{prefix}{i}.")
+        yield prefix[:-1]
+    else:
+        yield prefix[:-1]
+
+
+def _keys_of(choice):
+    cfg = _hydra_compose([choice])     # composed, not validated: a system alone may not fit the default integrator
+    keys = sorted(set(_keys(OmegaConf.masked_copy(cfg, [k for k in cfg if k != "hydra"]))))
+    # List entries (tableau rows) are overridden by their list's key: Hydra has no index syntax.
+    return [k for k in keys if not any(part.isdigit() for part in k.split("."))]
+
+
+KEYS = {choice: _keys_of(choice) for choice in CHOICES}
+
+
+def _quoted(text: str) -> str:
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def _hydra(value) -> str:
+    """``value`` as Hydra's override grammar writes it."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, float):
+        return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf") if math.isinf(value) else repr(value)
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, list):
+        return "[" + ",".join(_hydra(v) for v in value) + "]"
+    return _quoted(value)
+
+
+scalars = st.one_of(
+    st.none(), st.booleans(),
+    st.sampled_from([0, -1, 1, 2, 10**30, -(10**30), 2**63]),
+    st.integers(min_value=-10**6, max_value=10**6),
+    st.sampled_from([0.0, -0.0, -1.5, 1e-320, 1e-300, 1e308, math.nan, math.inf, -math.inf, 0.5, 1e9]),
+    st.sampled_from(["", "abc", "ü∂", "[", "{", ":", "${x}", "???", "null", "1e", " ", "a,b", "0x10", "auto"]),
+    st.text(max_size=8))
+values = st.one_of(scalars, st.lists(scalars, max_size=3), st.lists(st.lists(scalars, max_size=2), max_size=2))
+
+
+@st.composite
+def overrides(draw):
+    choice = draw(st.sampled_from(CHOICES))
+    key = draw(st.sampled_from(KEYS[choice] + ["<new>"]))
+    if key == "<new>":
+        group = draw(st.sampled_from(["", "plan.", "system.", "integrator.", "executor.", "integrator.tableau."]))
+        key = "+" + group + draw(st.sampled_from(["foo", "x1", "name2"]))
+    return [choice, f"{key}={_hydra(draw(values))}"]
+
+
+def refused_properly(args):
+    try:
+        sgi_run.compose(args)
+    except sgi_run.ConfigError as err:
+        text = str(err)
+        assert "\n" not in text and text, args
+        assert " is not allowed: " in text, (args, text)
+        return
+    # anything else propagates: the test fails with its traceback
+
+
+@settings(max_examples=300, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(overrides())
+def test_any_override_of_any_key_composes_or_is_one_line(args):
+    refused_properly(args)
+
+
+@pytest.mark.parametrize("args", [
+    ["system.q0=abc"], ["system.p0=abc"], ["system.q0=null"], ["system.q0=[1,2]"], ["system.beta=abc"],
+    ["plan.dt=1e-300"], ["plan.T=1000000000"], ["integrator.tol=-1"], ["integrator.max_iter=0"], ["+plan.foo=1"],
+    ["integrator.name=foo"], ["plan.keep_paths=5000", "plan.paths=500"], ["plan.paths=1000000000000"],
+    ["plan.paths=300000000", "plan.shards=1"], ["plan.dt=1e-9"], ["+foo=1"], ["system.name=van_der_pol"],
+    ["system=spherical_pendulum", "integrator=csvia", "system.q0=[1,2]"]])
+def test_the_issues_bad_inputs_are_refused(args):
+    with pytest.raises(sgi_run.ConfigError) as err:
+        sgi_run.compose(args)
+    assert "\n" not in str(err.value)
+
+
+def test_the_command_line_refuses_in_one_line_and_exit_2(tmp_path):
+    for args in (["system.q0=abc"], ["plan.T=1000000000"], ["+plan.foo=1"], ["integrator.name=foo"]):
+        out = subprocess.run([sys.executable, "-m", "sgi_run.cli", *args], cwd=tmp_path, capture_output=True,
+                             text=True, timeout=120)
+        assert out.returncode == 2 and "Traceback" not in out.stderr, (args, out.stderr)
+        [line] = out.stderr.strip().splitlines()
+        assert line.startswith("sgi-run: error: "), line
+        assert not (tmp_path / "outputs").exists()
+
+
+def test_every_group_has_options():
+    assert all(group_options(g) for g in GROUPS)
