@@ -6,6 +6,7 @@ The CLI and the figure pipeline both come through ``compose``/``build``.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 import math
@@ -69,8 +70,10 @@ def expand_sweeps(overrides: Sequence[str]) -> list[list[str]]:
     return [list(c) for c in itertools.product(*choices)]
 
 
-# Set by the group option chosen (``integrator=dirk``), never by hand: results are filed under the names.
-_SET_BY_GROUP = {"system.name": "system", "integrator.name": "integrator", "integrator.family": "integrator"}
+# Set by the group option chosen (``integrator=dirk``), never by hand: results are filed under the names,
+# and plan.kind picks the keys a plan has.
+_SET_BY_GROUP = {"system.name": "system", "integrator.name": "integrator", "integrator.family": "integrator",
+                 "plan.kind": "plan"}
 
 
 def check_overrides(overrides: Sequence[str]) -> None:
@@ -96,7 +99,7 @@ def check_overrides(overrides: Sequence[str]) -> None:
     keyed = [o for o in parsed if o.key_or_group not in GROUPS]
     if not keyed:
         return
-    base = _hydra_compose(group_choices)
+    base = _composed_groups(tuple(group_choices))
     for o in keyed:
         key = o.key_or_group
         if o.is_add() and not o.is_force_add() or OmegaConf.select(base, key, default=_ABSENT) is _ABSENT:
@@ -108,6 +111,13 @@ def check_overrides(overrides: Sequence[str]) -> None:
 
 
 _ABSENT = object()
+
+
+@functools.lru_cache(maxsize=64)
+def _composed_groups(group_choices: tuple[str, ...]) -> DictConfig:
+    """The config of these group options alone, where keys are looked up (read only). Cached: the
+    conf/ files do not change while a process runs, and a Hydra compose costs ~60 ms."""
+    return _hydra_compose(group_choices)
 
 
 def _hydra_compose(overrides: Sequence[str]) -> DictConfig:
@@ -209,6 +219,7 @@ def build(cfg: DictConfig) -> Setup:
         raise ConfigError("plan.kind", kind, f"one of {list(PLAN_KINDS)}")
     if kind == "convergence":
         plan = ConvergencePlan.from_mapping(_container(cfg.plan)).fitted_to(system, integrator)
+        _check_memory(memory_estimate(system, integrator, plan), plan)
         _check_run_options(cfg)
         return Setup(system, integrator, plan)
     plan = Plan.from_mapping(_container(cfg.plan))
@@ -258,10 +269,12 @@ _MEMORY_ADVICE = {
     "plan.keep_paths": "fewer kept paths (plan.keep_paths) or output times",
     "plan.snapshots": "fewer snapshot times (plan.snapshots) or paths",
     "plan.time_average": "fewer paths",
+    "plan.paths": "fewer plan.paths",
+    "plan.dts": "a larger finest step (plan.dts), a shorter plan.T or fewer plan.paths",
 }
 
 
-def _check_memory(estimate, plan: Plan) -> None:
+def _check_memory(estimate, plan: Plan | ConvergencePlan) -> None:
     limit, source = memory_limit()
     if estimate.total <= limit:
         return
@@ -275,6 +288,9 @@ def _check_memory(estimate, plan: Plan) -> None:
 
 
 def _check_run_options(cfg: DictConfig) -> None:
+    output_root = cfg.get("output_root")
+    if not (isinstance(output_root, str) and output_root.strip()):
+        raise ConfigError("output_root", output_root, "a directory (a non-empty path)")
     if cfg.executor.name not in EXECUTORS:
         raise ConfigError("executor.name", cfg.executor.name, f"one of {list(EXECUTORS)}")
     if cfg.get("progress", "auto") not in PROGRESS:

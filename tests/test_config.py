@@ -132,7 +132,7 @@ def test_names_are_set_by_the_group_option(key):
 
 
 @pytest.mark.parametrize("override, allowed", [
-    ("integrator.tol=-1", "a number in (0, 1)"), ("integrator.tol=nan", "a number in (0, 1)"),
+    ("integrator.tol=-1", "a number in [2.22e-16, 1)"), ("integrator.tol=nan", "a number in [2.22e-16, 1)"),
     ("integrator.max_iter=0", "an integer in [1, 1000000]"), ("integrator.max_iter=2.5", "an integer"),
     ("integrator.tableau.a=[[x]]", "arithmetic over numbers"), ("integrator.tableau.alpha=null", "tableau")])
 def test_every_solver_option_and_coefficient_is_checked(override, allowed):
@@ -154,3 +154,46 @@ def test_system_parameters_are_typed_before_the_systems_own_checks():
         compose(["system=spherical_pendulum", "integrator=csvia", "system.q0=[1,2]"])
     with pytest.raises(ConfigError, match=r"system.q0=\['a'\] is not allowed: a finite number, or a list"):
         compose(["system=spherical_pendulum", "integrator=csvia", "system.q0=[a]"])
+
+
+def test_convergence_studies_that_cannot_be_done_are_refused(monkeypatch):
+    compose(["plan=convergence"])
+    for override, key in [("plan.paths=1000000000000", "plan.paths="), ("plan.bootstrap=1000000000000", "plan.bootstrap="),
+                          ("plan.dts=[2e-300,1e-300]", "plan.dts="), ("plan.kind=ensemble", "plan.kind=")]:
+        assert refused(["plan=convergence", override]).startswith(key)
+    # A strong study against the exact path draws every fine increment of [0, T] at once.
+    monkeypatch.setenv("SGI_RUN_MEMORY_LIMIT", "1GiB")
+    message = refused(["plan=convergence", "plan.T=100", "plan.dts=[0.01,0.005]"])
+    assert message.startswith("plan.dts=") and "1 GiB is SGI_RUN_MEMORY_LIMIT" in message
+
+
+@pytest.mark.parametrize("value", ["1", "null", "''", "[a]"])
+def test_output_root_is_a_path(value):
+    assert refused([f"output_root={value}"]).startswith("output_root=")
+
+
+@pytest.mark.parametrize("override, start", [
+    ("integrator.parameters.lam=abc", "integrator.parameters.lam='abc' is not allowed: a finite number"),
+    ("integrator.parameters.lam=nan", "integrator.parameters.lam=nan"),
+    ("integrator.tableau=null", "integrator.tableau=None is not allowed: the lda_prk coefficients"),
+    ("integrator.tol=1e-320", "integrator.tol=1e-320 is not allowed: a tolerance: a number in [2.22e-16, 1)")])
+def test_integrator_parameters_and_tableau_name_their_key(override, start):
+    assert refused(["integrator=dirk", override]).startswith(start)
+
+
+@pytest.mark.parametrize("value", ["2.5", "abc", "true"])
+def test_a_weak_order_is_an_integer_never_rounded(value):
+    assert refused(["integrator=srkw1", f"integrator.tableau.weak_order={value}"]).startswith(
+        "integrator.tableau.weak_order=")
+
+
+def test_a_tableau_overflowing_its_conditions_is_refused_without_warnings():
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert refused(["integrator=dirk", "integrator.parameters.lam=1e308"]).startswith("integrator.tableau (dirk)=")
+
+
+@pytest.mark.parametrize("override", ["plan.dt=1e-320", "plan.dt=1e-9"])
+def test_more_steps_than_random_numbers_can_address_name_dt(override):
+    assert refused([override]).startswith("plan.dt=")

@@ -14,8 +14,23 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 import sgi_run
 from sgi_run.config import GROUPS, _hydra_compose, group_options
 
-CHOICES = ([f"system={o}" for o in group_options("system")] + [f"integrator={o}" for o in group_options("integrator")]
-           + [f"plan={o}" for o in group_options("plan")])
+
+
+def _fitting(choice: str) -> tuple[str, ...]:
+    """``choice`` with an option of the other group that fits it (CSVIA needs a constrained system, ...),
+    so that an override of any key goes through every check, past the system/integrator pairing."""
+    group = choice.split("=")[0]
+    other = {"system": "integrator", "integrator": "system"}.get(group)
+    for partner in [()] + [(f"{other}={o}",) for o in (group_options(other) if other else [])]:
+        try:
+            sgi_run.compose([choice, *partner])
+            return (choice, *partner)
+        except sgi_run.ConfigError:
+            pass
+    raise AssertionError(f"no option of {other} fits {choice}")
+
+
+CHOICES = [_fitting(f"{group}={option}") for group in GROUPS for option in group_options(group)]
 
 
 def _keys(node, prefix=""):
@@ -32,7 +47,7 @@ def _keys(node, prefix=""):
 
 
 def _keys_of(choice):
-    cfg = _hydra_compose([choice])     # composed, not validated: a system alone may not fit the default integrator
+    cfg = _hydra_compose(choice)
     keys = sorted(set(_keys(OmegaConf.masked_copy(cfg, [k for k in cfg if k != "hydra"]))))
     # List entries (tableau rows) are overridden by their list's key: Hydra has no index syntax.
     return [k for k in keys if not any(part.isdigit() for part in k.split("."))]
@@ -57,6 +72,8 @@ def _hydra(value) -> str:
         return str(value)
     if isinstance(value, list):
         return "[" + ",".join(_hydra(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ",".join(f"{k}:{_hydra(v)}" for k, v in value.items()) + "}"
     return _quoted(value)
 
 
@@ -67,7 +84,8 @@ scalars = st.one_of(
     st.sampled_from([0.0, -0.0, -1.5, 1e-320, 1e-300, 1e308, math.nan, math.inf, -math.inf, 0.5, 1e9]),
     st.sampled_from(["", "abc", "ü∂", "[", "{", ":", "${x}", "???", "null", "1e", " ", "a,b", "0x10", "auto"]),
     st.text(max_size=8))
-values = st.one_of(scalars, st.lists(scalars, max_size=3), st.lists(st.lists(scalars, max_size=2), max_size=2))
+values = st.one_of(scalars, st.lists(scalars, max_size=3), st.lists(st.lists(scalars, max_size=2), max_size=2),
+                   st.dictionaries(st.sampled_from(["a", "name", "x"]), scalars, max_size=2))
 
 
 @st.composite
@@ -77,7 +95,7 @@ def overrides(draw):
     if key == "<new>":
         group = draw(st.sampled_from(["", "plan.", "system.", "integrator.", "executor.", "integrator.tableau."]))
         key = "+" + group + draw(st.sampled_from(["foo", "x1", "name2"]))
-    return [choice, f"{key}={_hydra(draw(values))}"]
+    return [*choice, f"{key}={_hydra(draw(values))}"]
 
 
 def refused_properly(args):
@@ -85,7 +103,7 @@ def refused_properly(args):
         sgi_run.compose(args)
     except sgi_run.ConfigError as err:
         text = str(err)
-        assert "\n" not in text and text, args
+        assert "\n" not in text and err.key and text.startswith(f"{err.key}="), (args, text)
         assert " is not allowed: " in text, (args, text)
         return
     # anything else propagates: the test fails with its traceback

@@ -13,10 +13,12 @@ from typing import Sequence
 import numpy as np
 
 from sgi_run.core.errors import ConfigError
-from sgi_run.engine.plan import Plan, _whole_ratio
+from sgi_run.engine.plan import MAX_INDEX, Plan, _ratio, _whole_ratio
 
 ERRORS = ("strong", "weak")
 REFERENCES = ("exact", "fine", "auto")
+# Each bootstrap resample is a least-squares fit in Python; a 95% interval needs a few thousand.
+MAX_BOOTSTRAP = 100_000
 
 
 def has_exact_state(system) -> bool:
@@ -50,11 +52,14 @@ class ConvergencePlan:
         is_int = lambda v: isinstance(v, (int, np.integer)) and not isinstance(v, bool)
         is_num = lambda v: isinstance(v, (int, float, np.number)) and not isinstance(v, bool) and math.isfinite(v)
         need("kind", self.kind == "convergence", "'convergence'")
-        # Two paths at least: every error carries a Monte Carlo standard error.
-        need("paths", is_int(self.paths) and self.paths >= 2, "an integer >= 2")
         need("T", is_num(self.T) and self.T > 0, "a number > 0")
         dts = list(self.dts) if isinstance(self.dts, (list, tuple)) else None
         need("dts", dts is not None and len(dts) >= 2, "a list of at least two step sizes (an order is a slope)")
+        # Two paths at least: every error carries a Monte Carlo standard error. Independent samples
+        # (three-point increments) use paths of their own per step size and for the reference.
+        most = MAX_INDEX // (len(dts) + 1)
+        need("paths", is_int(self.paths) and 2 <= self.paths < most,
+             f"an integer in [2, 2^32 / (len(dts) + 1) = {most}) (samples are addressed by 32-bit path indices)")
         for dt in dts:
             need("dts", is_num(dt) and dt > 0, "step sizes > 0", dt)
         for dt in dts:
@@ -70,7 +75,8 @@ class ConvergencePlan:
              "an integer >= 2 (the fine reference step is min(dts) / reference_refine)")
         need("observable", isinstance(self.observable, str), "an observable name")
         need("seed", is_int(self.seed) and 0 <= self.seed < 2**32, "an integer in [0, 2^32)")
-        need("bootstrap", is_int(self.bootstrap) and self.bootstrap >= 0, "an integer >= 0")
+        need("bootstrap", is_int(self.bootstrap) and 0 <= self.bootstrap <= MAX_BOOTSTRAP,
+             f"an integer in [0, {MAX_BOOTSTRAP}] (resamples of the fitted order's 95% interval)")
         need("fidelity", self.fidelity in Plan.FIDELITIES, f"one of {list(Plan.FIDELITIES)}")
 
     # --- the checks that need the system and the integrator -------------------------------------
@@ -91,11 +97,27 @@ class ConvergencePlan:
             raise ConfigError("plan.reference", self.reference,
                               f"fine or auto: {type(system).__name__} has no {what}")
         resolved = self.reference if self.reference != "auto" else ("exact" if exact else "fine")
-        return dataclasses.replace(self, reference=resolved)
+        plan = dataclasses.replace(self, reference=resolved)
+        if plan.grid_steps >= MAX_INDEX:
+            finest = "min(dts) / reference_refine" if resolved == "fine" else "min(dts)"
+            raise ConfigError("plan.dts", list(plan.dts), f"step sizes whose finest grid ({finest} = {plan.grid_dt:.3g}) "
+                              f"has fewer than 2^32 steps in T = {plan.T} (random numbers are addressed by 32-bit "
+                              f"step indices; it has {plan.grid_steps:.3g})")
+        return plan
 
     @property
     def reference_dt(self) -> float | None:
         return self.dts[-1] / self.reference_refine if self.reference == "fine" else None
+
+    @property
+    def grid_dt(self) -> float:
+        """The finest grid, on which every sample's Brownian path is drawn (with a settled reference)."""
+        return self.reference_dt or self.dts[-1]
+
+    @property
+    def grid_steps(self) -> float:
+        """Steps of the finest grid in [0, T] (inf where they overflow a float)."""
+        return _ratio(self.T, self.grid_dt)
 
     @classmethod
     def from_mapping(cls, cfg) -> "ConvergencePlan":

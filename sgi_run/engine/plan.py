@@ -16,9 +16,14 @@ _GRID_RTOL = 1e-9
 MAX_INDEX = 2**32
 
 
-def _whole_ratio(num: float, den: float) -> int | None:
+def _ratio(num: float, den: float) -> float:
+    """num / den, inf where it overflows (dt = 1e-320): a step count to compare, never an error."""
     with np.errstate(over="ignore", divide="ignore"):
-        ratio = float(np.float64(num) / np.float64(den))
+        return float(np.float64(num) / np.float64(den))
+
+
+def _whole_ratio(num: float, den: float) -> int | None:
+    ratio = _ratio(num, den)
     if not math.isfinite(ratio):
         return None
     n = round(ratio)
@@ -68,11 +73,12 @@ class Plan:
              "an integer in [1, 2^32) (paths are addressed by 32-bit indices)")
         need("dt", is_num(self.dt) and self.dt > 0, "a number > 0")
         need("T", is_num(self.T) and self.T > 0, "a number > 0")
-        need("T", _whole_ratio(self.T, self.dt) is not None, f"a whole multiple of dt = {self.dt}")
         need("brownian_refine", is_int(self.brownian_refine) and self.brownian_refine >= 1, "an integer >= 1")
-        need("dt", self.steps * self.brownian_refine < MAX_INDEX,
+        steps = _ratio(self.T, self.dt)
+        need("dt", steps * self.brownian_refine < MAX_INDEX,
              f"at least T / 2^32 = {self.T / (MAX_INDEX / self.brownian_refine):.3g} (steps are addressed by 32-bit "
-             f"indices; T / dt = {self.steps:.3g} steps{' of ' + str(self.brownian_refine) + ' fine steps' if self.brownian_refine > 1 else ''})")
+             f"indices; T / dt = {steps:.3g} steps{' of ' + str(self.brownian_refine) + ' fine steps' if self.brownian_refine > 1 else ''})")
+        need("T", _whole_ratio(self.T, self.dt) is not None, f"a whole multiple of dt = {self.dt}")
         need("output_dt", is_num(self.output_dt) and self.output_dt > 0
              and _whole_ratio(self.output_dt, self.dt) is not None, f"a whole multiple of dt = {self.dt}")
         need("output_dt", _whole_ratio(self.T, self.output_dt) is not None,

@@ -6,6 +6,7 @@ implementation, ``tableau`` holds the coefficients (numbers or arithmetic string
 """
 from __future__ import annotations
 
+import math
 from typing import Any, Mapping
 
 from sgi_run.core.errors import ConfigError
@@ -30,8 +31,15 @@ def make_integrator(cfg: Mapping) -> Integrator:
     if family not in FAMILIES:
         raise ConfigError("integrator.family", family, f"one of {sorted(FAMILIES)}")
     cls, tableau_cls = FAMILIES[family]
-    params = dict(cfg.get("parameters") or {})
-    tableau = tableau_cls.from_config(cfg["tableau"], params)
+    params = cfg.get("parameters") or {}
+    if not isinstance(params, Mapping):
+        raise ConfigError("integrator.parameters", params, "a mapping of parameter names to numbers")
+    for name, value in params.items():
+        if not (isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)):
+            raise ConfigError(f"integrator.parameters.{name}", value, "a finite number")
+    if not isinstance(cfg.get("tableau"), Mapping):
+        raise ConfigError("integrator.tableau", cfg.get("tableau"), f"the {family} coefficients, a mapping")
+    tableau = tableau_cls.from_config(cfg["tableau"], dict(params))
     options = {k: v for k, v in cfg.items() if k not in ("name", "family", "tableau", "parameters")}
     return cls(name=cfg["name"], tableau=tableau, **options)
 

@@ -11,6 +11,7 @@ import math
 from typing import Any, ClassVar
 
 import jax
+import numpy as np
 
 from sgi_run.core.errors import ConfigError
 from sgi_run.core.tableau import check_conditions
@@ -18,6 +19,8 @@ from sgi_run.core.tableau import check_conditions
 
 # More solver iterations than this per step means the solve is not converging: refused as an option.
 MAX_ITER_LIMIT = 10**6
+# A relative tolerance below float64 round-off is met only by an exact zero: every path would fail.
+MIN_TOL = float(np.finfo(np.float64).eps)
 
 
 def _is_number(v) -> bool:
@@ -36,14 +39,18 @@ class Integrator:
     max_noises: ClassVar[int | None] = None
 
     def __post_init__(self):
-        check_conditions(self.tableau.conditions(), f"integrator.tableau ({self.name})")
+        # Huge finite coefficients overflow in the residuals: an inf residual refuses the tableau,
+        # without numpy's warnings on the way.
+        with np.errstate(all="ignore"):
+            conditions = self.tableau.conditions()
+        check_conditions(conditions, f"integrator.tableau ({self.name})")
         self._check_solver_options()
 
     def _check_solver_options(self) -> None:
         """The options every implicit family's solver takes (Newton, SHAKE): tol and max_iter."""
         tol, max_iter = getattr(self, "tol", None), getattr(self, "max_iter", None)
-        if tol is not None and not (_is_number(tol) and 0 < tol < 1):
-            raise ConfigError("integrator.tol", tol, "a tolerance: a number in (0, 1)")
+        if tol is not None and not (_is_number(tol) and MIN_TOL <= tol < 1):
+            raise ConfigError("integrator.tol", tol, f"a tolerance: a number in [{MIN_TOL:.3g}, 1) (float64 round-off and up)")
         if max_iter is not None and not (isinstance(max_iter, int) and not isinstance(max_iter, bool)
                                          and 1 <= max_iter <= MAX_ITER_LIMIT):
             raise ConfigError("integrator.max_iter", max_iter, f"an integer in [1, {MAX_ITER_LIMIT}]")
@@ -51,6 +58,11 @@ class Integrator:
     @property
     def noise_kind(self) -> str:
         raise NotImplementedError
+
+    def newton_unknowns(self, system) -> int:
+        """The most unknowns one Newton solve of a step takes, per path (0: explicit). Its Jacobian
+        and forward-mode temporaries grow as their square: the engine's memory estimate counts them."""
+        return 0
 
     def step(self, system, z: jax.Array, dt, xi: jax.Array) -> tuple[jax.Array, jax.Array]:
         raise NotImplementedError

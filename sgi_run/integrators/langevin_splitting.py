@@ -115,6 +115,10 @@ class LangevinSplitting(Integrator):
     def noise_kind(self) -> str:
         return "gaussian"
 
+    def newton_unknowns(self, system) -> int:
+        closed_form = not self.tableau.constrained or (system.unit_sphere and self.shake == "auto")
+        return 0 if closed_form else system.constraints    # the SHAKE multipliers
+
     def check_fits(self, system) -> None:
         # Flat methods need the Langevin parts (U, c, beta, mass), not just a canonical structure;
         # constrained methods need a constraint, and flat ones must not step off it.

@@ -103,6 +103,12 @@ class LdAPartitionedRK(Integrator):
     def noise_kind(self) -> str:
         return "gaussian"
 
+    def newton_unknowns(self, system) -> int:
+        t, d = self.tableau, 2 * system.dof
+        if not t.lower_triangular:
+            return t.stages * d          # all stages together
+        return d if not all(t.explicit_stage(i) for i in range(t.stages)) else 0
+
     # -- stage algebra ----------------------------------------------------------------------
     @staticmethod
     def _increment(coeffs, parts, dt, dw):

@@ -67,7 +67,7 @@ class WeakLdATableau:
         spec = dict(spec, b3=np.zeros((s, s)).tolist()) if single_noise else spec
         arrays = {m: coefficient_array(spec[m], params, f"{key}.{m}", (s, s)) for m in MATRICES}
         arrays.update({w: coefficient_array(spec[w], params, f"{key}.{w}", (s,)) for w in ("alpha", "beta")})
-        return cls(**arrays, single_noise=single_noise, weak_order=int(spec.get("weak_order", 1)))
+        return cls(**arrays, single_noise=single_noise, weak_order=spec.get("weak_order", 1))
 
     @property
     def stages(self) -> int:
@@ -122,6 +122,10 @@ class WeakLdARK(Integrator):
     @property
     def noise_kind(self) -> str:
         return "three_point"
+
+    def newton_unknowns(self, system) -> int:
+        implicit = [len(component) for component, implicit in self.tableau.schedule(system.noises) if implicit]
+        return max(implicit, default=0) * 2 * system.dof
 
     def _stage_values(self, z, dt, i_hat, drift, noise):
         """Right-hand sides of all stage equations, (m + 1, s, 2N), from the field values

@@ -40,7 +40,7 @@ def weak_order_conditions(A0, B0, A1, B1, alpha, beta, order: int) -> dict[str, 
     condition is labelled with the elementary differential it governs. RS1, RS2 and SRKw2 satisfy
     all of them exactly; SRKw1 only the order-1 ones (its :math:`\alpha^Td_0 = \lambda`).
     """
-    if order not in (1, 2):
+    if not (isinstance(order, int) and not isinstance(order, bool) and order in (1, 2)):
         raise ConfigError("integrator.tableau.weak_order", order, "1 or 2 (the orders stated here for one noise)")
     e = np.ones(len(alpha))
     c0, d0, c1, d1 = A0 @ e, B0 @ e, A1 @ e, B1 @ e
@@ -86,7 +86,7 @@ class WeakSRKTableau:
         mat = lambda m: coefficient_array(spec[m], params, f"{key}.{m}", (s, s))
         vec = lambda w: coefficient_array(spec[w], params, f"{key}.{w}", (s,))
         return cls(A0=mat("A0"), B0=mat("B0"), A1=mat("A1"), B1=mat("B1"), alpha=vec("alpha"),
-                   beta1=vec("beta1"), weak_order=int(spec.get("weak_order", 2)))
+                   beta1=vec("beta1"), weak_order=spec.get("weak_order", 2))
 
     def conditions(self) -> dict[str, float]:
         """Explicitness and the weak order conditions for one noise."""

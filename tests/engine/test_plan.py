@@ -30,3 +30,40 @@ def test_bad_values_are_refused_with_one_line(key, value):
         Plan(**{**GOOD, key: value})
     message = str(err.value)
     assert message.startswith(f"plan.{key}=") and "\n" not in message
+
+
+@pytest.mark.parametrize("key, value", [
+    ("dt", 1e-320), ("dt", 1e-10), ("T", 1e300), ("paths", 2**32), ("keep_paths", 11), ("brownian_refine", 2**31)])
+def test_what_random_numbers_cannot_address_or_the_plan_would_clamp_is_refused(key, value):
+    with pytest.raises(ConfigError) as err:
+        Plan(**{**GOOD, key: value})
+    assert str(err.value).split("=")[0] in ("plan.dt", f"plan.{key}") and "\n" not in str(err.value)
+
+
+def _fitted(**changes):
+    from sgi_run.engine.convergence_plan import ConvergencePlan
+    from sgi_run.integrators import make_integrator
+    from sgi_run.systems import Kubo
+    from tests.conftest import integrator_config
+    system, integrator = Kubo(), make_integrator(integrator_config("midpoint"))
+    plan = ConvergencePlan(**{"dts": [0.1, 0.05], **changes}).fitted_to(system, integrator)
+    return system, integrator, plan
+
+
+@pytest.mark.parametrize("key, value", [("paths", 10**12), ("bootstrap", 10**12), ("dts", [2e-300, 1e-300])])
+def test_convergence_plans_beyond_what_can_be_addressed_or_resampled_are_refused(key, value):
+    with pytest.raises(ConfigError) as err:
+        _fitted(**{key: value})
+    assert str(err.value).startswith(f"plan.{key}=") and "\n" not in str(err.value)
+
+
+def test_memory_estimates_count_what_grows():
+    from sgi_run.engine.simulate import memory_estimate
+    system, integrator, plan = _fitted(paths=1000, T=1.0)
+    exact = memory_estimate(system, integrator, plan)
+    # W(T) against the exact path: every fine increment of every path at once (7 words each, measured).
+    assert exact.parts["plan.dts"] == 8 * 7 * 1000 * 20 and exact.largest == "plan.dts"
+    fine = memory_estimate(system, integrator, _fitted(paths=1000, T=1.0, reference="fine")[2])
+    assert "plan.dts" not in fine.parts and fine.parts["plan.paths"] == exact.parts["plan.paths"]
+    ensemble = Plan(**{**GOOD, "paths": 20000, "shards": 1})
+    assert memory_estimate(system, integrator, ensemble).parts["plan.shard_size"] > 20000 * 8 * 2 * 2

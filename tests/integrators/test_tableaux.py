@@ -46,3 +46,28 @@ def test_a_tableau_breaking_strong_order_is_refused(make_integrator):
 def test_e1_consumes_the_pair_and_heun_does_not(make_integrator):
     assert make_integrator("e1").noise_kind == "gaussian_pair"
     assert make_integrator("heun").noise_kind == "gaussian"
+
+
+@pytest.mark.parametrize("name, system, unknowns", [
+    ("heun", "Kubo", 0), ("midpoint", "Kubo", 2), ("dirk", "Kubo", 2), ("stormer_verlet", "Kubo", 2),
+    ("srkw1", "Kubo", 2), ("srkw2", "Kubo", 12), ("svia", "LangevinHarmonic", 0),
+    ("csvia", "SphericalPendulum", 0), ("csvia", "CirclePendulum", 2)])
+def test_newton_unknowns_per_step_are_what_the_solve_takes(name, system, unknowns, make_integrator):
+    """What the memory estimate counts an implicit solve by (its Jacobian grows as the square)."""
+    import sgi_run.systems as systems
+    assert make_integrator(name).newton_unknowns(getattr(systems, system)()) == unknowns
+
+
+def test_newton_shake_on_the_sphere_solves_for_its_one_multiplier(make_integrator):
+    from sgi_run.systems import SphericalPendulum
+    assert make_integrator("csvia", shake="newton").newton_unknowns(SphericalPendulum()) == 1
+
+
+@pytest.mark.parametrize("changes, key", [
+    ({"parameters": {"lam": "abc"}}, "integrator.parameters.lam"), ({"parameters": {"lam": float("inf")}},
+                                                                    "integrator.parameters.lam"),
+    ({"tableau": None}, "integrator.tableau"), ({"tol": 0.0}, "integrator.tol"), ({"max_iter": True}, "integrator.max_iter")])
+def test_bad_parameters_tableaux_and_options_name_their_key(changes, key, make_integrator):
+    with pytest.raises(ConfigError) as err:
+        make_integrator("dirk", **changes)
+    assert str(err.value).startswith(f"{key}=")
