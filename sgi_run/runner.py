@@ -222,12 +222,16 @@ def _progress(mode: str | None, label: str, plan, resumed: int):
             task = bar.add_task(label, total=total, completed=done)
             yield lambda paths: bar.advance(task, paths * plan.steps_per_output)
         return
-    last = started
+    last, timed = started, False
 
     def line(paths: int) -> None:
-        nonlocal done, last
+        nonlocal done, last, started, first_done, timed
         done += paths * plan.steps_per_output
         now = time.perf_counter()
+        if not timed and done < total:
+            # The first interval includes compiling: the rate (and time left) is timed from its end.
+            started, first_done, last, timed = now, done, now, True
+            return
         if now - last < LINE_SECONDS and done < total:
             return
         last = now
