@@ -65,6 +65,10 @@ def expand_sweeps(overrides: Sequence[str]) -> list[list[str]]:
     import itertools
     choices = []
     for o in _parsed(overrides):
+        if not o.is_sweep_override():
+            # As typed: a value rebuilt from its parse loses its quotes ('1' became 1, null 'None').
+            choices.append([o.input_line])
+            continue
         prefix = "+" if o.is_add() else ("~" if o.is_delete() else "")
         choices.append([f"{prefix}{o.key_or_group}={v}" for v in _values(o)])
     return [list(c) for c in itertools.product(*choices)]

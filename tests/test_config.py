@@ -76,6 +76,13 @@ def test_sweeps_expand_to_every_job():
     assert len(jobs) == 4 and ["integrator=dirk", "plan.dt=0.1", "plan.paths=10"] in jobs
 
 
+def test_sweep_expansion_keeps_each_value_as_typed():
+    """The command line composes each job of expand_sweeps: null stays null, a quoted '1' a string."""
+    typed = ["system.q0=null", "plan.fidelity='1'", "plan.T=${plan.dt}", "plan.observables=[H,'q']", "+plan.x=''"]
+    assert expand_sweeps(typed) == [typed]
+    assert refused(expand_sweeps(["system.q0=null"])[0]).startswith("system.q0=None ")
+
+
 def test_hash_ignores_display_keys_only():
     a = compose(["progress=off"])
     assert config_hash(a) == config_hash(compose(["progress=on", "output_root=/elsewhere"]))
@@ -197,3 +204,14 @@ def test_a_tableau_overflowing_its_conditions_is_refused_without_warnings():
 @pytest.mark.parametrize("override", ["plan.dt=1e-320", "plan.dt=1e-9"])
 def test_more_steps_than_random_numbers_can_address_name_dt(override):
     assert refused([override]).startswith("plan.dt=")
+
+
+def test_the_largest_paper_experiment_fits_in_1_gib(monkeypatch):
+    """Figure 4.7 at the paper's counts (10^7 paths in shards of 10^4, every path's final state kept for
+    densities) is accepted on a small machine: the memory estimate refuses only what cannot run. (Every
+    experiment at every fidelity fits in 1 GiB too; tests/figures compose all of them at paper counts.)"""
+    from sgi_run.figures.experiment import compose_runs, discover
+    from tests.conftest import ROOT
+    monkeypatch.setenv("SGI_RUN_MEMORY_LIMIT", "1GiB")
+    [exp] = discover(ROOT / "experiments", only=["fig4_7"])
+    assert max(cfg.plan.paths for cfg in compose_runs(exp, "paper").values()) == 10**7

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
 import sgi_run
-from sgi_run.config import GROUPS, _hydra_compose, group_options
+from sgi_run.config import GROUPS, _hydra_compose, expand_sweeps, group_options
 
 
 
@@ -112,6 +112,7 @@ def refused_properly(args):
 @settings(max_examples=300, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 @given(overrides())
 def test_any_override_of_any_key_composes_or_is_one_line(args):
+    assert expand_sweeps(args) == [args]     # the command line composes exactly these (no sweep here)
     refused_properly(args)
 
 
@@ -128,7 +129,8 @@ def test_the_issues_bad_inputs_are_refused(args):
 
 
 def test_the_command_line_refuses_in_one_line_and_exit_2(tmp_path):
-    for args in (["system.q0=abc"], ["plan.T=1000000000"], ["+plan.foo=1"], ["integrator.name=foo"]):
+    for args in (["system.q0=abc"], ["system.q0=null"], ["plan.T=1000000000"], ["+plan.foo=1"], ["integrator.name=foo"],
+                 ["plan=convergence", "plan.paths=1000000000000"], ["output_root=1"]):
         out = subprocess.run([sys.executable, "-m", "sgi_run.cli", *args], cwd=tmp_path, capture_output=True,
                              text=True, timeout=120)
         assert out.returncode == 2 and "Traceback" not in out.stderr, (args, out.stderr)
