@@ -44,6 +44,7 @@ class Cached:
 
 def set_aside(path: Path, reason: str) -> None:
     """Move a damaged file out of the cache's way (kept for inspection, never read again)."""
+    reason = reason.removeprefix(f"{path}: ")     # store.DamagedFile names the file itself
     aside = path.with_name(f"{path.name}.damaged-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}")
     try:
         os.replace(path, aside)
@@ -68,7 +69,7 @@ def check_identity(path: Path, wanted_hash: str, key: str = "run_dir", value=Non
     try:
         identity = _identity(path)     # attributes only: the policy is decided before any data is read
     except OSError as err:             # not an HDF5 file, or truncated before its attributes
-        set_aside(path, str(err).splitlines()[0])
+        set_aside(path, store.unopenable(err))
         return None
     if identity["config_hash"] != wanted_hash:
         raise ConfigError(key, str(path.parent if value is None else value),

@@ -126,7 +126,7 @@ def load(path) -> tuple[ConvergenceResult, dict]:
             order=float(data["order"]), order_ci=tuple(float(x) for x in data["order_ci"]),
             nonfinite=data["nonfinite_paths"], paths=int(attrs["paths"]), note=attrs["note"])
     except KeyError as err:
-        raise store.DamagedFile(f"{path}: {err} is missing") from None
+        raise store.DamagedFile(f"{path}: missing {err.args[0]}") from None
     return result, attrs
 
 

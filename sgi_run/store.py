@@ -14,11 +14,15 @@ Layout::
                                          that was non-finite at any of those times)
     /path, /kept_path                    path indices: the scales of the path axes
     attrs: schema_version, sgi_run_version, code_digest, seed, config (resolved YAML), config_hash,
-           system, integrator, paths, wall_time_s, shards, observables (their order), content_digest
+           system, integrator, paths, wall_time_s, shards, observables (their order), content_digest,
+           attributes_digest
 
 Every dataset carries HDF5's fletcher32 checksum, and ``content_digest`` (sha256 over every dataset)
-also catches a value rewritten through h5py, which recomputes fletcher32: ``load`` verifies both and
-raises ``DamagedFile``. Dimension scales and ``units``/``description`` attributes make the file
+also catches a value rewritten through h5py, which recomputes fletcher32; ``attributes_digest`` does
+the same for the file's attributes (their strings live in HDF5's global heap, which has no checksum).
+The file is in HDF5's 1.8 format, whose object headers carry checksums too. ``load`` verifies all of
+them and raises ``DamagedFile``; a file from before the digests loads, marked not ``verified``.
+Dimension scales and ``units``/``description`` attributes make the file
 readable by netCDF tools (``xarray.open_dataset(path, engine="h5netcdf", group="observables/H")``).
 The file is written under a unique temporary name and renamed when complete, so a file named
 ``ensemble.h5`` is always whole.
@@ -28,7 +32,8 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import os
-import tempfile
+import re
+import secrets
 from pathlib import Path
 
 import h5py
@@ -79,16 +84,17 @@ class Ensemble:
         if i is None:
             stored = (f"its snapshot times are {[float(x) for x in self.snapshots['t']]}" if self.snapshots
                       else "it stored none (plan.snapshots)")
-            raise LookupError(f"the run has no snapshot at t={t}: {stored}")
+            raise KeyError(f"the run has no snapshot at t={t}: {stored}")
         return {k: v[i] for k, v in self.snapshots.items() if k != "t"}
 
     def mean(self, name: str) -> np.ndarray:
         return self.observables[name]["mean"]
 
     def sem(self, name: str) -> np.ndarray:
-        """Monte Carlo standard error of the mean at each output time (NaN with fewer than two paths)."""
+        """Monte Carlo standard error of the mean at each output time (NaN with fewer than two paths:
+        one path has no spread to measure, whatever variance was stored for it)."""
         o = self.observables[name]
-        return np.sqrt(o["var"] / np.where(o["count"] > 0, o["count"], np.nan))
+        return np.sqrt(o["var"] / np.where(o["count"] > 1, o["count"], np.nan))
 
     @property
     def config(self):
@@ -131,50 +137,105 @@ def create_checked_dataset(group: h5py.Group, name: str, data, **attrs) -> h5py.
     return dataset
 
 
-def read_datasets(f: h5py.File) -> dict[str, np.ndarray]:
-    """Every dataset by its path, read whole (h5py raises OSError where a fletcher32 checksum fails)."""
-    found = {}
-    f.visititems(lambda name, obj: found.__setitem__(name, obj[()]) if isinstance(obj, h5py.Dataset) else None)
-    return found
+_DIGESTS = ("content_digest", "attributes_digest")     # file attributes that are not content
 
 
 def content_digest(datasets: dict[str, np.ndarray]) -> str:
+    """sha256 over every dataset's name, dtype, shape and values."""
+    return _sha256(datasets)
+
+
+def attributes_digest(attrs: dict) -> str:
+    """sha256 over the file's attributes but the digests: variable-length strings (``config``) live in
+    HDF5's global heap, which has no checksum of its own."""
+    return _sha256({k: v for k, v in attrs.items() if k not in _DIGESTS})
+
+
+def _sha256(named: dict) -> str:
     h = hashlib.sha256()
-    for name in sorted(datasets):
-        data = np.ascontiguousarray(datasets[name])
+    for name in sorted(named):
+        data = np.ascontiguousarray(named[name])
         h.update(f"{name}|{data.dtype.str}|{data.shape}|".encode())
-        h.update(data.tobytes())
+        # An object array's bytes are pointers (variable-length strings): hash its values instead.
+        h.update(repr(data.tolist()).encode() if data.dtype.hasobject else data.tobytes())
     return h.hexdigest()
 
 
+# What a damaged file makes HDF5 raise while it is read: its errors (OSError, or KeyError for a link
+# it cannot follow), and the decoding errors of metadata that no longer makes sense.
+_READ_ERRORS = (OSError, KeyError, ValueError, RuntimeError, TypeError)
+
+
+def _first_line(err: BaseException) -> str:
+    return (str(err).splitlines() or [type(err).__name__])[0]
+
+
+def unopenable(err: OSError) -> str:
+    """What is wrong with a file HDF5 cannot open, in words."""
+    message = str(err)
+    truncated = re.search(r"truncated file: eof = (\d+).*stored_eof = (\d+)", message)
+    if truncated:
+        return f"truncated ({truncated[1]} of its {truncated[2]} bytes are there)"
+    if "file signature not found" in message:
+        return "not an HDF5 file"
+    return f"cannot be opened ({_first_line(err)})"
+
+
 def checked_read(path: Path) -> tuple[dict[str, np.ndarray], dict, bool]:
-    """(datasets, file attributes, verified) of a result file; DamagedFile when it does not read back
-    whole. A file written before checksums existed has no content digest: read, but not verified."""
+    """(datasets by path, file attributes, verified) of a result file; DamagedFile when it does not
+    read back whole, FileNotFoundError when there is none. A file written before checksums existed
+    has no content digest: read, but not verified."""
     try:
-        with h5py.File(path, "r") as f:
-            attrs = {k: (v.item() if isinstance(v, np.generic) else v) for k, v in f.attrs.items()}
-            datasets = read_datasets(f)
+        f = h5py.File(path, "r")
+    except FileNotFoundError:
+        raise
     except OSError as err:
-        raise DamagedFile(f"{path}: cannot be read whole ({str(err).splitlines()[0]})") from None
-    stored = attrs.pop("content_digest", None)
+        raise DamagedFile(f"{path}: {unopenable(err)}") from None
+    with f:
+        datasets, attrs = _read_whole(f, path)
+    stored, stored_attributes = (attrs.pop(name, None) for name in _DIGESTS)
     if stored is not None and stored != content_digest(datasets):
-        raise DamagedFile(f"{path}: its content does not match the digest it was written with")
+        raise DamagedFile(f"{path}: content digest mismatch (a dataset changed after the file was written)")
+    if stored_attributes is not None and stored_attributes != attributes_digest(attrs):
+        raise DamagedFile(f"{path}: attributes digest mismatch (an attribute changed after the file was written)")
     return datasets, attrs, stored is not None
 
 
-def replace_atomically(path: Path, write) -> Path:
-    """``write(h5py.File)`` into a unique temporary file beside ``path``, then rename it to ``path``:
-    a file under the final name is always whole, and two writers never share a temporary name."""
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".partial")
-    os.close(fd)
+def _read_whole(f: h5py.File, path) -> tuple[dict[str, np.ndarray], dict]:
+    """Every dataset and file attribute; DamagedFile naming the part that does not read."""
     try:
-        with h5py.File(tmp, "w") as f:
+        attrs = {k: (v.item() if isinstance(v, np.generic) else v) for k, v in f.attrs.items()}
+        names = []
+        f.visititems(lambda name, obj: names.append(name) if isinstance(obj, h5py.Dataset) else None)
+    except _READ_ERRORS as err:
+        raise DamagedFile(f"{path}: its metadata cannot be read ({_first_line(err)})") from None
+    datasets = {}
+    for name in names:
+        try:
+            datasets[name] = f[name][()]
+        except _READ_ERRORS as err:     # fletcher32 failures are OSErrors from the filter pipeline
+            what = "checksum failure" if "filter returned failure" in str(err) else f"cannot be read ({_first_line(err)})"
+            raise DamagedFile(f"{path}: {what} in dataset {name}") from None
+    return datasets, attrs
+
+
+def replace_atomically(path: Path, write) -> Path:
+    """``write(h5py.File)`` into a temporary file beside ``path``, then rename it to ``path``: a file
+    under the final name is always whole, and two writers never share a temporary name."""
+    path = Path(path)
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.{secrets.token_hex(4)}.partial")
+    # Exclusive creation (mode "x"), with the process's umask. The 1.8 file format (not HDF5's
+    # oldest) checksums object headers too, so a damaged header or small attribute is an error.
+    f = h5py.File(tmp, "x", libver=("v108", "latest"))
+    try:
+        with f:
             write(f)
-            f.attrs["content_digest"] = content_digest(read_datasets(f))
+            datasets, attrs = _read_whole(f, tmp)   # the digests are of what the file holds
+            f.attrs["content_digest"] = content_digest(datasets)
+            f.attrs["attributes_digest"] = attributes_digest(attrs)
         os.replace(tmp, path)
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        tmp.unlink(missing_ok=True)
         raise
     return path
 
@@ -245,9 +306,11 @@ def load(path) -> Ensemble:
     for name, data in group("observables").items():
         observable, field = name.rsplit("/", 1)
         observables.setdefault(observable, {})[field] = data
-    order = [str(n) for n in attrs.get("observables", sorted(observables))]
-    if "t" not in datasets or sorted(order) != sorted(observables):
-        raise DamagedFile(f"{path}: datasets are missing (t or observables)")
-    attrs.pop("observables", None)
+    order = [str(n) for n in attrs.pop("observables", sorted(observables))]
+    required = ["t", "diagnostics/nonfinite_paths"] + [f"observables/{name}/{field}" for name in order
+                                                       for field in ("mean", "var", "count")]
+    missing = [name for name in required if name not in datasets]
+    if missing:
+        raise DamagedFile(f"{path}: missing dataset {', '.join(missing)}")
     return Ensemble(datasets["t"], {name: observables[name] for name in order}, group("paths"),
                     group("diagnostics"), attrs, group("snapshots"), group("time_averages"), verified)

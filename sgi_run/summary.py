@@ -35,7 +35,7 @@ def max_relative_error(mean: np.ndarray, sem: np.ndarray) -> float:
 
 
 def _in_sem(difference: float, sem: float) -> float:
-    return difference / sem if sem > 0 else math.nan
+    return float(difference / sem) if sem > 0 else math.nan
 
 
 def summarize(ens: Ensemble, system, integrator=None, plan=None) -> list[dict]:
@@ -82,7 +82,8 @@ def write(rows: list[dict], directory: Path, title: str) -> None:
     with open(directory / "summary.csv", "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=COLUMNS)
         w.writeheader()
-        w.writerows({c: repr(v) if isinstance(v, float) else v for c, v in r.items()} for r in rows)
+        # repr of a Python float: every digit, and no "np.float64(...)" around a numpy scalar.
+        w.writerows({c: repr(float(v)) if isinstance(v, float) else v for c, v in r.items()} for r in rows)
     lines = [f"# {title}", "", "| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
     lines += ["| " + " | ".join(_fmt(r[c]) for c in COLUMNS) + " |" for r in rows]
     (directory / "summary.md").write_text("\n".join(lines) + "\n")
@@ -97,83 +98,102 @@ def _value(v, digits: int = 6) -> str:
     return "-" if v == "" else _fmt(v, digits)
 
 
-def _columns(rows: list[dict]) -> list[tuple[str, callable]]:
-    """(header, cell) for the columns that have a value in some row; headers break where they may."""
+def _columns(rows: list[dict]) -> tuple[list, list]:
+    """(header, cell) for the columns that have a value in some row, headers broken where they may:
+    what was measured, and how it compares with the references (empty where none is known)."""
     has = lambda key: any(r[key] != "" for r in rows)
-    columns = [("obs", lambda r: r["observable"]),
-               ("mean\n± s.e.", lambda r: f"{_fmt(r['mean'])} ± {_fmt(r['sem'], 2)}"),
-               ("max\ns.e./|mean|", lambda r: _fmt(r["max_rel_mc_error"], 3))]
+    measured = [("obs", lambda r: r["observable"]),
+                ("mean\n± s.e.", lambda r: f"{_fmt(r['mean'])} ± {_fmt(r['sem'], 2)}"),
+                ("max\ns.e./|mean|", lambda r: _fmt(r["max_rel_mc_error"], 3))]
     if any(r["nonfinite_paths"] for r in rows):
-        columns.append(("non-finite\npaths", lambda r: str(r["nonfinite_paths"])))
+        measured.append(("non-finite\npaths", lambda r: str(r["nonfinite_paths"])))
+    references = []
     if has("reference"):
-        columns.append(("exact\n(SDE)", lambda r: _value(r["reference"])))
+        references.append(("exact\n(SDE)", lambda r: _value(r["reference"])))
     if has("method_reference"):
-        columns += [("method's\nexact", lambda r: _value(r["method_reference"])),
-                    ("z vs\nmethod", lambda r: _signed(r["method_error_in_sem"])),
-                    ("bias vs\nSDE", lambda r: _value(r["method_bias"], 3))]
+        references += [("method's\nexact", lambda r: _value(r["method_reference"])),
+                       ("z vs\nmethod", lambda r: _signed(r["method_error_in_sem"])),
+                       ("bias vs\nSDE", lambda r: _value(r["method_bias"], 3))]
     if any(r["reference"] != "" and r["method_reference"] == "" for r in rows):
-        columns.append(("z vs\nSDE", lambda r: _signed(r["error_in_sem"]) if r["method_reference"] == "" else "-"))
+        references.append(("z vs\nSDE", lambda r: _signed(r["error_in_sem"]) if r["method_reference"] == "" else "-"))
     if has("equilibrium"):
-        columns += [("t->oo", lambda r: _value(r["equilibrium"])), ("z vs\nt->oo", lambda r: _signed(r["equilibrium_error_in_sem"]))]
-    return columns
+        references += [("t->oo", lambda r: _value(r["equilibrium"])), ("z vs\nt->oo", lambda r: _signed(r["equilibrium_error_in_sem"]))]
+    return measured, references
 
 
 def _caption(rows: list[dict]) -> str:
     has = lambda key: any(r[key] != "" for r in rows)
     parts = ["s.e.: Monte Carlo standard error."]
     if has("method_reference"):
-        parts.append("z vs method = (mean - the method's own exact mean at this dt) / s.e.: Monte Carlo error "
-                     "alone, about N(0,1). bias vs SDE = method's exact mean - SDE's exact mean: the "
-                     "discretisation error, free of sampling noise.")
+        parts.append("z vs method: how many s.e. the mean lies from the method's own exact mean at this dt; "
+                     "that is sampling noise alone, so it is usually within ±2. bias vs SDE: the method's "
+                     "exact mean minus the SDE's exact mean, the error of the time step itself, free of "
+                     "sampling noise.")
     if any(r["reference"] != "" and r["method_reference"] == "" for r in rows):
-        parts.append("z vs SDE = (mean - SDE's exact mean) / s.e.: the method's bias plus Monte Carlo error, "
-                     "in standard errors (it grows with the path count when the bias is real).")
+        parts.append("z vs SDE: how many s.e. the mean lies from the SDE's exact mean; the method's bias "
+                     "adds to the sampling noise there, and grows in s.e. with the number of paths.")
     if has("equilibrium"):
-        parts.append("t->oo: the invariant measure's mean.")
+        parts.append("t->oo: the mean of the invariant measure (z vs t->oo: in s.e., as above).")
     return " ".join(parts)
 
 
 def _narrowest(table) -> int:
-    """The fewest terminal columns ``table`` fits in without cutting a value (title and caption wrap)."""
-    import copy
+    """The fewest terminal columns ``table`` (with no title or caption) fits in without cutting a value."""
     import io
 
     from rich.console import Console
 
-    bare = copy.copy(table)
-    bare.title = bare.caption = None
     probe = Console(width=10_000, file=io.StringIO(), record=True)
-    probe.print(bare)
+    probe.print(table)
     return max(len(line.rstrip()) for line in probe.export_text().splitlines())
 
 
-def render(rows: list[dict], title: str, width: int | None = None):
-    """The table for a terminal (or a log) of ``width`` columns (default: the console's). No number is
-    ever cut: when the table does not fit, each observable gets a two-column block instead."""
+def _table(rows: list[dict], columns: list):
     from rich import box
-    from rich.console import Console, Group
-    from rich.measure import Measurement
     from rich.table import Table
 
-    width = Console().width if width is None else width
-    columns = _columns(rows)
     cells = [[cell(r) for _, cell in columns] for r in rows]
-    table = Table(title=title, caption=_caption(rows), box=box.SIMPLE_HEAD)
+    table = Table(box=box.SIMPLE_HEAD)
     for i, (header, _) in enumerate(columns):
         # Values never wrap: a column is at least as wide as its longest value.
         table.add_column(header, justify="left" if i == 0 else "right", no_wrap=True,
                          min_width=max([len(row[i]) for row in cells] + [max(map(len, header.splitlines()))]))
     for row in cells:
         table.add_row(*row)
-    if _narrowest(table) <= width:
-        return table
-    blocks = [title]
-    for row in cells:
-        block = Table(title=row[0], title_justify="left", box=box.SIMPLE_HEAD, show_header=False)
+    return table
+
+
+def _blocks(rows: list[dict], columns: list) -> list:
+    """One two-column table (label, value) per observable, for a terminal too narrow for columns."""
+    from rich import box
+    from rich.table import Table
+
+    blocks = []
+    for r in rows:
+        block = Table(title=r["observable"], title_justify="left", box=box.SIMPLE_HEAD, show_header=False)
         block.add_column(justify="left")
         block.add_column(justify="right", no_wrap=True)
-        for (header, _), value in zip(columns[1:], row[1:]):
-            if value != "-":
-                block.add_row(header.replace("\n", " "), value)
+        for header, cell in columns[1:]:
+            if cell(r) != "-":
+                block.add_row(header.replace("\n", " "), cell(r))
         blocks.append(block)
-    return Group(*blocks, _caption(rows))
+    return blocks
+
+
+def render(rows: list[dict], title: str, width: int | None = None):
+    """The table for a terminal (or a log) of ``width`` columns (default: the console's). No number is
+    ever cut: when one table does not fit, the comparisons with the references go to a second table,
+    and when those do not fit either, each observable gets a two-column block."""
+    from rich.console import Console, Group
+
+    width = Console().width if width is None else width
+    measured, references = _columns(rows)
+    layouts = [[measured + references]] + ([[measured, measured[:1] + references]] if references else [])
+    for layout in layouts:
+        # The comparisons' table leaves out the rows that have no reference at all.
+        tables = [_table([r for r in rows if any(cell(r) != "-" for _, cell in columns[1:])], columns)
+                  for columns in layout]
+        if all(_narrowest(table) <= width for table in tables):
+            tables[0].title, tables[-1].caption = title, _caption(rows)
+            return Group(*tables)
+    return Group(title, *_blocks(rows, measured + references), _caption(rows))

@@ -1,3 +1,8 @@
+import dataclasses
+import os
+import stat
+import sys
+
 import h5py
 import numpy as np
 import pytest
@@ -30,8 +35,10 @@ def test_snapshots_round_trip_and_survive_a_resume(runs_root):
     ens = sgi_run.load(whole.path)
     assert ens.snapshots["t"].tolist() == [2.0] and ens.snapshots["q"].shape == (1, 30)
     assert ens.snapshot(None)["p"].shape == (30,) and ens.has_snapshot(2.0) and not ens.has_snapshot(1.0)
-    with pytest.raises(LookupError, match=r"no snapshot at t=1.0: its snapshot times are \[2.0\]"):
+    with pytest.raises(KeyError, match=r"no snapshot at t=1.0: its snapshot times are \[2.0\]"):
         ens.snapshot(1.0)
+    with pytest.raises(KeyError, match=r"no snapshot at t=2.0: it stored none \(plan.snapshots\)"):
+        dataclasses.replace(ens, snapshots={}).snapshot(2.0)
 
     from sgi_run.config import build
     from sgi_run.engine.simulate import Simulator
@@ -86,7 +93,34 @@ def test_written_under_a_temporary_name(tmp_path, monkeypatch):
     monkeypatch.setattr(h5py.File, "create_dataset", crash)
     with pytest.raises(OSError):
         store.write(tmp_path / "ensemble.h5", ens)
-    assert not (tmp_path / "ensemble.h5").exists()
+    assert list(tmp_path.iterdir()) == []        # neither the file nor its temporary remains
+
+
+def test_two_writers_never_share_a_temporary_file(tmp_path):
+    """A second writer of the same file, started while the first is still writing, gets its own
+    temporary file; both finish, and the file is whole (the last one renamed)."""
+    target = tmp_path / "convergence.h5"
+
+    def second(f):
+        store.create_checked_dataset(f, "x", [2.0])
+
+    def first(f):
+        store.create_checked_dataset(f, "x", [1.0])
+        store.replace_atomically(target, second)
+
+    store.replace_atomically(target, first)
+    datasets, _, verified = store.checked_read(target)
+    assert verified and datasets["x"].tolist() == [1.0] and list(tmp_path.iterdir()) == [target]
+
+
+def test_the_written_file_is_as_readable_as_any_other(tmp_path):
+    """The temporary file's permissions follow the umask (a run directory is often shared)."""
+    old = os.umask(0o022)
+    try:
+        path = store.write(tmp_path / "ensemble.h5", store.Ensemble(np.zeros(2), {}, {}, {}, {}))
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o644
 
 
 def test_other_schema_versions_are_refused(tmp_path):
@@ -115,33 +149,117 @@ def test_every_dataset_carries_a_checksum_and_the_file_a_content_digest(written)
 def test_a_truncated_file_and_a_flipped_byte_are_damaged(written, tmp_path):
     data = written.read_bytes()
     (tmp_path / "half.h5").write_bytes(data[: len(data) // 2])
-    with pytest.raises(store.DamagedFile, match="half.h5: cannot be read whole"):
+    with pytest.raises(store.DamagedFile, match=rf"half.h5: truncated \({len(data) // 2} of its {len(data)} bytes"):
         store.load(tmp_path / "half.h5")
     with h5py.File(written, "r") as f:
         offset = f["paths/q"].id.get_chunk_info(0).byte_offset
     flipped = bytearray(data)
     flipped[offset + 3] ^= 0x01
     (tmp_path / "flipped.h5").write_bytes(bytes(flipped))
-    with pytest.raises(store.DamagedFile, match="flipped.h5: cannot be read whole") as err:
+    with pytest.raises(store.DamagedFile, match="flipped.h5: checksum failure in dataset paths/q$") as err:
         store.load(tmp_path / "flipped.h5")
     assert "\n" not in str(err.value)
+
+
+def test_not_an_hdf5_file_is_damaged_and_no_file_is_not(tmp_path):
+    (tmp_path / "ensemble.h5").write_text("results\n")
+    with pytest.raises(store.DamagedFile, match="ensemble.h5: not an HDF5 file$"):
+        store.load(tmp_path)
+    with pytest.raises(FileNotFoundError):
+        store.load(tmp_path / "none.h5")
+
+
+def test_no_flipped_byte_reaches_the_reader_as_other_numbers(written, tmp_path):
+    """Byte by byte (a sample): either the very same contents or DamagedFile. HDF5's global heap
+    (variable-length strings) is left out: it has no checksum, and a damaged one can make HDF5
+    loop; its strings are still covered by the attributes digest."""
+    data = written.read_bytes()
+    heaps, at = [], data.find(b"GCOL")
+    while at >= 0:
+        heaps.append(range(at, at + int.from_bytes(data[at + 8:at + 16], "little")))
+        at = data.find(b"GCOL", at + 1)
+    whole, damaged = store.load(written), 0
+    for i in range(0, len(data), 101):
+        if any(i in heap for heap in heaps):
+            continue
+        flipped = bytearray(data)
+        flipped[i] ^= 0x10
+        (tmp_path / "f.h5").write_bytes(bytes(flipped))
+        try:
+            ens = store.load(tmp_path / "f.h5")
+        except store.DamagedFile:
+            damaged += 1
+            continue
+        assert same(ens, whole), i
+    assert damaged > 50
+
+
+def same(a: store.Ensemble, b: store.Ensemble) -> bool:
+    def equal(x, y):
+        if isinstance(x, dict):
+            return list(x) == list(y) and all(equal(x[k], y[k]) for k in x)
+        return np.array_equal(np.asarray(x), np.asarray(y), equal_nan=np.asarray(x).dtype.kind == "f")
+    return all(equal(getattr(a, f), getattr(b, f)) for f in
+               ("t", "observables", "paths", "diagnostics", "attrs", "snapshots", "time_averages"))
 
 
 def test_a_value_rewritten_through_h5py_fails_the_content_digest(written):
     with h5py.File(written, "r+") as f:
         f["observables/H/mean"][0] = 1.0e3      # h5py recomputes this chunk's fletcher32
-    with pytest.raises(store.DamagedFile, match="does not match the digest"):
+    with pytest.raises(store.DamagedFile, match="content digest mismatch"):
         store.load(written)
 
 
+def test_an_attribute_rewritten_through_h5py_fails_the_attributes_digest(written):
+    with h5py.File(written, "r+") as f:
+        f.attrs["seed"] = 12
+    with pytest.raises(store.DamagedFile, match="attributes digest mismatch"):
+        store.load(written)
+
+
+def old_file(written, path, leave_out=()):
+    """``written`` as code from before checksums wrote it: no digests, no fletcher32, no order."""
+    with h5py.File(written, "r") as src, h5py.File(path, "w") as dst:
+        def copy(name, obj):
+            if isinstance(obj, h5py.Dataset) and name not in leave_out:
+                dst.create_dataset(name, data=obj[()])
+        src.visititems(copy)
+        dst.attrs.update({k: v for k, v in src.attrs.items()
+                          if k not in ("content_digest", "attributes_digest", "observables")})
+    return path
+
+
 def test_a_file_from_before_checksums_still_loads_unverified(written, tmp_path):
-    old = tmp_path / "old.h5"
-    with h5py.File(written, "r") as src, h5py.File(old, "w") as dst:
-        for name in ("t", "observables", "paths", "diagnostics"):
-            src.copy(src[name], dst, name=name)
-        dst.attrs.update({k: v for k, v in src.attrs.items() if k not in ("content_digest", "observables")})
-    ens = store.load(old)
-    assert not ens.verified and set(ens.observables) == {"q", "H", "p"}
+    ens = store.load(old_file(written, tmp_path / "old.h5"))
+    assert not ens.verified and list(ens.observables) == ["H", "p", "q"]
+    whole = store.load(written)
+    assert all(np.array_equal(ens.observables[name]["var"], whole.observables[name]["var"]) for name in whole.observables)
+
+
+def test_a_missing_dataset_is_damage(written, tmp_path):
+    with pytest.raises(store.DamagedFile, match="old.h5: missing dataset observables/H/var$"):
+        store.load(old_file(written, tmp_path / "old.h5", leave_out=["observables/H/var"]))
+
+
+def test_the_digests_hash_values_not_pointers():
+    """Variable-length strings read back as object arrays, whose bytes are pointers."""
+    strings = lambda: np.array([b"q", b"p"], dtype=object)
+    assert store.content_digest({"s": strings()}) == store.content_digest({"s": strings()})
+    assert store.attributes_digest({"a": strings()}) != store.attributes_digest({"a": np.array([b"q", b"q"], dtype=object)})
+
+
+def test_a_scalar_dataset_is_covered_by_the_digest(tmp_path):
+    """Scalars cannot carry fletcher32 (no chunks): a flipped byte in one is caught by the digest."""
+    path = store.replace_atomically(tmp_path / "convergence.h5",
+                                    lambda f: store.create_checked_dataset(f, "order", 1.5, units="1"))
+    with h5py.File(path, "r") as f:
+        assert not f["order"].fletcher32 and f["order"].attrs["units"] == "1"
+        offset = f["order"].id.get_offset()
+    data = bytearray(path.read_bytes())
+    data[offset + 7] ^= 0x01
+    path.write_bytes(bytes(data))
+    with pytest.raises(store.DamagedFile, match="content digest mismatch"):
+        store.checked_read(path)
 
 
 def test_observables_keep_the_plans_order(written):
@@ -170,3 +288,9 @@ def test_to_xarray(written):
     assert ds["path_q"].dims == ("kept_path", "t") and ds["snapshot_p"].dims == ("snapshot_t", "path")
     assert ds["time_average_H"].dims == ("path",) and ds.attrs["config_hash"] == ens.attrs["config_hash"]
     assert "n - 1" in ds["H_var"].attrs["description"]
+
+
+def test_to_xarray_without_xarray_says_how_to_get_it(written, monkeypatch):
+    monkeypatch.setitem(sys.modules, "xarray", None)      # import xarray raises ImportError
+    with pytest.raises(ImportError, match="pip install xarray"):
+        sgi_run.load(written).to_xarray()

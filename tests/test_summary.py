@@ -29,6 +29,15 @@ def test_a_run_where_every_path_failed_shows_nan_not_zero():
     assert math.isnan(row["error_in_sem"]) and row["nonfinite_paths"] == 5
 
 
+def test_one_finite_path_has_no_standard_error():
+    """A single path has no spread to measure, even where a variance of 0 was stored for it."""
+    ens = failed_ensemble()
+    ens.observables["H"].update(mean=np.array([2.0, 1.5, 1.5]), var=np.array([0.0, 0.0, 0.0]),
+                                count=np.array([5, 1, 1]))
+    [row] = summary.summarize(ens, Kubo())
+    assert math.isnan(ens.sem("H")[-1]) and math.isnan(row["sem"]) and math.isnan(row["max_rel_mc_error"])
+
+
 def test_relative_error_of_a_deterministic_start_at_zero_is_zero():
     assert summary.max_relative_error(np.array([0.0, 1.0]), np.array([0.0, 0.1])) == pytest.approx(0.1)
     assert math.isnan(summary.max_relative_error(np.array([1.0, np.nan]), np.array([0.1, np.nan])))
@@ -68,11 +77,15 @@ def test_rows_keep_the_plans_order_cached_or_not(kubo_run):
 
 
 def test_summary_csv_holds_full_precision(kubo_run):
+    """Every number reads back exactly, with Python's float() (no "np.float64(...)")."""
     _, result = kubo_run
     with open(result.run_dir / "summary.csv") as f:
         stored = list(csv.DictReader(f))
+    assert len(stored) == len(result.summary)
     for row, written in zip(result.summary, stored):
-        assert float(written["mean"]) == row["mean"] and float(written["sem"]) == row["sem"]
+        for key, value in row.items():
+            if isinstance(value, float):
+                assert float(written[key]) == value or math.isnan(value) and written[key] == "nan", key
 
 
 def rendered(rows, width):
@@ -81,7 +94,7 @@ def rendered(rows, width):
     return console.export_text()
 
 
-@pytest.mark.parametrize("width", [40, 80, 200])
+@pytest.mark.parametrize("width", [40, 60, 80, 100, 200])
 def test_no_number_is_ever_cut(kubo_run, width):
     _, result = kubo_run
     rows = result.summary + [{**result.summary[0], "observable": "kinetic_temperature", "nonfinite_paths": 3,
@@ -98,7 +111,16 @@ def test_no_number_is_ever_cut(kubo_run, width):
                 assert shown.format(row[key]) in text, (key, width)
 
 
-def test_a_wide_terminal_gets_one_table_a_narrow_one_a_block_per_observable(kubo_run):
+def test_a_wide_terminal_gets_one_table_a_log_two_a_narrow_one_a_block_per_observable(kubo_run):
     _, result = kubo_run
-    assert rendered(result.summary, 200).count("± s.e.") == 1      # one header
-    assert rendered(result.summary, 40).count("mean ± s.e.") == 3
+    wide, log, narrow = (rendered(result.summary, width) for width in (200, 80, 40))
+    assert wide.count("± s.e.") == 1 and wide.count("obs ") == 1           # one table
+    assert log.count("± s.e.") == 1 and log.count("obs ") == 2             # the comparisons apart
+    assert "method's" in log and log.count("\n  H ") == 2 and log.count("\n  q ") == 1  # only H has one
+    assert narrow.count("mean ± s.e.") == 3
+
+
+def test_the_caption_says_what_both_numbers_mean(kubo_run):
+    text = " ".join(rendered(kubo_run[1].summary, 200).split())
+    assert "z vs method: how many s.e. the mean lies from the method's own exact mean" in text
+    assert "bias vs SDE: the method's exact mean minus the SDE's exact mean" in text
