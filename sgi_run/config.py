@@ -27,7 +27,7 @@ from sgi_run.engine.convergence_plan import ConvergencePlan
 from sgi_run.engine.plan import Plan
 from sgi_run.engine.simulate import format_bytes, memory_estimate, observable_functions
 from sgi_run.integrators import Integrator, make_integrator
-from sgi_run.systems import SYSTEMS, CanonicalSystem
+from sgi_run.systems import SYSTEMS, System
 
 CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
 GROUPS = ("system", "integrator", "plan", "executor")
@@ -146,7 +146,7 @@ def compose(overrides: Iterable[str] = ()) -> DictConfig:
 # --- construction --------------------------------------------------------------------------------
 @dataclasses.dataclass(frozen=True)
 class Setup:
-    system: CanonicalSystem
+    system: System
     integrator: Integrator
     plan: Plan | ConvergencePlan   # a ConvergencePlan when plan.kind = convergence
 
@@ -155,7 +155,7 @@ def _container(node):
     return OmegaConf.to_container(node, resolve=True) if isinstance(node, (DictConfig, ListConfig)) else node
 
 
-def build_system(cfg) -> CanonicalSystem:
+def build_system(cfg) -> System:
     cfg = dict(_container(cfg))
     name = cfg.pop("name", None)
     if name not in SYSTEMS:

@@ -150,28 +150,28 @@ def _audit_checkpoints(shards: ShardStore, policy: str) -> None:
 
 
 def _ensemble(cfg, sim: Simulator, result, wall_time: float) -> store.Ensemble:
-    plan, system = sim.plan, sim.system
+    plan = sim.plan
     m = result.moments
+    mean, var, count = (sim.split_entries(x, 1) for x in (m.mean_or_nan, m.var, m.count))
     total = plan.paths * plan.steps
+    solver = result.solver_name
     return store.Ensemble(
         t=plan.times,
-        observables={name: {"mean": m.mean_or_nan[:, j], "var": m.var[:, j], "count": m.count[:, j]}
-                     for j, name in enumerate(sim.observable_names)},
+        observables={name: {"mean": mean[name], "var": var[name], "count": count[name]}
+                     for name in sim.observable_names},
         paths=result.kept,
-        snapshots=({"t": plan.times[plan.snapshot_indices]}
-                   | {name: result.snapshots[:, :, j] for j, name in enumerate(system.coordinates)}
-                   if plan.snapshots else {}),
-        time_averages=({name: result.time_averages[:, j] for j, name in enumerate(sim.observable_names)}
-                       if plan.time_average is not None else {}),
-        diagnostics={"nonfinite_paths": result.nonfinite,
-                     "newton_iterations": result.newton_iterations,
-                     "newton_max_iterations": result.newton_max},
+        snapshots=({"t": plan.times[plan.snapshot_indices]} | sim.views(result.snapshots) if plan.snapshots else {}),
+        time_averages=(sim.split_entries(result.time_averages, 1) if plan.time_average is not None else {}),
+        diagnostics={"nonfinite_paths": result.nonfinite}
+        | ({f"{solver}_{field.name}": getattr(result.solver, field.name)
+            for field in dataclasses.fields(result.solver)} if solver else {}),
         attrs={"sgi_run_version": __version__, "code_digest": provenance.code_digest(), "seed": plan.seed,
                "config": OmegaConf.to_yaml(cfg, resolve=True), "config_hash": config_hash(cfg),
                "system": cfg.system.name, "integrator": cfg.integrator.name,
                "paths": plan.paths, "shards": plan.shard_count,
                "path_steps": total, "wall_time_s": wall_time,
-               "newton_iterations_per_step": float(np.sum(result.newton_iterations) / total),
+               "solver": solver or "none",
+               "solver_iterations_per_step": float(np.sum(result.solver.iterations) / total),
                **({"time_average": list(plan.time_average)} if plan.time_average is not None else {})},
     )
 

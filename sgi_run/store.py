@@ -3,12 +3,18 @@
 Layout::
 
     /t                                   output times (a dimension scale: every time series' time axis)
-    /observables/<name>/{mean,var,count} per output time (var unbiased: divided by n - 1; count = finite paths)
-    /paths/<name>                        (kept_path, t) for state coordinates and observables
-    /diagnostics/{nonfinite_paths,newton_iterations,newton_max_iterations}   per output time
-    /snapshots/t, /snapshots/<coordinate>   (t, path): every path's state at the plan's ``snapshots``
+    /observables/<name>/{mean,var,count} (t, *shape) per output time and entry of the observable (var
+                                         unbiased: divided by n - 1; count = finite paths)
+    /paths/<name>                        (kept_path, t, *shape): the state space's views (canonical
+                                         coordinates, or each leaf of the state, complex included) and
+                                         the observables along the first kept paths
+    /diagnostics/nonfinite_paths         per output time
+    /diagnostics/<solver>_{iterations,max_iterations,unconverged_steps,stagnated_steps}   per output
+                                         interval, for the integrator's solver (attrs ``solver``: newton,
+                                         chord, fixed_point, shake; none for an explicit method)
+    /snapshots/t, /snapshots/<view>      (t, path, *shape): every path's state at the plan's ``snapshots``
                                          times (absent when there are none; /snapshots/t is their scale)
-    /time_averages/<name>                (path,): every path's average of an observable over the
+    /time_averages/<name>                (path, *shape): every path's average of an observable over the
                                          output times in attrs ``time_average`` = [start, end]
                                          (absent without ``plan.time_average``; NaN for a path
                                          that was non-finite at any of those times)
@@ -47,9 +53,20 @@ _DESCRIBED = {
     "var": (None, "unbiased sample variance over the finite paths (divided by n - 1; NaN for n < 2)"),
     "count": ("paths", "number of finite paths at each output time"),
     "nonfinite_paths": ("paths", "paths whose state is not finite at each output time"),
-    "newton_iterations": ("iterations", "solver iterations summed over the paths and steps up to each output time"),
-    "newton_max_iterations": ("iterations", "most solver iterations one path took in one step of each output interval"),
+    "_iterations": ("iterations", "solver iterations summed over the paths and steps of the output interval"),
+    "_max_iterations": ("iterations", "most solver iterations one path took in one step of the output interval"),
+    "_unconverged_steps": ("steps", "steps of the output interval whose solve failed to converge, over the paths"),
+    "_stagnated_steps": ("steps", "steps of the output interval whose fixed-point solve stopped at its round-off "
+                                  "floor (the update stopped decreasing), over the paths"),
 }
+
+
+def _described(name: str) -> tuple[str | None, str]:
+    """units and description of a stored series, by its name or (solver diagnostics) its suffix."""
+    if name in _DESCRIBED:
+        return _DESCRIBED[name]
+    suffix = max((k for k in _DESCRIBED if k.startswith("_") and name.endswith(k)), key=len, default=None)
+    return _DESCRIBED[suffix] if suffix else (None, name)
 
 
 class DamagedFile(Exception):
@@ -109,20 +126,24 @@ class Ensemble:
             import xarray as xr
         except ImportError:
             raise ImportError("Ensemble.to_xarray needs xarray: pip install xarray") from None
-        variables = {f"{name}_{field}": ("t", data) for name, fields in self.observables.items()
+        def dims(axes, name, data):
+            """Named axes, then one per entry axis of a vector observable or an array view."""
+            return tuple(axes) + tuple(f"{name}_axis{i}" for i in range(data.ndim - len(axes))), data
+
+        variables = {f"{name}_{field}": dims(["t"], name, data) for name, fields in self.observables.items()
                      for field, data in fields.items()}
         variables |= {name: ("t", data) for name, data in self.diagnostics.items()}
-        variables |= {f"path_{name}": (("kept_path", "t"), data) for name, data in self.paths.items()}
-        variables |= {f"snapshot_{name}": (("snapshot_t", "path"), data)
+        variables |= {f"path_{name}": dims(["kept_path", "t"], name, data) for name, data in self.paths.items()}
+        variables |= {f"snapshot_{name}": dims(["snapshot_t", "path"], name, data)
                       for name, data in self.snapshots.items() if name != "t"}
-        variables |= {f"time_average_{name}": ("path", data) for name, data in self.time_averages.items()}
+        variables |= {f"time_average_{name}": dims(["path"], name, data) for name, data in self.time_averages.items()}
         coords = {"t": self.t} | ({"snapshot_t": self.snapshots["t"]} if self.snapshots else {})
         ds = xr.Dataset(variables, coords=coords, attrs={k: v for k, v in self.attrs.items()
                                                          if isinstance(v, (str, int, float, bool))})
         for name in ds.variables:
-            field = name.rsplit("_", 1)[-1] if name not in _DESCRIBED else name
-            if field in _DESCRIBED:
-                units, description = _DESCRIBED[field]
+            field = name.rsplit("_", 1)[-1] if name not in _DESCRIBED and name not in self.diagnostics else name
+            units, description = _described(field)
+            if description != field:
                 ds[name].attrs.update({"description": description} | ({"units": units} if units else {}))
         return ds
 
@@ -274,7 +295,7 @@ def write(path: Path, ens: Ensemble) -> Path:
         for name, data in ens.paths.items():
             series(f"paths/{name}", data, kept_path, t, description=f"{name} along each kept path")
         for name, data in ens.diagnostics.items():
-            units, description = _DESCRIBED.get(name, (None, name))
+            units, description = _described(name)
             series(f"diagnostics/{name}", data, t, description=description, **({"units": units} if units else {}))
         if ens.snapshots:
             snapshot_t = _scale(f, "snapshots/t", ens.snapshots["t"], "time", "snapshot times")

@@ -50,6 +50,13 @@ def summarize(ens: Ensemble, system, integrator=None, plan=None) -> list[dict]:
     nonfinite = int(ens.diagnostics["nonfinite_paths"][-1])
     for name in ens.observables:
         mean, sem = ens.mean(name), ens.sem(name)
+        if mean.ndim > 1:
+            # A vector observable: its entries' means are in ensemble.h5; the table gives its size and
+            # the largest relative Monte Carlo error of any entry at any time.
+            rows.append({c: "" for c in COLUMNS} | {
+                "observable": f"{name} [{' x '.join(map(str, mean.shape[1:]))} entries]", "t_final": float(ens.t[-1]),
+                "max_rel_mc_error": max_relative_error(mean, sem), "nonfinite_paths": nonfinite})
+            continue
         row = {"observable": name, "t_final": float(ens.t[-1]), "mean": float(mean[-1]), "sem": float(sem[-1]),
                "max_rel_mc_error": max_relative_error(mean, sem), "nonfinite_paths": nonfinite}
         exact = system.reference_mean(name)

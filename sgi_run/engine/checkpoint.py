@@ -8,6 +8,7 @@ CRC-32 of every array) before a resume trusts it.
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import tempfile
 import zipfile
@@ -16,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from sgi_run.engine.moments import Moments
-from sgi_run.engine.simulate import ShardResult
+from sgi_run.engine.simulate import ShardResult, SolverCounts
 
 IDENTITY_KEYS = ("config_hash", "code_digest")
 
@@ -49,13 +50,12 @@ class ShardStore:
     def save(self, r: ShardResult) -> None:
         self.directory.mkdir(parents=True, exist_ok=True)
         arrays = {"count": r.moments.count, "mean": r.moments.mean, "m2": r.moments.m2,
-                  "nonfinite": r.nonfinite, "newton_iterations": r.newton_iterations,
-                  "newton_max": r.newton_max, "meta": np.array([r.shard, r.first_path, r.paths]),
+                  "nonfinite": r.nonfinite, "meta": np.array([r.shard, r.first_path, r.paths]),
                   "wall_time": np.array(r.wall_time)}
+        arrays.update({f"solver/{f.name}": getattr(r.solver, f.name) for f in dataclasses.fields(SolverCounts)})
         arrays.update({f"kept/{k}": v for k, v in r.kept.items()})
         arrays.update({f"identity/{k}": np.array(v) for k, v in self.identity.items()})
-        if r.snapshots is not None:
-            arrays["snapshots"] = r.snapshots
+        arrays.update({f"snapshots/{k}": v for k, v in r.snapshots.items()})
         if r.time_averages is not None:
             arrays["time_averages"] = r.time_averages
         # A unique temporary name: a second process (or a leftover of a killed one) never shares it.
@@ -71,10 +71,10 @@ class ShardStore:
     def load(self, shard: int) -> ShardResult:
         with np.load(self.path(shard)) as f:
             shard_, first, paths = (int(x) for x in f["meta"])
-            kept = {k.split("/", 1)[1]: f[k] for k in f.files if k.startswith("kept/")}
+            group = lambda prefix: {k.split("/", 1)[1]: f[k] for k in f.files if k.startswith(prefix + "/")}
             return ShardResult(shard_, first, paths, Moments(f["count"], f["mean"], f["m2"]),
-                               f["nonfinite"], f["newton_iterations"], f["newton_max"], kept,
-                               float(f["wall_time"]), f["snapshots"] if "snapshots" in f.files else None,
+                               f["nonfinite"], SolverCounts(**group("solver")), group("kept"),
+                               float(f["wall_time"]), group("snapshots"),
                                f["time_averages"] if "time_averages" in f.files else None)
 
     def clear(self) -> None:

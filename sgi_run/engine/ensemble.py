@@ -8,21 +8,30 @@ import numpy as np
 
 from sgi_run.engine.checkpoint import ShardStore
 from sgi_run.engine.moments import Moments
-from sgi_run.engine.simulate import ShardResult, Simulator
+from sgi_run.engine.simulate import ShardResult, Simulator, SolverCounts
 
 
 @dataclasses.dataclass
 class EnsembleResult:
-    moments: Moments
+    moments: Moments               # (times, observable entries)
     nonfinite: np.ndarray
-    newton_iterations: np.ndarray
-    newton_max: np.ndarray
-    kept: dict[str, np.ndarray]
-    snapshots: np.ndarray          # (snapshot times, paths, state), paths in index order
-    time_averages: np.ndarray | None  # (paths, observables) over plan.time_average, paths in index order
+    solver_name: str | None        # the integrator's solver (None: explicit)
+    solver: SolverCounts
+    kept: dict[str, np.ndarray]    # state views and observables, (kept paths, times, *shape)
+    snapshots: object              # the state pytree, each leaf (snapshot times, paths, *leaf shape), paths in index order
+    time_averages: np.ndarray | None  # (paths, observable entries) over plan.time_average, paths in index order
     shards_run: int
     shards_resumed: int
     wall_time: float
+
+    @property
+    def newton_iterations(self) -> np.ndarray:
+        """Newton's iterations per output time (zeros for another solver or none)."""
+        return self.solver.iterations if self.solver_name == "newton" else np.zeros_like(self.solver.iterations)
+
+    @property
+    def newton_max(self) -> np.ndarray:
+        return self.solver.max_iterations if self.solver_name == "newton" else np.zeros_like(self.solver.max_iterations)
 
 
 def run_shards(sim: Simulator, store: ShardStore | None,
@@ -51,15 +60,19 @@ def run_shards(sim: Simulator, store: ShardStore | None,
         moments = moments.merge(r.moments)
     kept = {k: np.concatenate([r.kept[k] for r in ordered if len(r.kept[k])] or [ordered[0].kept[k]])
             for k in ordered[0].kept}
-    snapshots = np.concatenate([r.snapshots for r in ordered], axis=1)
+    snapshots = sim.space.from_leaves({name: np.concatenate([r.snapshots[name] for r in ordered], axis=1)
+                                       for name in ordered[0].snapshots})
     averaged = [r.time_averages for r in ordered]
+    solver = ordered[0].solver
+    for r in ordered[1:]:
+        solver = solver.merge(r.solver)
     return EnsembleResult(
         moments=moments,
         snapshots=snapshots,
         time_averages=np.concatenate(averaged, axis=0) if averaged[0] is not None else None,
         nonfinite=sum(r.nonfinite for r in ordered),
-        newton_iterations=sum(r.newton_iterations for r in ordered),
-        newton_max=np.max([r.newton_max for r in ordered], axis=0),
+        solver_name=sim.solver_name,
+        solver=solver,
         kept=kept,
         shards_run=count - len(done),
         shards_resumed=len(done),

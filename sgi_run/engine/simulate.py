@@ -1,9 +1,15 @@
 """One compiled ensemble simulator per (system, integrator, plan).
 
 Paths are ``vmap``ped, steps are a ``lax.scan`` between two output times, and the statistics at
-each output time are reduced on the device, so only (times x observables) numbers come back.
+each output time are reduced on the device, so only (times x observable entries) numbers come back.
 Shards all have the same padded shape, so the step function compiles once per run; padding paths
 are masked out of every statistic.
+
+A path's state is a pytree described by the system's space (``core.space``): every leaf keeps its
+shape and dtype (complex included) from the initial state to the kept paths and snapshots. An
+observable is a real scalar or a real array of fixed shape (a vector observable, e.g. a sorted
+spectrum): the engine reduces the concatenation of their entries, so every entry gets its own
+count, mean and variance.
 
 Observables are the system's named functions of the state, plus ``<name>_change`` for each:
 its change since t = 0 on the same path, :math:`g(z_t) - g(z_0)`. Its mean is the drift of
@@ -13,6 +19,7 @@ means when the initial ensemble is random (spec 000, Figure 4.11).
 from __future__ import annotations
 
 import dataclasses
+import math
 import time
 from typing import Callable
 
@@ -44,6 +51,27 @@ def observable_functions(system, names) -> list[Callable]:
         g = base[root]
         functions.append((lambda z, z0, g=g: g(z) - g(z0)) if root != name else (lambda z, z0, g=g: g(z)))
     return functions
+
+
+def observable_shapes(system, names) -> dict[str, tuple[int, ...]]:
+    """The shape of each observable's value (``()`` for a scalar); refuses a complex or non-numeric one."""
+    from sgi_run.core.errors import ConfigError
+
+    space = system.space
+    example = space.from_leaves({leaf.name: jax.ShapeDtypeStruct(leaf.shape, leaf.dtype) for leaf in space.leaves})
+    shapes = {}
+    for name, f in zip(names, observable_functions(system, names)):
+        value = jax.eval_shape(f, example, example)
+        if not jnp.issubdtype(value.dtype, jnp.floating) and not jnp.issubdtype(value.dtype, jnp.integer):
+            raise ConfigError("plan.observables", name, f"real-valued observables ({name} is {value.dtype}: "
+                              "observe its real and imaginary parts, or its modulus)")
+        shapes[name] = tuple(value.shape)
+    return shapes
+
+
+def state_words(space) -> int:
+    """float64 words of one path's state (a complex entry is two)."""
+    return sum(leaf.size * (2 if leaf.dtype == "complex128" else 1) for leaf in space.leaves)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -84,7 +112,8 @@ def memory_estimate(system, integrator, plan: Plan | ConvergencePlan) -> MemoryE
     """
     if isinstance(plan, ConvergencePlan):
         return _convergence_estimate(system, integrator, plan)
-    d, n_obs, n_times = 2 * system.dof, len(plan.observables), plan.outputs + 1
+    d, n_times = state_words(system.space), plan.outputs + 1
+    n_obs = sum(math.prod(shape) for shape in observable_shapes(system, plan.observables).values())
     per_shard = plan.paths_per_shard * _words_per_path(system, integrator) + min(
         BLOCK_VALUES, plan.paths_per_shard * noise.NOISE_KINDS[integrator.noise_kind] * system.noises
         * plan.brownian_refine * plan.steps_per_output)
@@ -104,7 +133,7 @@ def _words_per_path(system, integrator) -> int:
     10^6 paths: Heun 17, midpoint 49, SRKw2 383 words for d = 2): the state and its start, keys,
     increments and observables (~10 d + d^2), and an implicit solve's Jacobian and forward-mode
     temporaries (~24 + 3 u^2 for u unknowns solved together)."""
-    d, u = 2 * system.dof, integrator.newton_unknowns(system)
+    d, u = state_words(system.space), integrator.newton_unknowns(system)
     return 10 * d + d * d + (24 + 3 * u * u if u else 0)
 
 
@@ -116,7 +145,7 @@ def _convergence_estimate(system, integrator, plan: ConvergencePlan) -> MemoryEs
     - a strong study against the exact path draws every fine increment of [0, T] at once to sum
       W(T) (``brownian_endpoint``): paths x fine steps, values, keys and XLA's temporaries.
     """
-    d, levels = 2 * system.dof, len(plan.dts) + 1
+    d, levels = state_words(system.space), len(plan.dts) + 1
     words = {"plan.paths": plan.paths * (_words_per_path(system, integrator) + levels * d + 2 * levels)}
     if plan.error == "strong" and plan.reference == "exact":
         # Measured: 53 bytes per path and fine step (one noise: an exact path has one).
@@ -125,40 +154,82 @@ def _convergence_estimate(system, integrator, plan: ConvergencePlan) -> MemoryEs
 
 
 @dataclasses.dataclass
+class SolverCounts:
+    """Per output time (the interval ending there): solver iterations summed over paths and steps, the
+    most one path took in one step, the steps whose solve failed (unconverged), and the steps whose
+    fixed-point solve stopped at its round-off floor (stagnated: reported, not failed)."""
+    iterations: np.ndarray
+    max_iterations: np.ndarray
+    unconverged_steps: np.ndarray
+    stagnated_steps: np.ndarray
+
+    @classmethod
+    def zeros(cls, n_times: int) -> "SolverCounts":
+        return cls(*(np.zeros(n_times, np.int64) for _ in dataclasses.fields(cls)))
+
+    def merge(self, other: "SolverCounts") -> "SolverCounts":
+        return SolverCounts(self.iterations + other.iterations, np.maximum(self.max_iterations, other.max_iterations),
+                            self.unconverged_steps + other.unconverged_steps,
+                            self.stagnated_steps + other.stagnated_steps)
+
+
+@dataclasses.dataclass
 class ShardResult:
     shard: int
     first_path: int
     paths: int
-    moments: Moments              # (times, observables)
+    moments: Moments              # (times, observable entries)
     nonfinite: np.ndarray         # (times,) paths whose state is not finite
-    newton_iterations: np.ndarray  # (times,) Newton iterations summed over paths and steps of the interval
-    newton_max: np.ndarray        # (times,) most iterations any path took in one step of the interval
-    kept: dict[str, np.ndarray]   # name -> (kept paths, times): state coordinates and observables
+    solver: SolverCounts
+    kept: dict[str, np.ndarray]   # name -> (kept paths, times, *shape): state views and observables
     wall_time: float
-    snapshots: np.ndarray | None = None  # (plan.snapshots, paths of the shard, state): every path's state
-    time_averages: np.ndarray | None = None  # (paths of the shard, observables) over plan.time_average
+    snapshots: dict[str, np.ndarray]   # the state's leaves by name, each (plan.snapshots, paths of the shard, *leaf shape)
+    time_averages: np.ndarray | None = None  # (paths of the shard, observable entries) over plan.time_average
 
 
 class Simulator:
     def __init__(self, system, integrator, plan: Plan):
         self.system, self.integrator, self.plan = system, integrator, plan
+        self.space = system.space
+        self.solver_name = integrator.solver_name(system)
         self.observable_names = list(plan.observables)
+        self.observable_shapes = observable_shapes(system, self.observable_names)
         functions = observable_functions(system, self.observable_names)
-        self._observe = jax.vmap(lambda z, z0: jnp.stack([f(z, z0) for f in functions]))
+        self._observe = jax.vmap(lambda z, z0: jnp.concatenate([jnp.ravel(f(z, z0)) for f in functions]))
         self.kept_count = min(plan.keep_paths, plan.paths_per_shard)
         rows = noise.NOISE_KINDS[integrator.noise_kind] * system.noises * plan.brownian_refine
         self.block_steps = int(max(1, min(plan.steps_per_output, BLOCK_VALUES // (plan.paths_per_shard * rows))))
         self._advance = jax.jit(self._advance_impl)
         self._initial = jax.jit(self._initial_impl)
 
+    @property
+    def observable_slices(self) -> dict[str, tuple[slice, tuple[int, ...]]]:
+        """Where each observable's entries sit among the reduced values, and its shape."""
+        out, start = {}, 0
+        for name, shape in self.observable_shapes.items():
+            size = math.prod(shape)
+            out[name], start = (slice(start, start + size), shape), start + size
+        return out
+
+    def split_entries(self, values: np.ndarray, axis_count: int) -> dict[str, np.ndarray]:
+        """Observable entries on the last axis -> name -> (*leading axes, *observable shape)."""
+        lead = values.shape[:axis_count]
+        return {name: values[..., where].reshape(lead + shape) for name, (where, shape) in self.observable_slices.items()}
+
+    def views(self, states) -> dict[str, np.ndarray]:
+        """The space's named views of states with two leading axes (e.g. paths, times)."""
+        functions = self.space.view_functions()
+        view = jax.vmap(jax.vmap(lambda z: {name: f(z) for name, f in functions.items()}))
+        return {name: np.asarray(v) for name, v in view(states).items()}
+
     # --- compiled pieces ------------------------------------------------------------------------
     def _statistics(self, z, z0, valid):
-        values = self._observe(z, z0)                                 # (S, n_obs)
+        values = self._observe(z, z0)                                 # (S, entries)
         finite = jnp.isfinite(values) & valid[:, None]
         count = finite.sum(axis=0)
         mean = jnp.where(finite, values, 0.0).sum(axis=0) / jnp.maximum(count, 1)
         m2 = jnp.where(finite, (values - mean) ** 2, 0.0).sum(axis=0)
-        nonfinite = (valid & ~jnp.all(jnp.isfinite(z), axis=1)).sum()
+        nonfinite = (valid & ~jax.vmap(self.space.is_finite)(z)).sum()
         return count, mean, m2, nonfinite, values
 
     def _initial_impl(self, path_keys, valid):
@@ -171,13 +242,14 @@ class Simulator:
         draw = jax.vmap(lambda key, step: noise.increments(kind, key, step, plan.dt, m,
                                                            plan.brownian_refine, plan.truncate),
                         in_axes=(0, None))
-        step_all = jax.vmap(lambda z, xi: integrator.step(system, z, plan.dt, xi))
+        step_all = jax.vmap(lambda z, xi: integrator.advance(system, z, plan.dt, xi))
 
         def one_step(carry, xi):
-            z, it_sum, it_max = carry
-            z, iterations = step_all(z, xi)
-            iterations = jnp.where(valid, iterations, 0)
-            return (z, it_sum + iterations.sum(), jnp.maximum(it_max, iterations.max())), None
+            z, it_sum, it_max, unconverged, stagnated = carry
+            z, stats = step_all(z, xi)
+            iterations = jnp.where(valid, stats.iterations, 0)
+            return (z, it_sum + iterations.sum(), jnp.maximum(it_max, iterations.max()),
+                    unconverged + (valid & stats.unconverged).sum(), stagnated + (valid & stats.stagnated).sum()), None
 
         def block(carry, first, length):
             # Drawing a block of steps' increments at once, then stepping through them, runs
@@ -188,47 +260,52 @@ class Simulator:
 
         full_blocks, rest = divmod(plan.steps_per_output, self.block_steps)
         zero = jnp.zeros((), jnp.int64)
-        carry = (z, zero, zero)
+        carry = (z, zero, zero, zero, zero)
         if full_blocks:
             carry = jax.lax.scan(lambda c, b: (block(c, start_step + b * self.block_steps, self.block_steps), None),
                                  carry, jnp.arange(full_blocks))[0]
         if rest:
             carry = block(carry, start_step + full_blocks * self.block_steps, rest)
-        z, it_sum, it_max = carry
-        return z, self._statistics(z, z0, valid), it_sum, it_max
+        z, *counts = carry
+        return z, self._statistics(z, z0, valid), counts
 
     # --- one shard ------------------------------------------------------------------------------
     def run_shard(self, shard: int, on_output: Callable[[int], None] | None = None) -> ShardResult:
-        plan = self.plan
+        plan, space = self.plan, self.space
         start = time.perf_counter()
         first, count = plan.shard_paths(shard)
         size = plan.paths_per_shard
         keys = noise.path_keys(plan.seed, first, size)
         noise_keys = jax.vmap(noise.noise_key)(keys)
         valid = jnp.arange(size) < count
-        n_times, n_obs = plan.outputs + 1, len(self.observable_names)
+        n_times = plan.outputs + 1
+        entries = sum(math.prod(shape) for shape in self.observable_shapes.values())
 
-        moments = Moments.empty((n_times, n_obs))
+        moments = Moments.empty((n_times, entries))
         nonfinite = np.zeros(n_times, np.int64)
-        it_sum, it_max = np.zeros(n_times, np.int64), np.zeros(n_times, np.int64)
+        solver = SolverCounts.zeros(n_times)
         kept_here = max(0, min(self.kept_count, plan.keep_paths - first, count))
-        kept_states = np.zeros((kept_here, n_times, 2 * self.system.dof))
-        kept_values = np.zeros((kept_here, n_times, n_obs))
+        kept_states = space.zeros((kept_here, n_times))
+        kept_values = np.zeros((kept_here, n_times, entries))
         snapshot_at = {i: j for j, i in enumerate(plan.snapshot_indices)}
-        snapshots = np.zeros((len(snapshot_at), count, 2 * self.system.dof))
+        snapshots = space.zeros((len(snapshot_at), count))
         averaged = plan.time_average_indices
         # A path that is non-finite at any averaged time gets a non-finite average (NaN), never a
         # partial one.
-        path_sums = np.zeros((count, n_obs))
+        path_sums = np.zeros((count, entries))
+
+        def put(buffers, index, z, paths):
+            """Copy the first ``paths`` paths of the state ``z`` into host buffers at ``index``."""
+            jax.tree.map(lambda buffer, x: buffer.__setitem__(index, np.asarray(x[:paths])), buffers, z)
 
         def record(i, z, stats):
             c, mean, m2, nf = jax.device_get(stats[:4])
             moments.count[i], moments.mean[i], moments.m2[i], nonfinite[i] = c, mean, m2, nf
             if kept_here:
-                kept_states[:, i] = np.asarray(z[:kept_here])
+                put(kept_states, (slice(None), i), z, kept_here)
                 kept_values[:, i] = np.asarray(stats[4][:kept_here])
             if i in snapshot_at:
-                snapshots[snapshot_at[i]] = np.asarray(z[:count])
+                put(snapshots, snapshot_at[i], z, count)
             if i in averaged:
                 values = np.asarray(stats[4][:count])
                 path_sums[:] += np.where(np.isfinite(values), values, np.nan)
@@ -237,14 +314,16 @@ class Simulator:
         record(0, z0, stats)
         z = z0
         for i in range(1, n_times):
-            z, stats, s, mx = self._advance(z, z0, noise_keys, valid, (i - 1) * plan.steps_per_output)
+            z, stats, counts = self._advance(z, z0, noise_keys, valid, (i - 1) * plan.steps_per_output)
             record(i, z, stats)
-            it_sum[i], it_max[i] = int(s), int(mx)
+            for field, c in zip(dataclasses.fields(SolverCounts), counts):
+                getattr(solver, field.name)[i] = int(c)
             if on_output is not None:
                 on_output(count)
 
-        kept = {name: kept_states[:, :, j] for j, name in enumerate(self.system.coordinates)}
-        kept.update({name: kept_values[:, :, j] for j, name in enumerate(self.observable_names)})
-        return ShardResult(shard, first, count, moments, nonfinite, it_sum, it_max, kept,
-                           time.perf_counter() - start, snapshots,
+        kept = self.views(kept_states) if kept_here else {
+            name: np.zeros((0, n_times) + spec.shape, spec.dtype) for name, spec in space.view_specs().items()}
+        kept.update(self.split_entries(kept_values, 2))
+        return ShardResult(shard, first, count, moments, nonfinite, solver, kept,
+                           time.perf_counter() - start, space.leaves_of(snapshots),
                            path_sums / len(averaged) if len(averaged) else None)

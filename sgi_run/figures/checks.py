@@ -18,7 +18,6 @@ run's ``RunData``, filled in by ``evaluate``.
 from __future__ import annotations
 
 import builtins
-import dataclasses
 import inspect
 import math
 from typing import Callable, Mapping
@@ -26,157 +25,9 @@ from typing import Callable, Mapping
 import numpy as np
 
 from sgi_run.core.errors import ConfigError
-
-PASS, FAIL, SKIP = "PASS", "FAIL", "SKIP"
-
-
-@dataclasses.dataclass(frozen=True)
-class Series:
-    """One run's E(observable)(t), its MC standard error, and the exact mean on the same times."""
-    t: np.ndarray
-    mean: np.ndarray
-    sem: np.ndarray
-    exact: np.ndarray | None = None
-    # The numerical method's own exact E and its expected MC standard error at this path count
-    # (engine.linear_oracle), for linear systems; None elsewhere.
-    oracle_mean: np.ndarray | None = None
-    oracle_sem: np.ndarray | None = None
-    # Every path's time average over ``average_window`` (plan.time_average), NaN for a path that
-    # went non-finite: exact SEs for window averages, and paired differences between runs.
-    path_average: np.ndarray | None = None
-    average_window: tuple[float, float] | None = None
-
-    def index_at(self, t: float | None) -> int | None:
-        """Index of output time ``t`` (None: the final time); None when the run has no such time."""
-        if t is None:
-            return len(self.t) - 1
-        hits = np.flatnonzero(np.isclose(self.t, t, rtol=1e-9, atol=1e-9))
-        return int(hits[0]) if hits.size else None
-
-    def require_oracle(self, kind: str) -> tuple[np.ndarray, np.ndarray]:
-        if self.oracle_mean is None:
-            raise ConfigError("checks.kind", kind, "a kind that needs no method oracle (set `oracle:` in the experiment)")
-        return self.oracle_mean, self.oracle_sem
-
-    def require_exact(self, kind: str) -> np.ndarray:
-        if self.exact is None:
-            raise ConfigError("checks.kind", kind, "a kind that needs no exact reference (this system has none)")
-        return self.exact
-
-
-@dataclasses.dataclass(frozen=True)
-class RunData:
-    """Everything a check may look at for one run."""
-    series: Mapping[str, Series]     # observable name -> its curve
-    default: str                     # the experiment's observable
-    system: object = None            # the run's system (reference values, exact densities)
-    snapshot: Callable[[float | None], Mapping[str, np.ndarray] | None] = lambda t: None  # states at t (None: last)
-    paths: int | None = None         # paths of the run
-    nonfinite: np.ndarray | None = None  # paths whose state is not finite, per output time
-
-    def curve(self, observable: str | None) -> Series:
-        name = observable or self.default
-        if name not in self.series:
-            raise ConfigError("checks.observable", name, f"an observable the run records: {sorted(self.series)}")
-        return self.series[name]
-
-    def reference(self, reference) -> float:
-        """A number, or a reference value the system computes: ``"method"`` or ``"method:argument"``
-        (e.g. ``ergodic_energy``, ``ergodic_mean:sin4pix``, ``initial_mean:v``)."""
-        if reference is None or isinstance(reference, (int, float)):
-            return 0.0 if reference is None else float(reference)
-        method, _, argument = str(reference).partition(":")
-        fn = getattr(self.system, method, None)
-        value = None if fn is None else (fn(argument) if argument else fn())
-        if value is None:
-            raise ConfigError("checks.reference", reference,
-                              f"a number or a reference value {type(self.system).__name__} defines here")
-        return float(value)
-
-    def diverged_at(self, series: Series, mean_above: float = 1e6) -> float:
-        """The first output time where some path is non-finite or |E| (of ``series``, one of this
-        run's curves) exceeds ``mean_above`` (spec 003 pitfall 19: the run is declared diverged
-        there); infinity when it never is."""
-        nonfinite = self.nonfinite if self.nonfinite is not None else np.zeros(len(series.t), int)
-        with np.errstate(invalid="ignore"):
-            flagged = (nonfinite > 0) | ~(np.abs(series.mean) <= mean_above)
-        return float(series.t[np.argmax(flagged)]) if flagged.any() else math.inf
-
-    def samples(self, coordinate: str, t: float | None) -> np.ndarray | None:
-        snap = self.snapshot(t)
-        if snap is not None and coordinate not in snap:
-            raise ConfigError("checks.coordinate", coordinate, f"a state coordinate: {sorted(snap)}")
-        return None if snap is None else snap[coordinate]
-
-
-def as_run_data(x) -> RunData:
-    return x if isinstance(x, RunData) else RunData({"": x}, "")
-
-
-@dataclasses.dataclass(frozen=True)
-class Band:
-    """The accepted interval; either end may be open (None)."""
-    lo: float | None = None
-    hi: float | None = None
-
-    def contains(self, x: float) -> bool:
-        # NaN (a mean over no finite paths) is never inside; +-inf can be, past an open end.
-        return not math.isnan(x) and (self.lo is None or x >= self.lo) and (self.hi is None or x <= self.hi)
-
-    def margin(self, x: float) -> float:
-        """Signed distance to the nearest end: positive inside, negative outside."""
-        ends = [x - self.lo] if self.lo is not None else []
-        ends += [self.hi - x] if self.hi is not None else []
-        return min(ends) if ends else math.inf
-
-    def __str__(self) -> str:
-        if self.lo is not None and self.hi is not None:
-            return f"[{self.lo:.4g}, {self.hi:.4g}]"
-        if self.lo is not None:
-            return f">= {self.lo:.4g}"
-        return f"<= {self.hi:.4g}" if self.hi is not None else "any"
-
-
-@dataclasses.dataclass(frozen=True)
-class Measurement:
-    value: float
-    se: float | None          # MC standard error of value; None when value is already in SE units
-    t: float | None           # the output time the value refers to (None: all times)
-    band: Band
-    detail: str = ""
-    skipped: str = ""         # why the check could not be evaluated on this run
-
-
-@dataclasses.dataclass(frozen=True)
-class CheckResult:
-    id: str
-    kind: str
-    run: str
-    criterion: str
-    verdict: str
-    value: float
-    se: float | None
-    t: float | None
-    band: str
-    margin_se: float | None   # (distance inside the band) / se; None when se is absent or zero
-    detail: str
-
-    def measured(self) -> str:
-        """The value, its SE, the time and the band, as text (or why the check was skipped)."""
-        if self.verdict == SKIP:
-            return self.detail
-        value = f"{self.value:.4g}" + (f" ± {self.se:.2g}" if self.se is not None else "")
-        at = f" at t={self.t:g}" if self.t is not None else ""
-        margin = f"; {self.margin_se:+.1f} SE from the band's edge" if self.margin_se is not None else ""
-        extra = f"; {self.detail}" if self.detail else ""
-        return f"{value}{at} (band {self.band}{margin}{extra})"
-
-    def line(self) -> str:
-        """One line for the verdict file: ``PASS  id [run]: value ± se at t=... (band ...)``."""
-        return f"{self.verdict}  {self.id} [{self.run}]: {self.measured()}"
-
-    def as_dict(self) -> dict:
-        return dataclasses.asdict(self)
+from sgi_run.figures.results import FAIL, PASS, SKIP, Band, CheckResult, Measurement, RunData, Series, as_run_data
+from sgi_run.figures.statistics import (_difference_se, _nanargmax, bin_averages, histogram_density,
+                                        window_average)
 
 
 # --- the registry ---------------------------------------------------------------------------------
@@ -342,38 +193,6 @@ def agrees_at(series: Series, *, data: RunData, reference, at: float | None = No
     z = abs(err) / series.sem[i] if series.sem[i] > 0 else (0.0 if abs(err) <= 1e-12 * max(1, abs(ref)) else math.inf)
     return Measurement(float(z), None, float(series.t[i]), band,
                        f"E = {series.mean[i]:.6g} ± {series.sem[i]:.2g}, exact {ref:.6g}, error {z:.2f} SE")
-
-
-def window_average(series: Series, start: float, end: float) -> tuple[float, float] | None:
-    """(time average of E over the output times in [start, end], its SE), or None when the run
-    stops more than one output interval short of ``end`` (a run at dt = 0.15 ends at 999.9, not
-    1000). With per-path time averages over exactly this window (``plan.time_average``) the SE is
-    exact: sd(path averages) / sqrt(finite paths). Without them it is a bound, the average
-    single-time SE (the SE of a mean of correlated estimates is at most the mean of their SEs)."""
-    averages = _path_averages(series, start, end)
-    if averages is not None:
-        finite = averages[np.isfinite(averages)]
-        if finite.size < 2:
-            return math.nan, math.nan
-        return float(finite.mean()), float(finite.std(ddof=1) / math.sqrt(finite.size))
-    inside = (series.t >= start - 1e-9) & (series.t <= end + 1e-9)
-    spacing = series.t[1] - series.t[0] if len(series.t) > 1 else 0.0
-    if series.t[-1] < end - spacing - 1e-9 or not inside.any():
-        return None
-    return float(np.mean(series.mean[inside])), float(np.mean(series.sem[inside]))
-
-
-def has_path_averages(series: Series, start: float, end: float) -> bool:
-    """Whether ``window_average`` over [start, end] uses per-path time averages (an exact SE)."""
-    return _path_averages(series, start, end) is not None
-
-
-def _path_averages(series: Series, start: float, end: float) -> np.ndarray | None:
-    """The run's per-path time averages, if they were taken over exactly [start, end]."""
-    window = series.average_window
-    if series.path_average is None or window is None:
-        return None
-    return series.path_average if np.allclose(window, (start, end), rtol=0, atol=1e-9) else None
 
 
 @check_kind("window_mean")
@@ -558,39 +377,9 @@ def window_difference(series: Series, *, other: Series, start: float, end: float
                        f"|P - ref| = {abs(p - ref):.4g}, |P_other - ref| = {far:.4g} (ref {ref:.6g}){how}")
 
 
-def _difference_se(series: Series, other: Series, start: float, end: float, sign_p: float,
-                   sign_q: float) -> tuple[float, bool]:
-    """(SE of sign_q * Q - sign_p * P from the per-path differences, True) when both runs have per-path
-    time averages over the window for the same number of paths (path i of each is a pair; pairs are
-    independent across i), else (nan, False). Pairs with a non-finite member are left out."""
-    a, b = _path_averages(series, start, end), _path_averages(other, start, end)
-    if a is None or b is None or a.shape != b.shape:
-        return math.nan, False
-    d = sign_q * b - sign_p * a
-    d = d[np.isfinite(d)]
-    return (float(d.std(ddof=1) / math.sqrt(d.size)), True) if d.size >= 2 else (math.nan, False)
-
-
 def _no_snapshot(at, band: Band) -> Measurement:
     when = "the final time" if at is None else f"t={at:g}"
     return Measurement(math.nan, None, at, band, skipped=f"the run stored no snapshot of the paths' states at {when} (plan.snapshots)")
-
-
-def histogram_density(samples: np.ndarray, bins: int, lo: float, hi: float, period: float | None = None):
-    """(edges, density): a histogram normalised by *all* finite samples, so mass outside [lo, hi]
-    shows as a deficit; positions on a periodic domain are wrapped into [0, period) first."""
-    x = samples[np.isfinite(samples)]
-    if period:
-        x = np.mod(x, period)
-    counts, edges = np.histogram(x, bins=bins, range=(lo, hi))
-    return edges, counts / (x.size * np.diff(edges))
-
-
-def bin_averages(density: Callable, edges: np.ndarray, nodes: int = 16) -> np.ndarray:
-    """Average of ``density`` over each bin (Gauss-Legendre, ``nodes`` points per bin)."""
-    x, w = np.polynomial.legendre.leggauss(nodes)
-    half, mid = np.diff(edges) / 2, (edges[:-1] + edges[1:]) / 2
-    return (density(mid[:, None] + half[:, None] * x) * w).sum(axis=1) / 2
 
 
 @check_kind("density_l1")
@@ -624,11 +413,6 @@ def ks_test(series: Series, *, data: RunData, coordinate: str, at: float | None 
     result = stats.kstest(np.mod(x, period) if period else x, getattr(data.system, cdf))
     return Measurement(float(result.pvalue), None, at, Band(min_p, None),
                        f"KS statistic {result.statistic:.3g} over {x.size} samples")
-
-
-def _nanargmax(x: np.ndarray) -> int:
-    """Argmax that treats NaN (a mean over no finite paths) as the worst value."""
-    return int(np.argmax(np.where(np.isnan(x), np.inf, x)))
 
 
 # --- evaluation -----------------------------------------------------------------------------------

@@ -24,7 +24,8 @@ from sgi_run.config import build, compose
 from sgi_run.core.errors import ConfigError
 from sgi_run.engine.linear_oracle import method_moments
 from sgi_run.figures import checks as checks_mod
-from sgi_run.figures.checks import CheckResult, RunData, Series
+from sgi_run.figures.results import FAIL, PASS, SKIP, CheckResult, RunData, Series
+from sgi_run.figures.statistics import has_path_averages, window_average
 from sgi_run.runner import RunResult, run
 from sgi_run.summary import max_relative_error
 
@@ -225,7 +226,7 @@ class FigureOutcome:
 
 TABLE_COLUMNS = ["run", "label", "integrator", "dt", "dt_source", "paths", "T", "mean_T", "sem_T",
                  "exact_T", "ratio_T", "max_abs_error", "t_max_abs_error", "window_mean", "window_se", "window_se_exact",
-                 "max_rel_mc_error", "nonfinite_paths", "newton_per_step", "wall_time_s", "cached", "stale"]
+                 "max_rel_mc_error", "nonfinite_paths", "solver_per_step", "wall_time_s", "cached", "stale"]
 
 
 ORACLES = ("linear_moments",)
@@ -257,7 +258,7 @@ def _table_row(exp: Experiment, spec: RunSpec, cfg, result: RunResult, s: Series
            "mean_T": float(s.mean[-1]), "sem_T": float(s.sem[-1]),
            "max_rel_mc_error": max_relative_error(s.mean, s.sem),
            "nonfinite_paths": int(np.max(result.ensemble.diagnostics["nonfinite_paths"])),
-           "newton_per_step": float(result.ensemble.attrs.get("newton_iterations_per_step", math.nan)),
+           "solver_per_step": float(result.ensemble.attrs.get("solver_iterations_per_step", math.nan)),
            "wall_time_s": float(result.ensemble.attrs.get("wall_time_s", math.nan)), "cached": result.cached,
            "stale": result.stale}
     if s.exact is not None:
@@ -265,10 +266,10 @@ def _table_row(exp: Experiment, spec: RunSpec, cfg, result: RunResult, s: Series
         worst = int(np.argmax(np.where(np.isnan(err), np.inf, err)))
         row.update(exact_T=float(s.exact[-1]), ratio_T=float(s.mean[-1] / s.exact[-1]),
                    max_abs_error=float(err[worst]), t_max_abs_error=float(s.t[worst]))
-    window = checks_mod.window_average(s, *exp.window) if exp.window else None
+    window = window_average(s, *exp.window) if exp.window else None
     if window is not None:
         row.update(window_mean=window[0], window_se=window[1],
-                   window_se_exact=checks_mod.has_path_averages(s, *exp.window))
+                   window_se_exact=has_path_averages(s, *exp.window))
     return {c: row.get(c, "") for c in TABLE_COLUMNS}
 
 
@@ -344,7 +345,7 @@ def md_cells(row: dict) -> list[str]:
             f"{fmt(row['max_abs_error'])} ({fmt(row['t_max_abs_error'])})" if row["max_abs_error"] != "" else "",
             (f"{fmt(row['window_mean'], 5)} ± {'' if row.get('window_se_exact') else '≤ '}{fmt(window_se, 2)}"
              if row.get("window_mean", "") != "" else ""),
-            fmt(row["max_rel_mc_error"], 3), fmt(row["nonfinite_paths"]), fmt(row.get("newton_per_step", ""), 3),
+            fmt(row["max_rel_mc_error"], 3), fmt(row["nonfinite_paths"]), fmt(row.get("solver_per_step", ""), 3),
             f"{row['wall_time_s']:.0f}" + (" (cached, other code)" if row.get("stale") else " (cached)" if row["cached"] else "")]
 
 
@@ -368,7 +369,7 @@ def _write_table(exp: Experiment, fidelity: str, table: list[dict], files: dict)
 
 
 def _write_checks(exp: Experiment, fidelity: str, verdicts: list[CheckResult], path: Path) -> None:
-    counts = {v: sum(r.verdict == v for r in verdicts) for v in (checks_mod.PASS, checks_mod.FAIL, checks_mod.SKIP)}
+    counts = {v: sum(r.verdict == v for r in verdicts) for v in (PASS, FAIL, SKIP)}
     lines = [f"# {exp.label}: acceptance checks ({fidelity} fidelity)", "", exp.title, "",
              ", ".join(f"{n} {v}" for v, n in counts.items()), "", "```"]
     lines += [r.line() for r in verdicts]

@@ -8,7 +8,7 @@ import json
 import re
 from pathlib import Path
 
-from sgi_run.figures.checks import CheckResult
+from sgi_run.figures.results import CheckResult
 from sgi_run.figures.experiment import MD_HEADER, md_cells
 
 _STYLE = """

@@ -33,7 +33,8 @@ import numpy as np  # noqa: E402
 from matplotlib.ticker import (FormatStrFormatter, LogLocator, MaxNLocator, NullFormatter,  # noqa: E402
                                NullLocator, SymmetricalLogLocator)
 
-from sgi_run.figures.checks import RunData, histogram_density  # noqa: E402
+from sgi_run.figures.results import RunData  # noqa: E402
+from sgi_run.figures.statistics import histogram_density  # noqa: E402
 
 BAND_SE = 2          # shaded band: ±2 Monte Carlo standard errors
 AXES_WIDTH = 6.4     # inches of data area per panel; the legend column comes on top of it

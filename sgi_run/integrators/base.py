@@ -1,30 +1,41 @@
 """What every integrator provides, and the system/integrator fit check.
 
-An integrator is a pure one-step map ``step(system, z, dt, xi) -> (z_next, newton_iterations)``
-for a single path (the engine ``vmap``s it), plus the kind of random variables ``xi`` it consumes
-(``sgi_run.core.noise.NOISE_KINDS``).
+An integrator is a pure one-step map ``advance(system, z, dt, xi) -> (z_next, SolverStats)`` for a
+single path (the engine ``vmap``s it), plus the kind of random variables ``xi`` it consumes
+(``sgi_run.core.noise.NOISE_KINDS``) and the name of the solver its implicit steps use
+(``solver(system)``: its iterations and unconverged steps are the run's diagnostics under that
+name). ``step`` is the same map returning the iteration count alone.
 """
 from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
+from sgi_run.core import solvers
 from sgi_run.core.errors import ConfigError
 from sgi_run.core.tableau import check_conditions
 
 
-# More solver iterations than this per step means the solve is not converging: refused as an option.
-MAX_ITER_LIMIT = 10**6
-# A relative tolerance below float64 round-off is met only by an exact zero: every path would fail.
-MIN_TOL = float(np.finfo(np.float64).eps)
+class SolverStats(NamedTuple):
+    """What one step's solves took, for one path."""
+    iterations: jax.Array     # int32: iterations summed over the step's solves
+    unconverged: jax.Array    # bool: some solve of the step failed (neither converged nor stagnated)
+    stagnated: jax.Array      # bool: some fixed-point solve stopped at its round-off floor
 
+    @classmethod
+    def none(cls) -> "SolverStats":
+        """An explicit step: nothing solved."""
+        return cls(jnp.int32(0), jnp.bool_(False), jnp.bool_(False))
 
-def _is_number(v) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+    def add(self, result: solvers.SolveResult) -> "SolverStats":
+        failed = ~result.converged & ~result.stagnated
+        return SolverStats(self.iterations + result.iterations, self.unconverged | failed,
+                           self.stagnated | result.stagnated)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -44,28 +55,28 @@ class Integrator:
         with np.errstate(all="ignore"):
             conditions = self.tableau.conditions()
         check_conditions(conditions, f"integrator.tableau ({self.name})")
-        self._check_solver_options()
-
-    def _check_solver_options(self) -> None:
-        """The options every implicit family's solver takes (Newton, SHAKE): tol and max_iter."""
-        tol, max_iter = getattr(self, "tol", None), getattr(self, "max_iter", None)
-        if tol is not None and not (_is_number(tol) and MIN_TOL <= tol < 1):
-            raise ConfigError("integrator.tol", tol, f"a tolerance: a number in [{MIN_TOL:.3g}, 1) (float64 round-off and up)")
-        if max_iter is not None and not (isinstance(max_iter, int) and not isinstance(max_iter, bool)
-                                         and 1 <= max_iter <= MAX_ITER_LIMIT):
-            raise ConfigError("integrator.max_iter", max_iter, f"an integer in [1, {MAX_ITER_LIMIT}]")
 
     @property
     def noise_kind(self) -> str:
         raise NotImplementedError
+
+    def solver_name(self, system) -> str | None:
+        """The solver of this integrator's implicit steps on ``system`` (None: explicit): the name
+        its iterations and unconverged steps are stored under."""
+        return None
 
     def newton_unknowns(self, system) -> int:
         """The most unknowns one Newton solve of a step takes, per path (0: explicit). Its Jacobian
         and forward-mode temporaries grow as their square: the engine's memory estimate counts them."""
         return 0
 
-    def step(self, system, z: jax.Array, dt, xi: jax.Array) -> tuple[jax.Array, jax.Array]:
+    def advance(self, system, z, dt, xi: jax.Array) -> tuple[Any, SolverStats]:
         raise NotImplementedError
+
+    def step(self, system, z, dt, xi: jax.Array) -> tuple[Any, jax.Array]:
+        """``advance`` with the solver iterations alone."""
+        z_next, stats = self.advance(system, z, dt, xi)
+        return z_next, stats.iterations
 
     def check_fits(self, system) -> None:
         if system.structure not in self.fits:
@@ -76,6 +87,30 @@ class Integrator:
             raise ConfigError("integrator", self.name,
                               f"{self.family} handles at most {self.max_noises} noise(s); "
                               f"the system has {system.noises}")
+
+
+@dataclasses.dataclass(frozen=True)
+class ImplicitIntegrator(Integrator):
+    """A family whose steps solve equations; the solver and its settings are options
+    (``integrator.solver=chord``, ``tol``, ``max_iter``, ``norm``, ``on_fail``; ``core.solvers``)."""
+    tol: float = solvers.DEFAULT_TOL
+    max_iter: int = solvers.DEFAULT_MAX_ITER
+    solver: str = "newton"
+    norm: str = "max"
+    on_fail: str = "nan"
+    # Every equation the family solves is a fixed point x = g(x) (so fixed-point iteration may solve it).
+    fixed_point_form: ClassVar[bool] = True
+
+    def __post_init__(self):
+        super().__post_init__()
+        self.solve.check(self.fixed_point_form)
+
+    @property
+    def solve(self) -> solvers.SolverOptions:
+        return solvers.SolverOptions(self.solver, self.tol, self.max_iter, self.norm, self.on_fail)
+
+    def solver_name(self, system) -> str | None:
+        return self.solver if self.newton_unknowns(system) else None
 
 
 def combine(coefficients, values):

@@ -19,7 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from sgi_run.core.tableau import coefficient_array
-from sgi_run.integrators.base import Integrator, combine
+from sgi_run.integrators.base import Integrator, SolverStats, combine
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -66,7 +66,7 @@ class ExplicitSRK(Integrator):
     def noise_kind(self) -> str:
         return "gaussian_pair" if self.tableau.uses_dz else "gaussian"
 
-    def step(self, system, z, dt, xi):
+    def advance(self, system, z, dt, xi):
         t = self.tableau
         dw = xi[0, 0]
         dz_over_dt = xi[1, 0] / dt if t.uses_dz else 0.0
@@ -77,4 +77,4 @@ class ExplicitSRK(Integrator):
             drifts.append(system.drift(zi))
             noises.append(system.noise_fields(zi)[0])
         z_next = z + dt * combine(t.alpha, drifts) + noise_part(t.beta, t.gamma, noises)
-        return z_next, jnp.int32(0)
+        return z_next, SolverStats.none()

@@ -25,9 +25,10 @@ Constrained (``constrained: true``, spec 2.3; paper eq. 2.2-2.3 and 6.2-6.3) on
 gradient, :math:`\hat p = p^* + G(q_k)^\top\mu`, :math:`q_{k+1} = q_k + hM^{-1}\hat p`,
 :math:`g(q_{k+1}) = 0`, then the RATTLE-type projection (2.3)/(6.3) of :math:`\hat p` onto the cotangent
 space at :math:`q_{k+1}` (:math:`G(q_{k+1})M^{-1}p_{k+1} = 0`). On the unit sphere the SHAKE equation is
-a quadratic with a closed-form root; on any other manifold (or with ``shake: newton``) it is solved by
-Newton's method for the k multipliers. No solution (a negative discriminant, or Newton not converging)
-makes the path NaN, which the engine counts (spec 2.3: never clamped).
+a quadratic with a closed-form root; on any other manifold (or with ``shake: newton``) it is solved for
+the k multipliers by the integrator's solver (Newton, or chord: ``integrator.solver``). No solution (a
+negative discriminant, or a solve not converging) makes the path NaN, which the engine counts (spec 2.3:
+never clamped; ``on_fail: count`` keeps the last iterate and counts the step instead).
 """
 from __future__ import annotations
 
@@ -37,9 +38,9 @@ from typing import ClassVar
 import jax
 import jax.numpy as jnp
 
-from sgi_run.core import newton
+from sgi_run.core import solvers
 from sgi_run.core.errors import ConfigError
-from sgi_run.integrators.base import Integrator
+from sgi_run.integrators.base import ImplicitIntegrator, SolverStats
 from sgi_run.systems import SYSTEMS
 from sgi_run.systems.langevin import ConstrainedLangevinSystem, LangevinSystem
 
@@ -97,14 +98,14 @@ class LangevinSplittingTableau:
 
 
 @dataclasses.dataclass(frozen=True)
-class LangevinSplitting(Integrator):
+class LangevinSplitting(ImplicitIntegrator):
     family: ClassVar[str] = "langevin_splitting"
     fits: ClassVar[tuple[str, ...]] = ("canonical", "constrained")
     # SHAKE solve of the constrained methods: ``auto`` takes the closed form where the system has one
-    # (the unit sphere) and Newton elsewhere; ``newton`` always Newton (to cross-check the closed form).
+    # (the unit sphere) and the solver elsewhere; ``newton`` always the solver (to cross-check the closed form).
     shake: str = "auto"
     tol: float = SHAKE_TOL
-    max_iter: int = newton.DEFAULT_MAX_ITER
+    fixed_point_form: ClassVar[bool] = False     # SHAKE is a root equation g(q(lambda)) = 0
 
     def __post_init__(self):
         super().__post_init__()
@@ -140,14 +141,17 @@ class LangevinSplitting(Integrator):
         noise_scale = jnp.sqrt(m * t.noise_variance(x) / system.beta)
         return t.damping(x) * p + dt * t.force_weight(x) * system.potential_force(q) + noise_scale * eta
 
-    def step(self, system, z, dt, xi):
+    def solver_name(self, system) -> str | None:
+        return "shake" if self.newton_unknowns(system) else None
+
+    def advance(self, system, z, dt, xi):
         q, p = system.split(z)
         p_star = self.momentum_update(system, q, p, dt, xi)
         if not self.tableau.constrained:
-            return jnp.concatenate([q + dt * p_star / system.mass_vector, p_star]), jnp.int32(0)
+            return jnp.concatenate([q + dt * p_star / system.mass_vector, p_star]), SolverStats.none()
         if system.unit_sphere and self.shake == "auto":
-            return shake_rattle_sphere(q, p_star, dt, system.mass_vector[0]), jnp.int32(0)
-        return shake_rattle_newton(system, q, p_star, dt, self.tol, self.max_iter)
+            return shake_rattle_sphere(q, p_star, dt, system.mass_vector[0]), SolverStats.none()
+        return shake_rattle_solved(system, q, p_star, dt, self.solve)
 
 
 def shake_rattle_sphere(q, p_star, dt, mass=1.0):
@@ -173,21 +177,20 @@ def shake_rattle_sphere(q, p_star, dt, mass=1.0):
     return jnp.where(failed, jnp.nan, z_next)
 
 
-def shake_rattle_newton(system: ConstrainedLangevinSystem, q, p_star, dt, tol=SHAKE_TOL,
-                        max_iter=newton.DEFAULT_MAX_ITER):
+def shake_rattle_solved(system: ConstrainedLangevinSystem, q, p_star, dt,
+                        solve: solvers.SolverOptions = solvers.SolverOptions(tol=SHAKE_TOL)):
     r"""Paper eq. 6.2-6.3 for any constraint g (k equations) and diagonal mass M.
 
     SHAKE: with :math:`A = q_k + hM^{-1}p^*` and :math:`\lambda = h\mu \in \mathbb R^k`, solve
-    :math:`g(A + M^{-1}G(q_k)^\top\lambda) = 0` by Newton from :math:`\lambda = 0` (the root that
+    :math:`g(A + M^{-1}G(q_k)^\top\lambda) = 0` by ``solve`` (Newton) from :math:`\lambda = 0` (the root that
     vanishes as h -> 0); :math:`\hat p = M(q_{k+1} - q_k)/h`. RATTLE: :math:`p_{k+1} = \hat p + G^\top\nu`
-    with :math:`G(q_{k+1})M^{-1}p_{k+1} = 0`, the system's ``tangent_momentum``. A Newton solve that does
-    not converge (no solution nearby) gives NaN, counted by the engine. Returns (z, Newton iterations)."""
+    with :math:`G(q_{k+1})M^{-1}p_{k+1} = 0`, the system's ``tangent_momentum``. A solve that does not
+    converge (no solution nearby) gives NaN, counted by the engine. Returns (z, SolverStats)."""
     m = system.mass_vector
     normal_old = system.constraint_jacobian(q).T / m[:, None]     # (n, k): M^-1 G(q_k)^T
     a = q + dt * p_star / m
     position = lambda lam: a + normal_old @ lam
-    solved = newton.newton_solve(lambda lam: system.constraint(position(lam)),
-                                 jnp.zeros(system.constraints, dtype=q.dtype), tol, max_iter)
+    solved = solve.root(lambda lam: system.constraint(position(lam)), jnp.zeros(system.constraints, dtype=q.dtype))
     q_next = position(solved.x)
     p_next = system.tangent_momentum(q_next, m * (q_next - q) / dt)
-    return jnp.concatenate([q_next, p_next]), solved.iterations
+    return jnp.concatenate([q_next, p_next]), SolverStats.none().add(solved)

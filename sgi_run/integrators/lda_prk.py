@@ -10,7 +10,7 @@ Stages, with the Hamiltonian parts evaluated at :math:`(Q_j, P_j)`:
           + \Delta t\sum_j\hat a_{ij}F + \sum_r\Delta W^r\sum_j\hat b_{ij}f_r
 
 and the update with weights :math:`(\alpha, \alpha, \hat\alpha, \beta, \beta, \hat\beta)`.
-Implicit stages are solved by Newton (``core.newton``). When all six matrices are lower
+Implicit stages are solved by the integrator's solver (``core.solvers``: Newton by default). When all six matrices are lower
 triangular (DIRK, Stormer-Verlet) the stages are solved one after another, each stage only in its
 own unknowns; otherwise all stages are solved together.
 
@@ -26,9 +26,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from sgi_run.core import newton
 from sgi_run.core.tableau import coefficient_array, variational_residual
-from sgi_run.integrators.base import Integrator
+from sgi_run.integrators.base import ImplicitIntegrator, SolverStats
 
 MATRICES = ("a", "abar", "ahat", "b", "bbar", "bhat")
 WEIGHTS = ("alpha", "alphahat", "beta", "betahat")
@@ -94,10 +93,8 @@ def _stack(parts_list):
 
 
 @dataclasses.dataclass(frozen=True)
-class LdAPartitionedRK(Integrator):
+class LdAPartitionedRK(ImplicitIntegrator):
     family: ClassVar[str] = "lda_prk"
-    tol: float = newton.DEFAULT_TOL
-    max_iter: int = newton.DEFAULT_MAX_ITER
 
     @property
     def noise_kind(self) -> str:
@@ -121,7 +118,7 @@ class LdAPartitionedRK(Integrator):
               + dt * ahat @ c.force + bhat @ noise(c.noise_force))
         return dq, dp
 
-    def step(self, system, z, dt, xi):
+    def advance(self, system, z, dt, xi):
         t = self.tableau
         s, n = t.stages, system.dof
         q, p = system.split(z)
@@ -131,7 +128,7 @@ class LdAPartitionedRK(Integrator):
         if t.lower_triangular:
             # Stage i depends on stages j <= i only: solve it in its own 2N unknowns, with the
             # contribution of the solved stages computed once.
-            solved, iterations = [], jnp.int32(0)
+            solved, stats = [], SolverStats.none()
             for i in range(s):
                 dq0, dp0 = (0.0, 0.0) if i == 0 else self._increment(
                     tuple(m[i, :i] for m in matrices), _stack(solved), dt, dw)
@@ -145,8 +142,8 @@ class LdAPartitionedRK(Integrator):
                 if t.explicit_stage(i):
                     x = stage_value(x)
                 else:
-                    sol = newton.newton_solve(lambda x: x - stage_value(x), x, self.tol, self.max_iter)
-                    x, iterations = sol.x, iterations + sol.iterations
+                    sol = self.solve.fixed_point(stage_value, x)
+                    x, stats = sol.x, stats.add(sol)
                 solved.append(system.parts(x[:n], x[n:]))
             parts = _stack(solved)
         else:
@@ -155,10 +152,10 @@ class LdAPartitionedRK(Integrator):
                 dq, dp = self._increment(matrices, jax.vmap(system.parts)(Q, P), dt, dw)
                 return jnp.concatenate([(q + dq).ravel(), (p + dp).ravel()])
             x0 = jnp.concatenate([jnp.tile(q, s), jnp.tile(p, s)])
-            sol = newton.newton_solve(lambda x: x - all_stages(x), x0, self.tol, self.max_iter)
+            sol = self.solve.fixed_point(all_stages, x0)
             Q, P = sol.x[: s * n].reshape(s, n), sol.x[s * n:].reshape(s, n)
-            parts, iterations = jax.vmap(system.parts)(Q, P), sol.iterations
+            parts, stats = jax.vmap(system.parts)(Q, P), SolverStats.none().add(sol)
 
         weights = (t.alpha, t.alpha, t.alphahat, t.beta, t.beta, t.betahat)
         dq, dp = self._increment(weights, parts, dt, dw)
-        return jnp.concatenate([q + dq, p + dp]), iterations
+        return jnp.concatenate([q + dq, p + dp]), stats

@@ -36,9 +36,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from sgi_run.core import newton
 from sgi_run.core.tableau import coefficient_array, variational_residual
-from sgi_run.integrators.base import Integrator
+from sgi_run.integrators.base import ImplicitIntegrator, SolverStats
 from sgi_run.integrators.weak_srk import weak_order_conditions
 
 MATRICES = ("a0", "b0", "a1", "b1", "b3")
@@ -110,10 +109,8 @@ class WeakLdATableau:
 
 
 @dataclasses.dataclass(frozen=True)
-class WeakLdARK(Integrator):
+class WeakLdARK(ImplicitIntegrator):
     family: ClassVar[str] = "weak_lda_rk"
-    tol: float = newton.DEFAULT_TOL
-    max_iter: int = newton.DEFAULT_MAX_ITER
 
     @property
     def max_noises(self) -> int | None:
@@ -152,13 +149,13 @@ class WeakLdARK(Integrator):
                 noise = noise.at[g - 1, stages[at]].set(jax.vmap(system.noise_fields)(values[at])[:, g - 1])
         return drift, noise
 
-    def step(self, system, z, dt, xi):
+    def advance(self, system, z, dt, xi):
         t, m, d = self.tableau, system.noises, z.shape[0]
         i_hat = xi[0]
         # Fields of the stages solved so far; the others stay zero, and no equation solved
         # before them has a nonzero coefficient on them.
         drift, noise = jnp.zeros((t.stages, d)), jnp.zeros((m, t.stages, d))
-        iterations = jnp.int32(0)
+        stats = SolverStats.none()
         for component, implicit in t.schedule(m):
             rows = tuple(np.array(component).T)
 
@@ -168,11 +165,11 @@ class WeakLdARK(Integrator):
 
             x = jnp.tile(z, len(component))
             if implicit:
-                sol = newton.newton_solve(lambda x: x - equations(x), x, self.tol, self.max_iter)
-                x, iterations = sol.x, iterations + sol.iterations
+                sol = self.solve.fixed_point(equations, x)
+                x, stats = sol.x, stats.add(sol)
             else:
                 x = equations(x)   # the right-hand side involves solved stages only
             drift, noise = self._with_fields(system, component, x.reshape(-1, d), drift, noise)
 
         z_next = z + dt * t.alpha @ drift + t.beta @ jnp.einsum("r,rjn->jn", i_hat, noise)
-        return z_next, iterations
+        return z_next, stats

@@ -27,7 +27,7 @@ import numpy as np
 
 from sgi_run.core.errors import ConfigError
 from sgi_run.core.tableau import coefficient_array
-from sgi_run.integrators.base import Integrator, combine
+from sgi_run.integrators.base import Integrator, SolverStats, combine
 
 
 def weak_order_conditions(A0, B0, A1, B1, alpha, beta, order: int) -> dict[str, float]:
@@ -106,7 +106,7 @@ class WeakSRK(Integrator):
     def noise_kind(self) -> str:
         return "three_point"
 
-    def step(self, system, z, dt, xi):
+    def advance(self, system, z, dt, xi):
         t = self.tableau
         i_hat = xi[0, 0]
         drifts, noises = [], []   # a(H0_j), b(H1_j)
@@ -116,4 +116,4 @@ class WeakSRK(Integrator):
             drifts.append(system.drift(h0))
             noises.append(system.noise_fields(h1)[0])
         z_next = z + dt * combine(t.alpha, drifts) + i_hat * combine(t.beta1, noises)
-        return z_next, jnp.int32(0)
+        return z_next, SolverStats.none()

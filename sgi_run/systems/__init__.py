@@ -1,12 +1,13 @@
 """Systems: pure JAX physics. ``SYSTEMS`` maps the config name (``system.name``) to its class."""
-from sgi_run.systems.base import CanonicalSystem
+from sgi_run.systems.base import System
+from sgi_run.systems.canonical import CanonicalSystem
 from sgi_run.systems.kubo import Kubo
 from sgi_run.systems.langevin import (CirclePendulum, ConstrainedLangevinSystem, LangevinDoubleWell, LangevinHarmonic,
                                      LangevinSystem, SphericalPendulum)
 from sgi_run.systems.van_der_pol import VanDerPol
 from sgi_run.systems.vlasov import VlasovLenardBernstein, VlasovLorentz
 
-SYSTEMS: dict[str, type[CanonicalSystem]] = {
+SYSTEMS: dict[str, type[System]] = {
     "kubo": Kubo,
     "van_der_pol": VanDerPol,
     "vlasov_lenard_bernstein": VlasovLenardBernstein,
@@ -18,4 +19,4 @@ SYSTEMS: dict[str, type[CanonicalSystem]] = {
 }
 
 __all__ = ["SYSTEMS", "CanonicalSystem", "CirclePendulum", "ConstrainedLangevinSystem", "Kubo", "LangevinDoubleWell",
-           "LangevinHarmonic", "LangevinSystem", "SphericalPendulum", "VanDerPol", "VlasovLenardBernstein", "VlasovLorentz"]
+           "LangevinHarmonic", "LangevinSystem", "SphericalPendulum", "System", "VanDerPol", "VlasovLenardBernstein", "VlasovLorentz"]

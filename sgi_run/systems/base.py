@@ -1,101 +1,55 @@
-r"""Stochastic forced Hamiltonian systems in canonical coordinates (paper 000, eq. 1.1).
+"""What every system is, whatever its structure (canonical, Lie-Poisson, Lie-group, matrix):
 
-.. math::
-    dq = \partial_p H\,dt + \sum_i \partial_p h_i \circ dW^i,\qquad
-    dp = (-\partial_q H + F)\,dt + \sum_i (-\partial_q h_i + f_i) \circ dW^i.
+- its **state space** (``space``): the leaves of one path's state (name, shape, dtype), the views a
+  user reads back, a distance and a projection (``core.space``);
+- its **initial law** (``initial_state(key)``: one path's state from that path's own random stream);
+- its **noise**: ``noises`` Wiener processes acting through ``noise_action(state, dw)``, the sum
+  :math:`\\sum_i Y_i(z)\\,dw_i` applied directly (a matrix-free operator: Zeitlin's 12288 noises are
+  a weight per mode, never a dense Jacobian);
+- its **observables**: named functions of one path's state, scalars or arrays of fixed shape;
+- where known, exact or limiting means of observables (the figures' references).
 
-A system is written once, as its physics: ``hamiltonian``, ``noise_hamiltonians``, ``forcing``,
-``noise_forcing`` and an initial condition. Gradients come from ``jax.grad``; the drift field
-:math:`X`, the noise fields :math:`Y_i` and the Ito drift :math:`X + \tfrac12\sum_i (DY_i)Y_i` are
-derived here. State vectors are ``z = (q, p)`` of length ``2 * dof``.
+A system is a frozen dataclass whose fields are its parameters; ``structure`` says which
+integrator families fit it (``Integrator.fits``).
 """
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable, ClassVar, NamedTuple
+from typing import Callable, ClassVar
 
 import jax
-import jax.numpy as jnp
 
 from sgi_run.core.errors import ConfigError
-
-
-class HamiltonianParts(NamedTuple):
-    """Everything a partitioned method needs at one stage value (q, p)."""
-    dH_dq: jax.Array   # (N,)
-    dH_dp: jax.Array   # (N,)
-    force: jax.Array   # (N,)  F
-    dh_dq: jax.Array   # (m, N)
-    dh_dp: jax.Array   # (m, N)
-    noise_force: jax.Array  # (m, N)  f_i
+from sgi_run.core.space import StateSpace
 
 
 @dataclasses.dataclass(frozen=True)
-class CanonicalSystem:
-    """Base class; subclasses are frozen dataclasses whose fields are the system's parameters."""
-
-    structure: ClassVar[str] = "canonical"
-    dof: ClassVar[int] = 1
+class System:
+    structure: ClassVar[str]
     noises: ClassVar[int] = 1
-    coordinates: ClassVar[tuple[str, ...]] = ("q", "p")
     # z' = M(xi) z exactly, from a deterministic z0: the linear oracle gives each method's moments.
     linear: ClassVar[bool] = False
 
-    # --- physics, written by each system -------------------------------------------------
-    def hamiltonian(self, q, p):
+    @property
+    def space(self) -> StateSpace:
         raise NotImplementedError
 
-    def noise_hamiltonians(self, q, p):
-        """(m,) values h_i(q, p)."""
-        raise NotImplementedError
-
-    def forcing(self, q, p):
-        return jnp.zeros_like(p)
-
-    def noise_forcing(self, q, p):
-        return jnp.zeros((self.noises,) + p.shape, dtype=p.dtype)
-
-    def initial_state(self, key: jax.Array) -> jax.Array:
+    def initial_state(self, key: jax.Array):
         """z0 for one path; ``key`` is that path's own stream (for random initial conditions)."""
+        raise NotImplementedError
+
+    def noise_action(self, z, dw: jax.Array):
+        """:math:`\\sum_i Y_i(z)\\,dw_i` for increments ``dw`` of shape (noises,): a state-shaped
+        tangent vector."""
         raise NotImplementedError
 
     def check(self) -> None:
         """Raise ConfigError for parameter values outside the system's domain."""
 
-    # --- derived ---------------------------------------------------------------------------
-    def split(self, z):
-        return z[: self.dof], z[self.dof:]
-
-    def parts(self, q, p) -> HamiltonianParts:
-        dH_dq, dH_dp = jax.grad(self.hamiltonian, argnums=(0, 1))(q, p)
-        dh_dq, dh_dp = jax.jacrev(self.noise_hamiltonians, argnums=(0, 1))(q, p)
-        return HamiltonianParts(dH_dq, dH_dp, self.forcing(q, p), dh_dq, dh_dp, self.noise_forcing(q, p))
-
-    def drift(self, z):
-        """X(z) = (dH/dp, -dH/dq + F)."""
-        c = self.parts(*self.split(z))
-        return jnp.concatenate([c.dH_dp, -c.dH_dq + c.force])
-
-    def noise_fields(self, z):
-        """(m, 2N): row i is Y_i(z) = (dh_i/dp, -dh_i/dq + f_i)."""
-        c = self.parts(*self.split(z))
-        return jnp.concatenate([c.dh_dp, -c.dh_dq + c.noise_force], axis=1)
-
-    def ito_drift(self, z):
-        """Drift of the equivalent Ito SDE, X + 1/2 sum_i (DY_i) Y_i (paper eq. 2.1, corrected 2.2)."""
-        y = self.noise_fields(z)
-        dy = jax.jacfwd(self.noise_fields)(z)  # (m, 2N, 2N)
-        return self.drift(z) + 0.5 * jnp.einsum("iab,ib->a", dy, y)
-
-    def energy(self, z):
-        return self.hamiltonian(*self.split(z))
-
-    def observables(self) -> dict[str, Callable[[jax.Array], jax.Array]]:
-        """Named scalar functions of the state: ``H`` and each coordinate by its physical name."""
-        named = {"H": self.energy}
-        for i, name in enumerate(self.coordinates):
-            named[name] = lambda z, i=i: z[i]
-        return named
+    def observables(self) -> dict[str, Callable]:
+        """Named functions of one path's state: each returns a real scalar or a real array of fixed
+        shape (a vector observable: every entry gets its own mean, variance and count)."""
+        return {}
 
     def reference_mean(self, observable: str) -> Callable | None:
         """Exact E[observable](t) as a numpy function of t, where the system knows one."""

@@ -13,7 +13,8 @@ from typing import ClassVar
 import jax.numpy as jnp
 import numpy as np
 
-from sgi_run.systems.base import CanonicalSystem, require
+from sgi_run.systems.base import require
+from sgi_run.systems.canonical import CanonicalSystem
 
 
 @dataclasses.dataclass(frozen=True)

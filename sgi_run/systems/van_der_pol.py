@@ -16,7 +16,8 @@ import math
 
 import jax.numpy as jnp
 
-from sgi_run.systems.base import CanonicalSystem, require
+from sgi_run.systems.base import require
+from sgi_run.systems.canonical import CanonicalSystem
 
 # Milstein & Tretyakov (2007), the paper's ref. [90]: a 2nd-order weak quasi-symplectic method at
 # T_ref = 10^4, dt = 0.05, 4x10^6 paths, for nu = 0.001, sigma = 0.05. A Monte Carlo number

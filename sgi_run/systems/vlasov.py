@@ -19,7 +19,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from sgi_run.systems.base import CanonicalSystem, require
+from sgi_run.systems.base import require
+from sgi_run.systems.canonical import CanonicalSystem
 
 
 # --- shared initial law of the positions ------------------------------------------------------------

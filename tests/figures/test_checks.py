@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 
 from sgi_run.core.errors import ConfigError
-from sgi_run.figures.checks import FAIL, PASS, SKIP, Band, Series, evaluate, validate
+from sgi_run.figures.checks import evaluate, validate
+from sgi_run.figures.results import FAIL, PASS, SKIP, Series
 
 T = np.arange(0.0, 101.0, 10.0)
 EXACT = 2 * np.exp(-0.01 * T)
@@ -94,11 +95,6 @@ def test_result_line_names_verdict_value_se_and_band():
     assert line.startswith("PASS  c [run]: 1.1 ± ") and "band [0.95, 1.15]" in line
 
 
-def test_band_text_and_margin():
-    assert str(Band(None, 0.035)) == "<= 0.035" and str(Band(5, None)) == ">= 5"
-    assert Band(1, 2).margin(1.5) == pytest.approx(0.5) and Band(1, 2).margin(3) == pytest.approx(-1)
-
-
 @pytest.mark.parametrize("spec, key", [
     ({"id": "c", "kind": "nope"}, "test.kind"),
     ({"id": "c", "kind": "ratio_at", "factor": 2}, "test.factor"),
@@ -157,7 +153,7 @@ def test_max_abs_error_can_demand_a_large_error():
 
 
 # --- kinds that look at more of a run (RunData): windows, other observables, snapshots --------------
-from sgi_run.figures.checks import RunData, bin_averages, histogram_density  # noqa: E402
+from sgi_run.figures.results import RunData  # noqa: E402
 from sgi_run.systems import VlasovLenardBernstein  # noqa: E402
 
 LB = VlasovLenardBernstein()
@@ -248,12 +244,6 @@ def test_density_l1_tells_the_gibbs_marginal_from_the_initial_one():
     assert ok.verdict == PASS and ok.value < 0.02
     initial = u[rng.uniform(size=u.size) * 1.25 < LB.initial_density_x(u)][:100000]
     assert data_check("density_l1", run_data({"H": EXACT}, snapshot={"x": initial, "v": initial}), **spec).verdict == FAIL
-
-
-def test_histogram_density_counts_escaped_mass_as_a_deficit():
-    edges, density = histogram_density(np.array([0.1, 0.2, 5.0, np.nan]), 2, 0.0, 1.0)
-    assert np.allclose(density * np.diff(edges), [2 / 3, 0.0])
-    assert np.allclose(bin_averages(lambda x: 2 * x, np.array([0.0, 0.5, 1.0])), [0.5, 1.5])
 
 
 def test_ks_test_of_the_initial_positions():

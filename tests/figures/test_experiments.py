@@ -10,8 +10,8 @@ import pytest
 import yaml
 
 from sgi_run.core.errors import ConfigError
-from sgi_run.figures.checks import FAIL, PASS
 from sgi_run.figures.experiment import compose_runs, discover, load, make_figure
+from sgi_run.figures.results import FAIL, PASS
 
 EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments"
 ALL = discover(EXPERIMENTS)

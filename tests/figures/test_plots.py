@@ -11,7 +11,7 @@ from matplotlib.collections import PolyCollection
 from matplotlib.text import Annotation
 
 from sgi_run.figures import plots
-from sgi_run.figures.checks import RunData, Series
+from sgi_run.figures.results import RunData, Series
 
 T = np.arange(0.0, 11.0)
 HEADING = "Bou-Rabee & Owhadi (2007), Figure 2.1: Cubic oscillator"

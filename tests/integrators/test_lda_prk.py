@@ -1,6 +1,7 @@
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 from sgi_run.systems import Kubo
 
@@ -62,3 +63,21 @@ def test_midpoint_area_factor(make_integrator):
 def test_newton_iterations_are_reported(make_integrator):
     _, iterations = make_integrator("midpoint").step(SYSTEM, Z, 0.1, jnp.array([[0.2]]))
     assert 1 <= int(iterations) <= 3
+
+
+@pytest.mark.parametrize("name", ["midpoint", "dirk"])
+@pytest.mark.parametrize("solver", ["chord", "fixed_point"])
+def test_every_solver_gives_the_newton_step(make_integrator, name, solver):
+    """The solver is an option: chord and fixed-point iteration solve the same stage equations."""
+    by_newton, stats_newton = make_integrator(name).advance(SYSTEM, Z, 0.1, jnp.array([[0.2]]))
+    other, stats = make_integrator(name, solver=solver).advance(SYSTEM, Z, 0.1, jnp.array([[0.2]]))
+    assert np.allclose(other, by_newton, rtol=0, atol=1e-11)
+    assert not bool(stats.unconverged) and int(stats.iterations) >= int(stats_newton.iterations) >= 1
+
+
+def test_an_unconverged_solve_is_nan_or_counted_as_asked(make_integrator):
+    step = lambda on_fail: make_integrator("midpoint", solver="fixed_point", max_iter=2, on_fail=on_fail).advance(
+        SYSTEM, Z, 0.5, jnp.array([[0.2]]))
+    (z_nan, stats_nan), (z_kept, stats_kept) = step("nan"), step("count")
+    assert np.isnan(z_nan).all() and bool(stats_nan.unconverged)
+    assert np.isfinite(z_kept).all() and bool(stats_kept.unconverged) and int(stats_kept.iterations) == 2

@@ -20,7 +20,7 @@ from sgi_run.engine.plan import Plan
 from sgi_run.engine.simulate import Simulator
 from sgi_run.integrators import make_integrator as build
 from sgi_run.systems import Kubo
-from sgi_run.systems.base import CanonicalSystem
+from sgi_run.systems.canonical import CanonicalSystem
 
 from tests.conftest import integrator_config
 

@@ -1,0 +1,284 @@
+"""Throughput benchmark, the workloads: the SDE problems (``WORKLOADS``) and the entries timed on them,
+sgi-run's engine (``sgi_entry``, ``sgi_entries``) and diffrax peers (``diffrax_entry``); ``build_entries``
+lists them for the command line of ``throughput.py``."""
+from __future__ import annotations
+
+import dataclasses
+import math
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import yaml
+
+import sgi_run.core  # noqa: F401  (enables float64 before any array is made)
+import jax
+import jax.numpy as jnp
+
+from sgi_run.engine.plan import Plan
+from sgi_run.engine.simulate import Simulator
+from sgi_run.integrators import make_integrator
+from sgi_run.systems import SYSTEMS
+
+ROOT = Path(__file__).resolve().parents[1]
+CONF = ROOT / "conf"
+
+
+# ------------------------------------------------------------------------------------------------
+# The problem
+# ------------------------------------------------------------------------------------------------
+@dataclasses.dataclass(frozen=True)
+class Workload:
+    """One SDE problem at one size: a sgi-run system with parameters, paths, dt, T. The system's
+    name is the workload's name (``--workload``); ``id_prefix`` keeps entry ids unique across them."""
+    system: str
+    params: dict
+    paths: int
+    dt: float
+    T: float
+    sde: str = ""
+    id_prefix: str = ""
+    observable: str = "H"
+
+    @property
+    def steps(self) -> int:
+        return round(self.T / self.dt)
+
+    @property
+    def path_steps(self) -> int:
+        return self.paths * self.steps
+
+    def make_system(self):
+        return SYSTEMS[self.system](**self.params)
+
+    def describe(self) -> str:
+        p = ", ".join(f"{k}={v}" for k, v in self.params.items())
+        return f"{self.system} ({p}), {self.paths} paths x {self.steps} steps, dt={self.dt}, T={self.T}"
+
+
+@dataclasses.dataclass
+class Stats:
+    """What one timed call returns: the observable's mean and standard error at T, and extras."""
+    mean: float
+    se: float
+    count: int
+    newton_iterations: int | None = None   # the solver's (Newton, SHAKE) iterations, summed over paths and steps
+    newton_max: int | None = None          # most any path took in one step
+
+
+@dataclasses.dataclass
+class Prepared:
+    """A ready-to-time workload: ``warmup()`` compiles (doing ``warmup_fraction`` of the work),
+    ``run()`` does all the work and returns only once it is finished."""
+    warmup: Callable[[], object]
+    run: Callable[[], Stats]
+    warmup_fraction: float = 1.0
+
+
+@dataclasses.dataclass
+class Entry:
+    id: str
+    group: str            # entries of one group are variants of one method; the fastest is reported
+    method: str           # display name
+    engine: str           # "sgi-run" | "diffrax"
+    setting: str          # layout / Brownian path, named in the output
+    workload: Workload
+    prepare: Callable[[], Prepared]
+    reference: bool = False   # the peer that ratios are taken against
+    note: str = ""
+    max_repeats: int | None = None   # cap on timed runs for slow, secondary entries
+
+
+# ------------------------------------------------------------------------------------------------
+# sgi-run entries
+# ------------------------------------------------------------------------------------------------
+def _integrator_cfg(name: str) -> dict:
+    with open(CONF / "integrator" / f"{name}.yaml") as fh:
+        return yaml.safe_load(fh)
+
+
+def sgi_entry(w: Workload, integrator: str, shards: int | str = "auto", shard_size: int = 10000,
+              options: dict | None = None) -> Entry:
+    """``options``: integrator keys to change (e.g. ``{"shake": "newton"}``); they name the entry."""
+    options = options or {}
+    variant = "".join(f"-{v}" for v in options.values())
+    plan = Plan(paths=w.paths, dt=w.dt, T=w.T, output_dt=w.T, observables=(w.observable,),
+                keep_paths=0, seed=0, shards=shards, shard_size=shard_size)
+    setting = (f"shard_size={plan.paths_per_shard} ({plan.shard_count} shards)" if plan.shard_count > 1
+               else f"one shard of {plan.paths_per_shard} paths")
+
+    def prepare() -> Prepared:
+        sim = Simulator(w.make_system(), make_integrator({**_integrator_cfg(integrator), **options}), plan)
+
+        def run() -> Stats:
+            total, newton, newton_max = None, 0, 0
+            for shard in range(plan.shard_count):
+                r = sim.run_shard(shard)     # returns host numpy: the device work is finished
+                total = r.moments if total is None else total.merge(r.moments)
+                newton, newton_max = newton + int(r.solver.iterations.sum()), max(newton_max, int(r.solver.max_iterations.max()))
+            return Stats(float(total.mean[-1, 0]), float(total.sem[-1, 0]), int(total.count[-1, 0]),
+                         newton, newton_max)
+
+        # Every shard has the same padded shape, so shard 0 alone compiles everything.
+        return Prepared(warmup=lambda: sim.run_shard(0), run=run, warmup_fraction=1.0 / plan.shard_count)
+
+    return Entry(id=f"{w.id_prefix}sgi-{integrator}{variant}-{'auto' if shards == 'auto' else f'{shards}shard'}",
+                 group=f"sgi-run {integrator}{variant}", method=f"sgi-run {integrator}"
+                 + "".join(f" ({k}={v})" for k, v in options.items()), engine="sgi-run",
+                 setting=setting, workload=w, prepare=prepare,
+                 note="engine only: Simulator.run_shard over all shards, moments merged")
+
+
+def sgi_entries(w: Workload, integrator: str) -> list[Entry]:
+    """Both shard layouts: the default (10000 paths per shard) and all paths in one shard."""
+    out = [sgi_entry(w, integrator, "auto", 10000)]
+    if w.paths > 10000:
+        out.append(sgi_entry(w, integrator, 1))
+    return out
+
+
+# ------------------------------------------------------------------------------------------------
+# diffrax entries
+# ------------------------------------------------------------------------------------------------
+def _kubo_fields(system):
+    """Hand-written Kubo fields, as a diffrax user would write them: X = (p, -q - nu p), Y = beta X."""
+    beta, nu = system.beta, system.nu
+
+    def drift(t, y, args):
+        return jnp.stack([y[1], -y[0] - nu * y[1]])
+
+    def diffusion(t, y, args):
+        return beta * drift(t, y, args)[:, None]          # (2, 1): one noise
+
+    return drift, diffusion
+
+
+def _generic_fields(system):
+    """sgi-run's own fields (autodiff of the Hamiltonians), for systems without hand-written ones."""
+    return (lambda t, y, args: system.drift(y)), (lambda t, y, args: system.noise_fields(y).T)
+
+
+def _van_der_pol_fields(system):
+    """Hand-written van der Pol fields: X = (p, -q + nu (1 - q^2) p), Y = (0, sigma) (additive)."""
+    nu, sigma = system.nu, system.sigma
+    drift = lambda t, y, args: jnp.stack([y[1], -y[0] + nu * (1 - y[0] ** 2) * y[1]])
+    return drift, (lambda t, y, args: jnp.array([[0.0], [sigma]]))
+
+
+DIFFRAX_FIELDS = {"kubo": _kubo_fields, "van_der_pol": _van_der_pol_fields}
+
+
+def diffrax_entry(w: Workload, brownian: str = "unsafe", reference: bool = False, solver: str = "Heun",
+                  max_repeats: int | None = None) -> Entry:
+    import diffrax
+
+    label = {"unsafe": "UnsafeBrownianPath", "vbt": f"VirtualBrownianTree(tol=dt/2={w.dt / 2:g})"}[brownian]
+
+    def prepare() -> Prepared:
+        system = w.make_system()
+        drift, diffusion = DIFFRAX_FIELDS.get(w.system, _generic_fields)(system)
+        # The peer must solve the same SDE: check its fields against sgi-run's at a few points.
+        pts = jax.random.normal(jax.random.key(7), (5, 2 * system.dof))
+        for z in pts:
+            assert np.allclose(drift(0.0, z, None), system.drift(z), rtol=1e-13, atol=1e-13)
+            assert np.allclose(diffusion(0.0, z, None), system.noise_fields(z).T, rtol=1e-13, atol=1e-13)
+        m = system.noises
+        y0 = system.initial_state(jax.random.key(0))
+        observe = system.observables()[w.observable]
+        t0, t1, steps = 0.0, w.T, w.steps
+
+        def solve(key):
+            if brownian == "unsafe":
+                bm = diffrax.UnsafeBrownianPath(shape=(m,), key=key)
+            else:
+                bm = diffrax.VirtualBrownianTree(t0, t1, tol=w.dt / 2, shape=(m,), key=key)
+            terms = diffrax.MultiTerm(diffrax.ODETerm(drift), diffrax.ControlTerm(diffusion, bm))
+            sol = diffrax.diffeqsolve(
+                terms, getattr(diffrax, solver)(), t0, t1, w.dt, y0,
+                saveat=diffrax.SaveAt(t1=True), stepsize_controller=diffrax.ConstantStepSize(),
+                # UnsafeBrownianPath only supports forward mode; used for both paths for like-for-like.
+                adjoint=diffrax.ForwardMode(), max_steps=steps)
+            return observe(sol.ys[-1]), sol.stats["num_steps"]
+
+        batched = jax.jit(jax.vmap(solve))
+        # Different random numbers from sgi-run (on purpose): the cross-check compares mean +- SE.
+        keys = jax.random.split(jax.random.key(20240601), w.paths)
+
+        def run() -> Stats:
+            values, nsteps = jax.block_until_ready(batched(keys))
+            values, nsteps = np.asarray(values), np.asarray(nsteps)
+            assert np.all(nsteps == steps), f"diffrax took {set(nsteps.tolist())} steps, expected {steps}"
+            finite = values[np.isfinite(values)]
+            n = finite.size
+            return Stats(float(finite.mean()), float(finite.std(ddof=1) / math.sqrt(n)), int(n))
+
+        return Prepared(warmup=run, run=run, warmup_fraction=1.0)
+
+    return Entry(id=f"{w.id_prefix}diffrax-{solver.lower()}-{brownian}" + ("" if reference else f"-{w.paths}"),
+                 group=f"diffrax {solver} {brownian}", method=f"diffrax {solver}", engine="diffrax",
+                 setting=label, workload=w, prepare=prepare, reference=reference,
+                 note="jit(vmap(diffeqsolve)), ConstantStepSize, SaveAt(t1=True), ForwardMode adjoint",
+                 max_repeats=max_repeats)
+
+
+# ------------------------------------------------------------------------------------------------
+# The list of benchmarks
+# ------------------------------------------------------------------------------------------------
+# name (= sgi-run system) -> parameters, dt, default steps, the SDE as printed, entry-id prefix
+WORKLOADS = {
+    "kubo": (dict(beta=0.5, nu=0.001, q0=2.0, p0=0.0), 0.01, 1000,
+             "Stratonovich SDE dq = p (dt + beta∘dW), dp = (-q - nu p)(dt + beta∘dW)", ""),
+    # The paper's parameters (conf/system/van_der_pol.yaml). 100 steps keep srkw2 (~0.2 M path-steps/s
+    # on the 2-core development machine) under a minute per timed run.
+    "van_der_pol": (dict(nu=0.001, sigma=0.05, q0=1.0, p0=1.0), 0.02, 100,
+                    "SDE dq = p dt, dp = (-q + nu (1 - q²) p) dt + sigma dW (additive noise: Itô = Stratonovich)",
+                    "vdp-"),
+    # Paper 003's protocols (Fig. 2.1: h = 0.25; Fig. 2.2: h = 0.1) at c = 1, 200 steps: throughput,
+    # not the figures (conf/system/*.yaml; experiments/bou_rabee_owhadi/).
+    "langevin_double_well": (dict(c=1.0, beta=1.0), 0.25, 200,
+                             "Langevin dq = p dt, dp = (q - q³ - c p) dt + sqrt(2c/beta) dW", "dw-"),
+    "spherical_pendulum": (dict(c=1.0, beta=1.0), 0.1, 200,
+                           "Langevin on |q| = 1 in R^3, U = q3, 3-d ambient noise (SHAKE/RATTLE)", "sph-"),
+    "circle_pendulum": (dict(c=1.0, beta=1.0, mass=(1.0, 3.0, 2.0)), 0.05, 200,
+                        "Langevin on |q| = 1, q3 = 0 in R^3 (two constraints), U = q2, M = diag(1, 3, 2)", "circ-"),
+}
+# Every integrator in conf/integrator/: implicit (Newton) LDA methods, explicit strong, then weak.
+VDP_INTEGRATORS = ("midpoint", "stormer_verlet", "dirk", "heun", "r2", "e1", "srkw1", "srkw2", "rs1", "rs2")
+
+
+def make_workload(name: str, args) -> Workload:
+    params, dt, steps, sde, prefix = WORKLOADS[name]
+    return Workload(name, params, args.paths, dt, (args.steps or steps) * dt, sde, prefix)
+
+
+def build_entries(args) -> list[Entry]:
+    entries = []
+    if "kubo" in args.workload:
+        kubo = make_workload("kubo", args)
+        entries += [diffrax_entry(kubo, "unsafe", reference=True), *sgi_entries(kubo, "heun"),
+                    *sgi_entries(kubo, "midpoint")]
+        if args.vbt_paths > 0:
+            # VirtualBrownianTree costs a tree descent per step: about 30x slower than UnsafeBrownianPath
+            # on the 2-core development machine, so 10^5 paths would take minutes. It is timed on fewer
+            # paths, once, as an indication only (its path-steps/s also depends on the batch size).
+            entries.append(diffrax_entry(dataclasses.replace(kubo, paths=min(args.vbt_paths, args.paths)), "vbt",
+                                         max_repeats=1))
+    if "van_der_pol" in args.workload:
+        # Every integrator in its default layout only (shards of 10^4 paths): the layouts are compared
+        # on the Kubo workload, and a second srkw2 layout would add ~3 minutes.
+        vdp = make_workload("van_der_pol", args)
+        entries += [diffrax_entry(vdp, "unsafe", reference=True), *(sgi_entry(vdp, i) for i in VDP_INTEGRATORS)]
+    if "langevin_double_well" in args.workload:
+        # diffrax Heun solves the same SDE (the system is also canonical: additive noise).
+        well = make_workload("langevin_double_well", args)
+        entries += [diffrax_entry(well, "unsafe", reference=True), *(sgi_entry(well, i) for i in ("svia", "svib", "svic"))]
+    if "spherical_pendulum" in args.workload:
+        # No diffrax peer (no constrained solver there): the closed-form CSVIA is the reference.
+        sphere = make_workload("spherical_pendulum", args)
+        entries += [dataclasses.replace(sgi_entry(sphere, "csvia"), reference=True),
+                    sgi_entry(sphere, "csvia", options={"shake": "newton"}),
+                    *(sgi_entry(sphere, i) for i in ("csvib", "csvic"))]
+    if "circle_pendulum" in args.workload:
+        circle = make_workload("circle_pendulum", args)
+        entries += [sgi_entry(circle, i) for i in ("csvia", "csvib", "csvic")]
+    return entries

@@ -1,0 +1,180 @@
+r"""Nonlinear solvers for the implicit equations of one path's step (callers ``vmap`` over paths), on
+pytrees: a state ``{R, Pi}`` or a complex matrix is solved for as it is.
+
+Two forms of equation: a root ``residual(x) = 0`` and a fixed point ``x = g(x)`` (most implicit
+stages: the stage value is the right-hand side evaluated at itself). Three methods:
+
+- ``newton``: the Jacobian of the residual (``jax.jacfwd``, over the real coordinates of the
+  pytree: a complex leaf counts as its real and imaginary parts) at every iteration;
+- ``chord``: the Jacobian at the starting iterate only, factored once and reused (cheaper
+  iterations, linear convergence);
+- ``fixed_point``: :math:`x \leftarrow g(x)` (no Jacobian at all), for fixed-point forms only.
+
+Stopping rules. Newton and chord: the residual at the new iterate is small,
+:math:`\|r(x)\| \le \mathrm{tol}\,(1 + \|x\|)`. Fixed point: the update is small,
+:math:`\|x_{k+1} - x_k\| \le \mathrm{tol}\,\max(1, \|x_0\|)`, or it *stagnates*: the update stopped
+decreasing while within ``ROUND_OFF_ULPS`` ulps of the iterate, which is as converged as the iteration
+gets (spec 004 P3: an absolute 1e-15 is unreachable when entries are large); a stagnation exit is
+reported, not failed (an update that stops shrinking far above round-off is a failure). Norms:
+``max`` (entrywise, the default) or ``l2`` (over every leaf). Every method returns the iterations
+and a converged flag; a solve that is neither converged nor stagnated after ``max_iter`` iterations
+(or whose iterate went non-finite) is a failure: ``on_fail: nan`` returns NaN (the engine then
+counts the path non-finite: a half-solved stage is never passed on as a step of the method),
+``on_fail: count`` keeps the last iterate and the step is counted unconverged.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Callable, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import jax.scipy.linalg
+import numpy as np
+from jax.flatten_util import ravel_pytree
+
+from sgi_run.core.errors import ConfigError
+from sgi_run.core.linalg import solve
+
+DEFAULT_TOL = 1e-12
+DEFAULT_MAX_ITER = 50
+METHODS = ("newton", "chord", "fixed_point")
+NORMS = ("max", "l2")
+ON_FAIL = ("nan", "count")
+# More iterations than this per solve means it is not converging: refused as an option.
+MAX_ITER_LIMIT = 10**6
+# A relative tolerance below float64 round-off is met only by an exact zero: every solve would fail.
+MIN_TOL = float(np.finfo(np.float64).eps)
+# A fixed-point update that stops shrinking is at round-off only below this many ulps of the iterate
+# (spec 004: the floor is about eps max|X| sqrt(N), 11 ulps at N = 128); above it the iteration is
+# diverging or not contracting, and the solve has failed.
+ROUND_OFF_ULPS = 1000
+
+
+class SolveResult(NamedTuple):
+    x: object                 # the solution, a pytree like x0 (NaN after a failure with on_fail = nan)
+    iterations: jax.Array     # int32: Jacobian solves (Newton, chord) or map evaluations (fixed point)
+    converged: jax.Array      # bool: the stopping rule was met
+    stagnated: jax.Array      # bool: a fixed-point iteration stopped at its round-off floor instead
+
+
+def _norm(kind: str, tree) -> jax.Array:
+    leaves = [jnp.abs(x) for x in jax.tree.leaves(tree)]
+    if kind == "max":
+        return jnp.max(jnp.stack([jnp.max(x) for x in leaves]))
+    return jnp.sqrt(sum(jnp.sum(x**2) for x in leaves))
+
+
+def _real_coordinates(tree):
+    """(flat real vector, its inverse) of a pytree whose leaves may be complex."""
+    as_real = jax.tree.map(lambda x: jnp.stack([x.real, x.imag]) if jnp.iscomplexobj(x) else x, tree)
+    flat, unravel_real = ravel_pytree(as_real)
+    back = lambda v: jax.tree.map(lambda r, x: r[0] + 1j * r[1] if jnp.iscomplexobj(x) else r,
+                                  unravel_real(v), tree)
+    return flat, back
+
+
+def _finite(tree) -> jax.Array:
+    return jnp.all(jnp.stack([jnp.all(jnp.isfinite(x)) for x in jax.tree.leaves(tree)]))
+
+
+def _finish(result: SolveResult, on_fail: str) -> SolveResult:
+    if on_fail == "count":
+        return result
+    ok = result.converged | result.stagnated
+    return result._replace(x=jax.tree.map(lambda x: jnp.where(ok, x, jnp.nan), result.x))
+
+
+def newton_solve(residual: Callable, x0, tol: float = DEFAULT_TOL, max_iter: int = DEFAULT_MAX_ITER,
+                 norm: str = "max", frozen_jacobian: bool = False, on_fail: str = "nan") -> SolveResult:
+    """Solve ``residual(x) = 0`` from ``x0`` by Newton (or, ``frozen_jacobian``, the chord method).
+    ``iterations`` counts linear solves."""
+    flat0, back = _real_coordinates(x0)
+    r = lambda v: _real_coordinates(residual(back(v)))[0]
+    small = lambda value, v: _norm(norm, value) <= tol * (1.0 + _norm(norm, v))
+    # One forward-mode pass gives both the Jacobian and the residual value.
+    jac_and_value = jax.jacfwd(lambda v: (r(v), r(v)), has_aux=True)
+    if frozen_jacobian:
+        lu = jax.scipy.linalg.lu_factor(jax.jacfwd(r)(flat0))
+        update = lambda v: jax.scipy.linalg.lu_solve(lu, r(v))
+    else:
+        update = lambda v: solve(*jac_and_value(v))
+
+    def keep_going(state):
+        v, it, done = state
+        return (it < max_iter) & ~done & jnp.all(jnp.isfinite(v))
+
+    def iterate(state):
+        v, it, _ = state
+        v = v - update(v)
+        return v, it + 1, small(r(v), v)
+
+    v, it, done = jax.lax.while_loop(keep_going, iterate, (flat0, jnp.int32(0), jnp.bool_(False)))
+    return _finish(SolveResult(back(v), it, done, jnp.bool_(False)), on_fail)
+
+
+def fixed_point_solve(g: Callable, x0, tol: float = DEFAULT_TOL, max_iter: int = DEFAULT_MAX_ITER,
+                      norm: str = "max", on_fail: str = "nan") -> SolveResult:
+    """Iterate ``x <- g(x)`` from ``x0`` until the update is below ``tol * max(1, |x0|)`` or stops
+    decreasing (stagnation), at most ``max_iter`` times. ``iterations`` counts evaluations of ``g``."""
+    bound = tol * jnp.maximum(1.0, _norm(norm, x0))
+
+    def keep_going(state):
+        x, it, error, previous = state
+        improving = (error > bound) & (error < previous)
+        return (it < max_iter) & ((it == 0) | improving) & _finite(x)
+
+    def iterate(state):
+        x, it, error, _ = state
+        x_new = g(x)
+        return x_new, it + 1, _norm(norm, jax.tree.map(jnp.subtract, x_new, x)), error
+
+    inf = jnp.asarray(jnp.inf)
+    x, it, error, previous = jax.lax.while_loop(keep_going, iterate, (x0, jnp.int32(0), inf, inf))
+    converged = (error <= bound) & _finite(x)
+    at_round_off = error <= ROUND_OFF_ULPS * MIN_TOL * jnp.maximum(1.0, _norm(norm, x))
+    stagnated = ~converged & (error >= previous) & at_round_off & _finite(x)
+    return _finish(SolveResult(x, it, converged, stagnated), on_fail)
+
+
+@dataclasses.dataclass(frozen=True)
+class SolverOptions:
+    """An integrator's solver, as its config gives it (``integrator.solver``, ``tol``, ...)."""
+    method: str = "newton"
+    tol: float = DEFAULT_TOL
+    max_iter: int = DEFAULT_MAX_ITER
+    norm: str = "max"
+    on_fail: str = "nan"
+
+    def check(self, fixed_point_form: bool = True) -> None:
+        """Refuse (one line) what cannot run; ``fixed_point_form``: every equation the integrator
+        solves is a fixed point x = g(x) (else some is a root, which has no fixed-point iteration)."""
+        def need(key, value, ok, allowed):
+            if not ok:
+                raise ConfigError(f"integrator.{key}", value, allowed)
+        number = lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+        methods = list(METHODS if fixed_point_form else METHODS[:2])
+        need("solver", self.method, self.method in methods,
+             f"one of {methods}" + ("" if fixed_point_form else " (its equations are roots, not fixed points)"))
+        need("tol", self.tol, number(self.tol) and MIN_TOL <= self.tol < 1,
+             f"a tolerance: a number in [{MIN_TOL:.3g}, 1) (float64 round-off and up)")
+        need("max_iter", self.max_iter, isinstance(self.max_iter, int) and not isinstance(self.max_iter, bool)
+             and 1 <= self.max_iter <= MAX_ITER_LIMIT, f"an integer in [1, {MAX_ITER_LIMIT}]")
+        need("norm", self.norm, self.norm in NORMS, f"one of {list(NORMS)}")
+        need("on_fail", self.on_fail, self.on_fail in ON_FAIL,
+             "nan (an unconverged solve ends its path, counted non-finite) or count (keep the last iterate; "
+             "the step is counted unconverged)")
+
+    def root(self, residual: Callable, x0) -> SolveResult:
+        """Solve ``residual(x) = 0`` (Newton or chord)."""
+        if self.method == "fixed_point":
+            raise ValueError("a root equation has no fixed-point iteration (SolverOptions.check refuses it)")
+        return newton_solve(residual, x0, self.tol, self.max_iter, self.norm,
+                            frozen_jacobian=self.method == "chord", on_fail=self.on_fail)
+
+    def fixed_point(self, g: Callable, x0) -> SolveResult:
+        """Solve ``x = g(x)``: by iterating g, or by Newton or chord on ``x - g(x) = 0``."""
+        if self.method == "fixed_point":
+            return fixed_point_solve(g, x0, self.tol, self.max_iter, self.norm, self.on_fail)
+        return self.root(lambda x: jax.tree.map(jnp.subtract, x, g(x)), x0)

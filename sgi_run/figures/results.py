@@ -1,0 +1,163 @@
+"""Result types of the acceptance checks: one run's curves (``Series``, ``RunData``), the accepted
+interval (``Band``), what a check kind measures (``Measurement``) and the verdict (``CheckResult``:
+PASS, FAIL or SKIP)."""
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Callable, Mapping
+
+import numpy as np
+
+from sgi_run.core.errors import ConfigError
+
+PASS, FAIL, SKIP = "PASS", "FAIL", "SKIP"
+
+
+@dataclasses.dataclass(frozen=True)
+class Series:
+    """One run's E(observable)(t), its MC standard error, and the exact mean on the same times."""
+    t: np.ndarray
+    mean: np.ndarray
+    sem: np.ndarray
+    exact: np.ndarray | None = None
+    # The numerical method's own exact E and its expected MC standard error at this path count
+    # (engine.linear_oracle), for linear systems; None elsewhere.
+    oracle_mean: np.ndarray | None = None
+    oracle_sem: np.ndarray | None = None
+    # Every path's time average over ``average_window`` (plan.time_average), NaN for a path that
+    # went non-finite: exact SEs for window averages, and paired differences between runs.
+    path_average: np.ndarray | None = None
+    average_window: tuple[float, float] | None = None
+
+    def index_at(self, t: float | None) -> int | None:
+        """Index of output time ``t`` (None: the final time); None when the run has no such time."""
+        if t is None:
+            return len(self.t) - 1
+        hits = np.flatnonzero(np.isclose(self.t, t, rtol=1e-9, atol=1e-9))
+        return int(hits[0]) if hits.size else None
+
+    def require_oracle(self, kind: str) -> tuple[np.ndarray, np.ndarray]:
+        if self.oracle_mean is None:
+            raise ConfigError("checks.kind", kind, "a kind that needs no method oracle (set `oracle:` in the experiment)")
+        return self.oracle_mean, self.oracle_sem
+
+    def require_exact(self, kind: str) -> np.ndarray:
+        if self.exact is None:
+            raise ConfigError("checks.kind", kind, "a kind that needs no exact reference (this system has none)")
+        return self.exact
+
+
+@dataclasses.dataclass(frozen=True)
+class RunData:
+    """Everything a check may look at for one run."""
+    series: Mapping[str, Series]     # observable name -> its curve
+    default: str                     # the experiment's observable
+    system: object = None            # the run's system (reference values, exact densities)
+    snapshot: Callable[[float | None], Mapping[str, np.ndarray] | None] = lambda t: None  # states at t (None: last)
+    paths: int | None = None         # paths of the run
+    nonfinite: np.ndarray | None = None  # paths whose state is not finite, per output time
+
+    def curve(self, observable: str | None) -> Series:
+        name = observable or self.default
+        if name not in self.series:
+            raise ConfigError("checks.observable", name, f"an observable the run records: {sorted(self.series)}")
+        return self.series[name]
+
+    def reference(self, reference) -> float:
+        """A number, or a reference value the system computes: ``"method"`` or ``"method:argument"``
+        (e.g. ``ergodic_energy``, ``ergodic_mean:sin4pix``, ``initial_mean:v``)."""
+        if reference is None or isinstance(reference, (int, float)):
+            return 0.0 if reference is None else float(reference)
+        method, _, argument = str(reference).partition(":")
+        fn = getattr(self.system, method, None)
+        value = None if fn is None else (fn(argument) if argument else fn())
+        if value is None:
+            raise ConfigError("checks.reference", reference,
+                              f"a number or a reference value {type(self.system).__name__} defines here")
+        return float(value)
+
+    def diverged_at(self, series: Series, mean_above: float = 1e6) -> float:
+        """The first output time where some path is non-finite or |E| (of ``series``, one of this
+        run's curves) exceeds ``mean_above`` (spec 003 pitfall 19: the run is declared diverged
+        there); infinity when it never is."""
+        nonfinite = self.nonfinite if self.nonfinite is not None else np.zeros(len(series.t), int)
+        with np.errstate(invalid="ignore"):
+            flagged = (nonfinite > 0) | ~(np.abs(series.mean) <= mean_above)
+        return float(series.t[np.argmax(flagged)]) if flagged.any() else math.inf
+
+    def samples(self, coordinate: str, t: float | None) -> np.ndarray | None:
+        snap = self.snapshot(t)
+        if snap is not None and coordinate not in snap:
+            raise ConfigError("checks.coordinate", coordinate, f"a state coordinate: {sorted(snap)}")
+        return None if snap is None else snap[coordinate]
+
+
+def as_run_data(x) -> RunData:
+    return x if isinstance(x, RunData) else RunData({"": x}, "")
+
+
+@dataclasses.dataclass(frozen=True)
+class Band:
+    """The accepted interval; either end may be open (None)."""
+    lo: float | None = None
+    hi: float | None = None
+
+    def contains(self, x: float) -> bool:
+        # NaN (a mean over no finite paths) is never inside; +-inf can be, past an open end.
+        return not math.isnan(x) and (self.lo is None or x >= self.lo) and (self.hi is None or x <= self.hi)
+
+    def margin(self, x: float) -> float:
+        """Signed distance to the nearest end: positive inside, negative outside."""
+        ends = [x - self.lo] if self.lo is not None else []
+        ends += [self.hi - x] if self.hi is not None else []
+        return min(ends) if ends else math.inf
+
+    def __str__(self) -> str:
+        if self.lo is not None and self.hi is not None:
+            return f"[{self.lo:.4g}, {self.hi:.4g}]"
+        if self.lo is not None:
+            return f">= {self.lo:.4g}"
+        return f"<= {self.hi:.4g}" if self.hi is not None else "any"
+
+
+@dataclasses.dataclass(frozen=True)
+class Measurement:
+    value: float
+    se: float | None          # MC standard error of value; None when value is already in SE units
+    t: float | None           # the output time the value refers to (None: all times)
+    band: Band
+    detail: str = ""
+    skipped: str = ""         # why the check could not be evaluated on this run
+
+
+@dataclasses.dataclass(frozen=True)
+class CheckResult:
+    id: str
+    kind: str
+    run: str
+    criterion: str
+    verdict: str
+    value: float
+    se: float | None
+    t: float | None
+    band: str
+    margin_se: float | None   # (distance inside the band) / se; None when se is absent or zero
+    detail: str
+
+    def measured(self) -> str:
+        """The value, its SE, the time and the band, as text (or why the check was skipped)."""
+        if self.verdict == SKIP:
+            return self.detail
+        value = f"{self.value:.4g}" + (f" ± {self.se:.2g}" if self.se is not None else "")
+        at = f" at t={self.t:g}" if self.t is not None else ""
+        margin = f"; {self.margin_se:+.1f} SE from the band's edge" if self.margin_se is not None else ""
+        extra = f"; {self.detail}" if self.detail else ""
+        return f"{value}{at} (band {self.band}{margin}{extra})"
+
+    def line(self) -> str:
+        """One line for the verdict file: ``PASS  id [run]: value ± se at t=... (band ...)``."""
+        return f"{self.verdict}  {self.id} [{self.run}]: {self.measured()}"
+
+    def as_dict(self) -> dict:
+        return dataclasses.asdict(self)

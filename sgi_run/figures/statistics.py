@@ -1,0 +1,77 @@
+"""Statistics of one run's curves that checks and plots share: window averages and their standard
+errors (per-path time averages where the run took them), histogram densities and bin averages."""
+from __future__ import annotations
+
+import math
+from typing import Callable
+
+import numpy as np
+
+from sgi_run.figures.results import Series
+
+
+def window_average(series: Series, start: float, end: float) -> tuple[float, float] | None:
+    """(time average of E over the output times in [start, end], its SE), or None when the run
+    stops more than one output interval short of ``end`` (a run at dt = 0.15 ends at 999.9, not
+    1000). With per-path time averages over exactly this window (``plan.time_average``) the SE is
+    exact: sd(path averages) / sqrt(finite paths). Without them it is a bound, the average
+    single-time SE (the SE of a mean of correlated estimates is at most the mean of their SEs)."""
+    averages = _path_averages(series, start, end)
+    if averages is not None:
+        finite = averages[np.isfinite(averages)]
+        if finite.size < 2:
+            return math.nan, math.nan
+        return float(finite.mean()), float(finite.std(ddof=1) / math.sqrt(finite.size))
+    inside = (series.t >= start - 1e-9) & (series.t <= end + 1e-9)
+    spacing = series.t[1] - series.t[0] if len(series.t) > 1 else 0.0
+    if series.t[-1] < end - spacing - 1e-9 or not inside.any():
+        return None
+    return float(np.mean(series.mean[inside])), float(np.mean(series.sem[inside]))
+
+
+def has_path_averages(series: Series, start: float, end: float) -> bool:
+    """Whether ``window_average`` over [start, end] uses per-path time averages (an exact SE)."""
+    return _path_averages(series, start, end) is not None
+
+
+def _path_averages(series: Series, start: float, end: float) -> np.ndarray | None:
+    """The run's per-path time averages, if they were taken over exactly [start, end]."""
+    window = series.average_window
+    if series.path_average is None or window is None:
+        return None
+    return series.path_average if np.allclose(window, (start, end), rtol=0, atol=1e-9) else None
+
+
+def _difference_se(series: Series, other: Series, start: float, end: float, sign_p: float,
+                   sign_q: float) -> tuple[float, bool]:
+    """(SE of sign_q * Q - sign_p * P from the per-path differences, True) when both runs have per-path
+    time averages over the window for the same number of paths (path i of each is a pair; pairs are
+    independent across i), else (nan, False). Pairs with a non-finite member are left out."""
+    a, b = _path_averages(series, start, end), _path_averages(other, start, end)
+    if a is None or b is None or a.shape != b.shape:
+        return math.nan, False
+    d = sign_q * b - sign_p * a
+    d = d[np.isfinite(d)]
+    return (float(d.std(ddof=1) / math.sqrt(d.size)), True) if d.size >= 2 else (math.nan, False)
+
+
+def histogram_density(samples: np.ndarray, bins: int, lo: float, hi: float, period: float | None = None):
+    """(edges, density): a histogram normalised by *all* finite samples, so mass outside [lo, hi]
+    shows as a deficit; positions on a periodic domain are wrapped into [0, period) first."""
+    x = samples[np.isfinite(samples)]
+    if period:
+        x = np.mod(x, period)
+    counts, edges = np.histogram(x, bins=bins, range=(lo, hi))
+    return edges, counts / (x.size * np.diff(edges))
+
+
+def bin_averages(density: Callable, edges: np.ndarray, nodes: int = 16) -> np.ndarray:
+    """Average of ``density`` over each bin (Gauss-Legendre, ``nodes`` points per bin)."""
+    x, w = np.polynomial.legendre.leggauss(nodes)
+    half, mid = np.diff(edges) / 2, (edges[:-1] + edges[1:]) / 2
+    return (density(mid[:, None] + half[:, None] * x) * w).sum(axis=1) / 2
+
+
+def _nanargmax(x: np.ndarray) -> int:
+    """Argmax that treats NaN (a mean over no finite paths) as the worst value."""
+    return int(np.argmax(np.where(np.isnan(x), np.inf, x)))

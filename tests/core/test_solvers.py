@@ -1,0 +1,73 @@
+import jax.numpy as jnp
+import numpy as np
+
+import pytest
+
+from sgi_run.core.errors import ConfigError
+from sgi_run.core.solvers import SolverOptions, fixed_point_solve, newton_solve
+
+
+def test_solves_nonlinear_system():
+    res = lambda x: jnp.array([x[0] ** 2 + x[1] - 3.0, x[0] - x[1] ** 3 + 7.0])
+    sol = newton_solve(res, jnp.array([2.0, 1.5]))
+    assert bool(sol.converged) and np.allclose(res(sol.x), 0.0, atol=1e-12)
+    assert 1 < int(sol.iterations) < 20
+
+
+def test_no_solution_gives_nan_not_a_half_answer():
+    sol = newton_solve(lambda x: x**2 + 1.0, jnp.array([0.5]), max_iter=30)
+    assert not bool(sol.converged) and np.isnan(sol.x).all() and int(sol.iterations) <= 30
+
+
+def test_chord_reaches_the_same_root_with_its_jacobian_frozen():
+    res = lambda x: jnp.array([x[0] ** 2 + x[1] - 3.0, x[0] - x[1] ** 3 + 7.0])
+    newton = newton_solve(res, jnp.array([1.2, 2.0]))
+    chord = newton_solve(res, jnp.array([1.2, 2.0]), frozen_jacobian=True, max_iter=200)
+    assert bool(chord.converged) and np.allclose(chord.x, newton.x, atol=1e-11)
+    assert int(chord.iterations) > int(newton.iterations)      # linear, not quadratic, convergence
+
+
+def test_newton_solves_for_a_pytree_with_a_complex_leaf():
+    target = {"a": jnp.array([1.0, -2.0]), "w": jnp.array([[1 + 2j, 0.5j], [-0.5j, 3.0]])}
+    residual = lambda x: {"a": x["a"] ** 3 - target["a"] ** 3, "w": x["w"] - target["w"] + 0.1 * jnp.sin(x["w"] - target["w"])}
+    sol = newton_solve(residual, {"a": jnp.array([1.5, -1.0]), "w": jnp.zeros((2, 2), complex)})
+    assert bool(sol.converged) and sol.x["w"].dtype == jnp.complex128
+    assert np.allclose(sol.x["a"], target["a"], atol=1e-12) and np.allclose(sol.x["w"], target["w"], atol=1e-12)
+
+
+def test_fixed_point_iteration_on_a_pytree_converges_in_either_norm():
+    g = lambda x: {"u": 0.5 * jnp.cos(x["u"]), "w": 0.25 * x["w"] + (1 - 1j)}
+    for norm in ("max", "l2"):
+        sol = fixed_point_solve(g, {"u": jnp.zeros(3), "w": jnp.zeros((2, 2), complex)}, tol=1e-14, norm=norm)
+        assert bool(sol.converged) and not bool(sol.stagnated)
+        assert np.allclose(sol.x["w"], (1 - 1j) / 0.75, atol=1e-13) and np.allclose(sol.x["u"], 0.5 * np.cos(sol.x["u"]))
+
+
+def test_fixed_point_stops_where_round_off_stops_it_and_says_so():
+    """A contraction to 3 plus a kick of size a towards the other side: no exact fixed point, the
+    iterates end circling 3 at distance ~a. At a = 1e-14 (round-off size) that is a stagnation exit,
+    reported, not failed (spec 004 P3); at a = 1e-9 it is a failure, not a stagnation."""
+    for a, stagnated in ((1e-14, True), (1e-9, False)):
+        g = lambda x: 3.0 + 0.5 * (x - 3.0) + a * jnp.where(x > 3.0, -1.0, 1.0)
+        sol = fixed_point_solve(g, jnp.array([0.0]), tol=1e-15, max_iter=500)
+        assert bool(sol.stagnated) == stagnated and not bool(sol.converged) and int(sol.iterations) < 100
+        assert np.isfinite(sol.x).all() == stagnated
+        if stagnated:
+            assert abs(float(sol.x[0]) - 3.0) < 1e-13
+
+
+def test_on_fail_count_keeps_the_last_iterate():
+    counted = newton_solve(lambda x: x**2 + 1.0, jnp.array([0.5]), max_iter=30, on_fail="count")
+    assert not bool(counted.converged) and np.isfinite(counted.x).all()
+    diverging = fixed_point_solve(lambda x: 2.0 * x + 1.0, jnp.array([1.0]), max_iter=5)
+    assert not bool(diverging.converged) and not bool(diverging.stagnated) and np.isnan(diverging.x).all()
+
+
+@pytest.mark.parametrize("key,value,fixed_point_form", [("solver", "fixed_point", False), ("solver", "bisection", True),
+                                                        ("norm", "l1", True), ("on_fail", "ignore", True),
+                                                        ("tol", 0.0, True), ("max_iter", 0, True)])
+def test_bad_solver_options_are_refused_in_one_line(key, value, fixed_point_form):
+    options = dict(method="newton")
+    options["method" if key == "solver" else key] = value
+    with pytest.raises(ConfigError, match=f"integrator.{key}="):
+        SolverOptions(**options).check(fixed_point_form)
