@@ -27,9 +27,10 @@ test: $(VENV)/.installed
 figures: $(VENV)/.installed
 	$(BIN)/sgi-figures --fidelity $(FIDELITY) $(if $(FIGURE),--only $(FIGURE))
 
-## bench: throughput benchmarks, written to outputs/bench/
+## bench: throughput benchmarks and the engine's overhead on a matrix state, written to outputs/bench/
 bench: $(VENV)/.installed
 	$(BIN)/python benchmarks/throughput.py
+	$(BIN)/python benchmarks/pytree_overhead.py
 
 clean:
 	rm -rf $(VENV) outputs/runs outputs/figures outputs/bench

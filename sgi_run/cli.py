@@ -59,13 +59,13 @@ def _job(cfg: DictConfig) -> None:
     console = Console()
     run_dir = HydraConfig.get().runtime.output_dir
     try:
-        if cfg.plan.get("kind", "ensemble") == "convergence":
-            from sgi_run.convergence_run import run_convergence, show
-            show(run_convergence(cfg, run_dir=run_dir), console)
-            return
         result = run(cfg, run_dir=run_dir)
     except ConfigError as err:
         _refuse(err)
+    if cfg.plan.get("kind", "ensemble") == "convergence":
+        from sgi_run.convergence_run import show
+        show(result, console)
+        return
     title = f"{cfg.system.name} / {cfg.integrator.name}  (dt={cfg.plan.dt}, paths={cfg.plan.paths}, T={cfg.plan.T})"
     console.print(summary.render(result.summary, title))
     nonfinite = result.summary[0]["nonfinite_paths"] if result.summary else 0
@@ -161,14 +161,13 @@ def main() -> None:
                 sys.argv.append("hydra.output_subdir=null")   # show the finished run; Hydra writes nothing
         except ConfigError as err:
             _refuse(err)
-    from sgi_run.convergence_run import StudyInterrupted
     from sgi_run.runner import RunInterrupted
 
     signal.signal(signal.SIGTERM, _on_sigterm)
     register_resolvers()
     try:
         _job()
-    except (RunInterrupted, StudyInterrupted) as stop:
+    except RunInterrupted as stop:
         print(f"sgi-run: {stop}", file=sys.stderr)
         sys.exit(143 if _state["terminated"] else 130)
     except KeyboardInterrupt:

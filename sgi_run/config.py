@@ -273,8 +273,7 @@ _MEMORY_ADVICE = {
     "plan.keep_paths": "fewer kept paths (plan.keep_paths) or output times",
     "plan.snapshots": "fewer snapshot times (plan.snapshots) or paths",
     "plan.time_average": "fewer paths",
-    "plan.paths": "fewer plan.paths",
-    "plan.dts": "a larger finest step (plan.dts), a shorter plan.T or fewer plan.paths",
+    "plan.paths": "fewer plan.paths, or plan.bootstrap=0 (every path's final errors are kept for the bootstrap)",
 }
 
 

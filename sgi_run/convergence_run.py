@@ -1,115 +1,72 @@
-"""``plan=convergence``: a convergence study run from a composed config, and its outputs.
+"""``plan=convergence``: a convergence study's outputs, and its run as a ``RunResult``.
 
-``run_convergence(cfg)`` validates (``config.build``) before any compute, runs the study of
-``engine.convergence`` and writes, in the run's directory (``config.run_dir_for``, as a normal run):
+``sgi_run.run(cfg)`` runs a study through the same pipeline as an ensemble (validation, run cache,
+lock, shards and checkpoints, progress); the engine advances every step size in lock-step
+(``engine.convergence``), and the result is a ``runner.ConvergenceRun``. ``write_study`` writes, in
+the run's directory:
 
-- ``convergence.h5``: datasets ``dts``, ``error``, ``se``, ``local_slope``, ``resolvable``,
-  ``nonfinite_paths``, ``order``, ``order_ci``; attributes ``config`` (resolved YAML),
-  ``config_hash``, ``seed``, ``sgi_run_version``, ``error_kind``, ``reference``, ``samples``,
-  ``observable``, ``paths``, ``T``, ``note``, ``wall_time_s``;
+- ``convergence.h5``: the study's engine statistics as an ``ensemble.h5`` (schema versioned,
+  checksummed; ``observables/sq_error`` or ``difference``/``value`` per step size at every coarse
+  step, every path's final values in ``time_averages``, solver diagnostics) and, at its root, the
+  datasets ``dts``, ``error``, ``se``, ``local_slope``, ``resolvable``, ``nonfinite_paths``, ``order``,
+  ``order_ci`` (and ``sup_error``, ``sup_se`` for strong studies); attributes ``error_kind``,
+  ``reference``, ``samples``, ``observable``, ``reference_dt``, ``T``, ``note`` besides a run's;
 - ``convergence.csv`` / ``convergence.md``: dt, error, SE, local slope, fitted order [CI];
 - ``convergence.png``: log-log |error| against dt with ±2 SE bars and a reference slope.
-
-The h5 is written last, under a temporary name and renamed: a directory holding it is a finished
-study, and the same config returns it without recomputing.
 """
 from __future__ import annotations
 
 import csv
-import dataclasses
-import time
 from pathlib import Path
 
 import h5py
 import numpy as np
-from omegaconf import DictConfig, OmegaConf
 
-from sgi_run import __version__, cache, provenance, store
-from sgi_run.config import build, config_hash, run_dir_for
-from sgi_run.engine.convergence import RESOLVABLE_SE, ConvergenceResult, study
+from sgi_run import store
+from sgi_run.engine.convergence import RESOLVABLE_SE, ConvergenceResult, result_of
 
+FILE_NAME = "convergence.h5"
 ERROR_BAR_SE = 2   # error bars: ±2 Monte Carlo standard errors
 COLUMNS = ["system", "integrator", "error_kind", "reference", "observable", "dt", "error", "se",
            "local_slope", "resolvable", "nonfinite_paths", "order", "order_ci_low", "order_ci_high"]
 
 
-@dataclasses.dataclass
-class ConvergenceRun:
-    path: Path                 # the convergence.h5
-    run_dir: Path
-    result: ConvergenceResult
-    attrs: dict
-    cached: bool               # True when the file existed and nothing was computed
-
-    @property
-    def title(self) -> str:
-        a = self.attrs
-        what = "RMS error of the state" if a["error_kind"] == "strong" else f"error of E({a['observable']})"
-        return (f"{a['system']} / {a['integrator']}: {a['error_kind']} convergence, {what} at T={a['T']:g} "
-                f"against the {a['reference']} reference ({a['paths']} paths)")
+def title(result: ConvergenceResult, attrs: dict) -> str:
+    a = attrs
+    what = "RMS error of the state" if a["error_kind"] == "strong" else f"error of E({a['observable']})"
+    return (f"{a['system']} / {a['integrator']}: {a['error_kind']} convergence, {what} at T={a['T']:g} "
+            f"against the {a['reference']} reference ({a['paths']} paths)")
 
 
-def run_convergence(cfg: DictConfig, run_dir: Path | None = None) -> ConvergenceRun:
-    setup = build(cfg)
-    plan = setup.plan
-    key, value = ("output_root", cfg.output_root) if run_dir is None else ("run_dir", run_dir)
-    run_dir = Path(run_dir) if run_dir is not None else run_dir_for(cfg)
-    path = run_dir / "convergence.h5"
-    wanted, policy = config_hash(cfg), cfg.get("cache", "reuse")
-
-    def finished(found: cache.Cached) -> ConvergenceRun:
-        return ConvergenceRun(path, run_dir, *found.value, cached=True)
-
-    if not cache.writable(run_dir):
-        # A read-only place may still hold the finished study: show it, write nothing.
-        found = cache.lookup(path, wanted, policy, load)
-        if found is None:
-            cache.check_writable(run_dir, key, value)     # raises the one-line refusal
-        return finished(found)
-
-    with cache.locked(run_dir):
-        found = cache.lookup(path, wanted, policy, load)
-        if found is not None:
-            return finished(found)
-        started = time.perf_counter()
-        try:
-            result = study(setup.system, setup.integrator, plan)
-        except KeyboardInterrupt:
-            raise StudyInterrupted() from None
-        attrs = {"sgi_run_version": __version__, "code_digest": provenance.code_digest(), "seed": plan.seed,
-                 "config": OmegaConf.to_yaml(cfg, resolve=True),
-                 "config_hash": wanted, "system": cfg.system.name, "integrator": cfg.integrator.name,
-                 "error_kind": result.error_kind, "reference": result.reference, "samples": result.samples,
-                 "observable": plan.observable if plan.error == "weak" else "state",
-                 "reference_dt": plan.reference_dt or 0.0, "paths": plan.paths, "T": plan.T,
-                 "note": result.note, "wall_time_s": time.perf_counter() - started}
-        done = ConvergenceRun(path, run_dir, result, attrs, cached=False)
-        rows = table_rows(done)
-        write_tables(rows, run_dir, done)
-        plot(done, run_dir / "convergence.png")
-        write(path, result, attrs)
-    return done
+def write_study(path: Path, run_dir: Path, sim, engine_result, ens: store.Ensemble) -> tuple[ConvergenceResult, list[dict]]:
+    """The study's result from the engine's and its table rows, written beside its tables and plot (the
+    h5 last: a directory holding it is a finished study). Adds the study's attributes to ``ens.attrs``."""
+    plan = sim.system.plan
+    result = result_of(sim, engine_result)
+    ens.attrs |= {"error_kind": result.error_kind, "reference": result.reference, "samples": result.samples,
+                  "observable": plan.observable if plan.error == "weak" else "state",
+                  "reference_dt": plan.reference_dt or 0.0, "T": plan.T, "note": result.note}
+    rows = table_rows_of(result, ens.attrs)
+    write_tables(rows, run_dir, result, ens.attrs)
+    plot(result, ens.attrs, run_dir / "convergence.png")
+    store.write(path, ens, extra=lambda f: _fill(f, result))
+    return result, rows
 
 
-class StudyInterrupted(KeyboardInterrupt):
-    """Ctrl-C or SIGTERM during a convergence study, which keeps nothing until it is whole."""
-
-    def __str__(self) -> str:
-        return "interrupted: a convergence study keeps nothing until it finishes; nothing was written"
-
-
-# --- convergence.h5 -----------------------------------------------------------------------------
-def write(path: Path, result: ConvergenceResult, attrs: dict) -> Path:
-    """Checksummed datasets under a unique temporary name, renamed when whole (as ensemble.h5)."""
-    def fill(f: h5py.File) -> None:
-        for k, v in attrs.items():
-            f.attrs[k] = v
-        for name in ("dts", "error", "se", "resolvable", "order_ci"):
+def _fill(f: h5py.File, result: ConvergenceResult) -> None:
+    for name in ("dts", "error", "se", "resolvable", "order_ci", "sup_error", "sup_se"):
+        if getattr(result, name) is not None:
             store.create_checked_dataset(f, name, np.asarray(getattr(result, name)))
-        store.create_checked_dataset(f, "local_slope", result.local_slopes)
-        store.create_checked_dataset(f, "nonfinite_paths", result.nonfinite)
-        store.create_checked_dataset(f, "order", result.order)
-    return store.replace_atomically(path, fill)
+    store.create_checked_dataset(f, "local_slope", result.local_slopes)
+    store.create_checked_dataset(f, "nonfinite_paths", result.nonfinite)
+    store.create_checked_dataset(f, "order", result.order)
+
+
+def load_run(path) -> tuple[store.Ensemble, ConvergenceResult, dict]:
+    """A ``convergence.h5`` back as (engine statistics, result, attributes); ``store.DamagedFile`` when it
+    does not read back whole."""
+    result, attrs = load(path)
+    return store.load(path), result, attrs
 
 
 def load(path) -> tuple[ConvergenceResult, dict]:
@@ -117,22 +74,22 @@ def load(path) -> tuple[ConvergenceResult, dict]:
     ``store.DamagedFile`` when it does not read back whole."""
     path = Path(path)
     if path.is_dir():
-        path = path / "convergence.h5"
+        path = path / FILE_NAME
     data, attrs, _ = store.checked_read(path)
     try:
         result = ConvergenceResult(
             error_kind=attrs["error_kind"], reference=attrs["reference"], samples=attrs["samples"],
             dts=data["dts"], error=data["error"], se=data["se"], resolvable=data["resolvable"],
             order=float(data["order"]), order_ci=tuple(float(x) for x in data["order_ci"]),
-            nonfinite=data["nonfinite_paths"], paths=int(attrs["paths"]), note=attrs["note"])
+            nonfinite=data["nonfinite_paths"], paths=int(attrs["paths"]), note=attrs["note"],
+            sup_error=data.get("sup_error"), sup_se=data.get("sup_se"))
     except KeyError as err:
         raise store.DamagedFile(f"{path}: missing {err.args[0]}") from None
     return result, attrs
 
 
 # --- tables ---------------------------------------------------------------------------------------
-def table_rows(run: ConvergenceRun) -> list[dict]:
-    r, a = run.result, run.attrs
+def table_rows_of(r: ConvergenceResult, a: dict) -> list[dict]:
     return [{"system": a["system"], "integrator": a["integrator"], "error_kind": r.error_kind,
              "reference": r.reference, "observable": a["observable"], "dt": float(dt),
              "error": float(e), "se": float(s), "local_slope": float(slope), "resolvable": bool(ok),
@@ -152,13 +109,12 @@ def _slope_text(v: float) -> str:
     return "-" if not np.isfinite(v) else f"{v:.3f}"
 
 
-def write_tables(rows: list[dict], directory: Path, run: ConvergenceRun) -> None:
+def write_tables(rows: list[dict], directory: Path, r: ConvergenceResult, attrs: dict) -> None:
     with open(directory / "convergence.csv", "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=COLUMNS)
         w.writeheader()
         w.writerows(rows)
-    r = run.result
-    lines = [f"# {run.title}", "", "| dt | error ± SE | local slope | resolvable |", "|---|---|---|---|"]
+    lines = [f"# {title(r, attrs)}", "", "| dt | error ± SE | local slope | resolvable |", "|---|---|---|---|"]
     lines += [f"| {row['dt']:g} | {row['error']:.4g} ± {row['se']:.2g} | {_slope_text(row['local_slope'])} | "
               f"{'yes' if row['resolvable'] else 'no'} |" for row in rows]
     lines += ["", order_text(r) + "."]
@@ -167,14 +123,14 @@ def write_tables(rows: list[dict], directory: Path, run: ConvergenceRun) -> None
     (directory / "convergence.md").write_text("\n".join(lines) + "\n")
 
 
-def render(run: ConvergenceRun):
-    """The table for the terminal (rich)."""
+def render(run):
+    """The table for the terminal (rich) of a ``runner.ConvergenceRun``."""
     from rich.table import Table
     r = run.result
-    table = Table(title=run.title)
+    table = Table(title=title(r, run.attrs))
     for c in ("dt", "error", "± SE", "local slope", f"|error| > {RESOLVABLE_SE:g} SE"):
         table.add_column(c, justify="right")
-    for row in table_rows(run):
+    for row in run.summary:
         table.add_row(f"{row['dt']:g}", f"{row['error']:.4g}", f"{row['se']:.2g}",
                       _slope_text(row["local_slope"]), "yes" if row["resolvable"] else "[yellow]no[/]")
     caption = order_text(r)
@@ -185,12 +141,11 @@ def render(run: ConvergenceRun):
 
 
 # --- convergence.png --------------------------------------------------------------------------------
-def plot(run: ConvergenceRun, path: Path) -> Path:
+def plot(r: ConvergenceResult, attrs: dict, path: Path) -> Path:
     import matplotlib
     matplotlib.use("Agg")   # files only; never a window (tests and headless machines)
     import matplotlib.pyplot as plt
 
-    r = run.result
     err = np.abs(r.error)
     # A log axis cannot show a bar reaching zero: an unresolvable point's bar stops a decade below
     # it (its open marker says the interval holds zero).
@@ -209,8 +164,8 @@ def plot(run: ConvergenceRun, path: Path) -> Path:
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("dt")
-    ax.set_ylabel("RMS error at T" if r.error_kind == "strong" else f"|E({run.attrs['observable']}) error| at T")
-    ax.set_title(f"{run.attrs['system']} / {run.attrs['integrator']}: {r.error_kind}, {order_text(r)}", fontsize=9)
+    ax.set_ylabel("RMS error at T" if r.error_kind == "strong" else f"|E({attrs['observable']}) error| at T")
+    ax.set_title(f"{attrs['system']} / {attrs['integrator']}: {r.error_kind}, {order_text(r)}", fontsize=9)
     ax.grid(alpha=0.3, which="both")
     ax.legend(fontsize=8)
     fig.tight_layout()
@@ -219,7 +174,7 @@ def plot(run: ConvergenceRun, path: Path) -> Path:
     return Path(path)
 
 
-def show(run: ConvergenceRun, console) -> None:
+def show(run, console) -> None:
     """What ``sgi-run ... plan=convergence`` prints: the table, then where the files are."""
     console.print(render(run))
     nonfinite = int(np.sum(run.result.nonfinite))

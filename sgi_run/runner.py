@@ -1,8 +1,11 @@
-"""``run(cfg)``: one ensemble from a composed config, shared by the CLI, the figures and tests.
+"""``run(cfg)``: one run from a composed config, shared by the CLI, the figures and tests.
 
 Validates (``config.build``) before any compute, then, holding the run directory's lock: returns the
 finished run when the cache may (``sgi_run.cache``), else runs the shards (resuming checkpoints of an
-interrupted run of exactly this config and code), writes ``ensemble.h5`` and the summary.
+interrupted run of exactly this config and code), writes ``ensemble.h5`` and the summary. A
+convergence study (``plan=convergence``) is the same pipeline: the engine runs its step sizes in
+lock-step (``engine.convergence``), and ``convergence_run`` writes ``convergence.h5``, its table and
+its plot; the result is a ``RunResult`` too (a ``ConvergenceRun``).
 """
 from __future__ import annotations
 
@@ -16,10 +19,12 @@ from typing import Callable
 import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
-from sgi_run import __version__, cache, provenance, store, summary
+from sgi_run import __version__, cache, convergence_run, provenance, store, summary
 from sgi_run.config import build, config_hash, run_dir_for
 from sgi_run.core.errors import ConfigError
+from sgi_run.engine import convergence
 from sgi_run.engine.checkpoint import DamagedCheckpoint, ShardStore
+from sgi_run.engine.convergence_plan import ConvergencePlan
 from sgi_run.engine.ensemble import run_shards
 from sgi_run.engine.simulate import Simulator, memory_estimate
 
@@ -51,16 +56,25 @@ class RunResult:
                 f"all by t={whole:g}): no statistic is computed; see diagnostics/nonfinite_paths in {self.path}")
 
 
+@dataclasses.dataclass
+class ConvergenceRun(RunResult):
+    """A finished convergence study: ``result`` holds its errors and fitted order, ``attrs`` the file's
+    attributes; ``ensemble`` the engine's statistics of its per-path errors."""
+    result: convergence.ConvergenceResult | None = None
+    attrs: dict = dataclasses.field(default_factory=dict)
+
+
 class RunInterrupted(KeyboardInterrupt):
     """Ctrl-C (or SIGTERM, which the CLI turns into this) during a run: the finished shards are kept."""
 
-    def __init__(self, run_dir: Path, kept: int, shards: int):
-        super().__init__(run_dir, kept, shards)
-        self.run_dir, self.kept, self.shards = run_dir, kept, shards
+    def __init__(self, run_dir: Path, kept: int, shards: int, part_way: int = 0):
+        super().__init__(run_dir, kept, shards, part_way)
+        self.run_dir, self.kept, self.shards, self.part_way = run_dir, kept, shards, part_way
 
     def __str__(self) -> str:
-        return (f"interrupted: {self.kept} of {self.shards} shard(s) finished and kept in {self.run_dir / 'shards'}; "
-                "running the same command again resumes from them")
+        more = f" ({self.part_way} more saved part-way)" if self.part_way else ""
+        return (f"interrupted: {self.kept} of {self.shards} shard(s) finished and kept in {self.run_dir / 'shards'}"
+                f"{more}; running the same command again resumes from them")
 
 
 def run_identity(cfg) -> dict[str, str]:
@@ -74,48 +88,55 @@ def checkpoints(cfg, run_dir: Path, plan) -> ShardStore:
 
 def run(cfg: DictConfig, run_dir: Path | None = None, *, progress: bool | None = None,
         on_shard_done: Callable | None = None) -> RunResult:
-    if cfg.plan.get("kind", "ensemble") == "convergence":
-        # A convergence study has its own outputs (convergence.h5, table, figure): a ConvergenceRun.
-        from sgi_run.convergence_run import run_convergence
-        return run_convergence(cfg, run_dir)
     setup = build(cfg)
     system, plan = setup.system, setup.plan
+    study = isinstance(plan, ConvergencePlan)
     key, value = ("output_root", cfg.output_root) if run_dir is None else ("run_dir", run_dir)
     run_dir = Path(run_dir) if run_dir is not None else run_dir_for(cfg)
-    path = run_dir / "ensemble.h5"
+    path = run_dir / (convergence_run.FILE_NAME if study else "ensemble.h5")
+    load = convergence_run.load_run if study else store.load
     policy = cfg.get("cache", "reuse")
     wanted = config_hash(cfg)
 
     def finished(found: cache.Cached) -> RunResult:
+        if study:
+            ensemble, result, attrs = found.value
+            return ConvergenceRun(path, run_dir, ensemble, convergence_run.table_rows_of(result, attrs), cached=True,
+                                  stale=found.stale, result=result, attrs=attrs)
         return RunResult(path, run_dir, found.value, summary.summarize(found.value, system, setup.integrator, plan), cached=True,
                          stale=found.stale)
 
     if not cache.writable(run_dir):
         # A read-only place may still hold the finished run: show it, write nothing.
-        found = cache.lookup(path, wanted, policy, store.load)
+        found = cache.lookup(path, wanted, policy, load)
         if found is None:
             cache.check_writable(run_dir, key, value)     # raises the one-line refusal
         return finished(found)
 
     with cache.locked(run_dir):
-        found = cache.lookup(path, wanted, policy, store.load)
+        found = cache.lookup(path, wanted, policy, load)
         if found is not None:
             return finished(found)
-        shards = checkpoints(cfg, run_dir, plan)
+        sim = convergence.simulator(system, setup.integrator, plan) if study else Simulator(system, setup.integrator, plan)
+        shards = checkpoints(cfg, run_dir, sim.plan)
         _audit_checkpoints(shards, policy)
-        sim = Simulator(system, setup.integrator, plan)
         label = f"{cfg.system.name}/{cfg.integrator.name}"
         started = time.perf_counter()
         mode = _progress_mode(cfg, progress)
         if mode:
-            _say(_planned(label, plan, len(shards.finished()))
+            _say(_planned(label, sim.plan, len(shards.finished()), levels=len(plan.dts) if study else 0)
                  + f"; {memory_estimate(system, setup.integrator, plan).describe()}")
         try:
-            with _progress(mode, label, plan, len(shards.finished())) as on_output:
+            with _progress(mode, label, sim.plan, len(shards.finished())) as on_output:
                 result = run_shards(sim, shards, on_output, on_shard_done)
         except KeyboardInterrupt:
-            raise RunInterrupted(run_dir, len(shards.finished()), plan.shard_count) from None
+            raise RunInterrupted(run_dir, len(shards.finished()), sim.plan.shard_count, len(shards.in_progress())) from None
         ens = _ensemble(cfg, sim, result, time.perf_counter() - started)
+        if study:
+            found, rows = convergence_run.write_study(path, run_dir, sim, result, ens)
+            shards.clear()
+            return ConvergenceRun(path, run_dir, ens, rows, cached=False, shards_resumed=result.shards_resumed,
+                                  result=found, attrs=ens.attrs)
         store.write(path, ens)
         shards.clear()
     rows = summary.summarize(ens, system, setup.integrator, plan)
@@ -128,10 +149,9 @@ def _audit_checkpoints(shards: ShardStore, policy: str) -> None:
     if policy == "off":
         shards.clear()     # nothing reused, not even an interrupted run's checkpoints
         return
-    for s in shards.finished():
-        path = shards.path(s)
+    for path in shards.files():
         try:
-            found = shards.check(s)
+            found = shards.check(path)
         except DamagedCheckpoint as err:
             cache.set_aside(path, str(err))
             continue
@@ -189,9 +209,10 @@ def _progress_mode(cfg, progress: bool | None) -> str | None:
     return "bar" if sys.stderr.isatty() else "lines"
 
 
-def _planned(label: str, plan, resumed: int) -> str:
+def _planned(label: str, plan, resumed: int, levels: int = 0) -> str:
     total = plan.paths * plan.steps
-    line = (f"{label}: {plan.paths} paths x {plan.steps} steps = {total:.3g} path-steps in {plan.shard_count} "
+    steps = f"{plan.steps} coarse steps of {levels} step sizes in lock-step" if levels else f"{plan.steps} steps"
+    line = (f"{label}: {plan.paths} paths x {steps} = {total:.3g} path-steps in {plan.shard_count} "
             f"shard(s) of up to {plan.paths_per_shard} paths")
     return line + (f"; resuming {resumed} finished shard(s)" if resumed else "")
 

@@ -268,7 +268,9 @@ def _scale(f: h5py.File, name: str, data, units: str | None, description: str) -
     return scale
 
 
-def write(path: Path, ens: Ensemble) -> Path:
+def write(path: Path, ens: Ensemble, extra=None) -> Path:
+    """``ens`` as an ensemble.h5; ``extra(h5py.File)`` adds what a kind of run stores besides (a
+    convergence study's errors and fitted order), inside the same checksums and digests."""
     def fill(f: h5py.File) -> None:
         f.attrs["schema_version"] = SCHEMA_VERSION
         for k, v in ens.attrs.items():
@@ -305,6 +307,8 @@ def write(path: Path, ens: Ensemble) -> Path:
         for name, data in ens.time_averages.items():
             series(f"time_averages/{name}", data, path_scale,
                    description=f"every path's time average of {name} over attrs time_average")
+        if extra is not None:
+            extra(f)
 
     return replace_atomically(path, fill)
 

@@ -106,8 +106,15 @@ def _interrupt(tmp_path, sig):
     """Start a 20-shard run, send ``sig`` once a shard is on disk, return (process output, run dir)."""
     args = ["plan.paths=20000", "plan.shard_size=1000", "plan.T=200", "integrator=heun", "progress=off"]
     tmp_path.mkdir()
-    proc = subprocess.Popen([sys.executable, "-m", "sgi_run.cli", *args, f"output_root={tmp_path}/runs"],
-                            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # The child takes Ctrl-C as a terminal would deliver it, even when this test runs in a background job
+    # (whose shell sets SIGINT to be ignored, a disposition children inherit; a handled signal is reset
+    # to its default at exec).
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        proc = subprocess.Popen([sys.executable, "-m", "sgi_run.cli", *args, f"output_root={tmp_path}/runs"],
+                                cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    finally:
+        signal.signal(signal.SIGINT, before)
     deadline = time.time() + 240
     while not list((tmp_path / "runs").glob("*/*/shards/shard-*.npz")) and time.time() < deadline:
         time.sleep(0.05)

@@ -168,10 +168,12 @@ def test_convergence_studies_that_cannot_be_done_are_refused(monkeypatch):
     for override, key in [("plan.paths=1000000000000", "plan.paths="), ("plan.bootstrap=1000000000000", "plan.bootstrap="),
                           ("plan.dts=[2e-300,1e-300]", "plan.dts="), ("plan.kind=ensemble", "plan.kind=")]:
         assert refused(["plan=convergence", override]).startswith(key)
-    # A strong study against the exact path draws every fine increment of [0, T] at once.
+    # A study is an ensemble of every step size's paths (issue 10): one shard of 10^8 paths does not fit,
+    # while a long strong study no longer draws every fine increment of [0, T] at once.
     monkeypatch.setenv("SGI_RUN_MEMORY_LIMIT", "1GiB")
-    message = refused(["plan=convergence", "plan.T=100", "plan.dts=[0.01,0.005]"])
-    assert message.startswith("plan.dts=") and "1 GiB is SGI_RUN_MEMORY_LIMIT" in message
+    message = refused(["plan=convergence", "plan.paths=100000000", "plan.shards=1"])
+    assert message.startswith("plan.shards=1") and "1 GiB is SGI_RUN_MEMORY_LIMIT" in message
+    compose(["plan=convergence", "plan.T=100", "plan.dts=[0.01,0.005]"])
 
 
 @pytest.mark.parametrize("value", ["1", "null", "''", "[a]"])

@@ -87,3 +87,36 @@ def test_a_directory_holding_another_study_is_refused(runs_root, tmp_path):
     sgi_run.run(sgi_run.compose(base), tmp_path / "x")
     with pytest.raises(sgi_run.ConfigError, match="holds the result of config"):
         sgi_run.run(sgi_run.compose(base + ["plan.seed=4"]), tmp_path / "x")
+
+
+# --- one pipeline: shards, checkpoints, the same numbers as the study's first implementation --------
+KUBO_STUDY = ["plan=convergence", "system.beta=0.5", "system.nu=0.3", "plan.paths=500", "plan.T=1.0",
+              "plan.dts=[0.0625,0.03125,0.015625,0.0078125]"]
+
+
+def test_a_study_reproduces_the_first_implementations_errors_and_order(runs_root):
+    """The errors, SEs and order of the study's first implementation (a simulator of its own, removed
+    in issue 10), printed by it for this study: the engine's lock-step sums the same Brownian path."""
+    r = sgi_run.run(sgi_run.compose(runs_root + KUBO_STUDY)).result
+    first = dict(error=[0.008754012258580931, 0.004063560698765719, 0.0019853838076686783, 0.0009733099995784896],
+                 order=1.0540245879346042)
+    assert np.allclose(r.error, first["error"], rtol=1e-11) and r.order == pytest.approx(first["order"], rel=1e-11)
+    assert np.all(r.sup_error >= r.error) and np.all(np.diff(r.sup_error) < 0)
+
+
+def test_a_study_does_not_depend_on_shards_and_resumes_mid_shard(runs_root, tmp_path):
+    whole = sgi_run.run(sgi_run.compose(runs_root + KUBO_STUDY + ["plan.bootstrap=0"])).result
+    sharded = KUBO_STUDY + ["plan.bootstrap=0", "plan.shards=3", "plan.checkpoint_every=4"]
+    cfg = sgi_run.compose([f"output_root={tmp_path / 'other'}", "progress=off"] + sharded)
+    seen = []
+
+    def stop(shard):
+        seen.append(shard)
+        raise KeyboardInterrupt
+    with pytest.raises(KeyboardInterrupt):
+        sgi_run.run(cfg, on_shard_done=stop)
+    resumed = sgi_run.run(cfg)
+    assert resumed.shards_resumed == 1 and not resumed.cached
+    assert np.allclose(resumed.result.error, whole.error, rtol=1e-13) and resumed.result.order == pytest.approx(whole.order, rel=1e-12)
+    ens = sgi_run.load(resumed.path)
+    assert ens.observables["sq_error"]["mean"].shape == (17, 4) and ens.attrs["shards"] == 3

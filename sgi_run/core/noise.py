@@ -16,16 +16,34 @@ Kinds (``NOISE_KINDS``), each an array of shape ``(rows, m)`` per step, ``m`` = 
 * ``three_point``: :math:`\hat I = \pm\sqrt{3\Delta t}` with probability 1/6 each, 0 with 2/3.
 
 Gaussian increments can be drawn on a finer grid (``refine`` fine steps per step) and aggregated,
-which is how strong-error studies share one Brownian path across step sizes.
+which is how strong-error studies share one Brownian path across step sizes. Truncation
+(``truncation_bound``) clips :math:`\Delta W` of each step after the fine increments are summed, so
+every step size of a study is truncated at its own bound.
 """
 from __future__ import annotations
+
+import math
 
 import jax
 import jax.numpy as jnp
 
 NOISE_KINDS = {"gaussian": 1, "gaussian_pair": 2, "three_point": 1}
+# Truncation rules besides a fixed bound: "log_dt" is papers 002 (eq. 55) and 004 (section 4.2):
+# A = sqrt(2 l |ln dt| dt) with l = 2, i.e. dW / sqrt(dt) clipped to sqrt(4 |ln dt|).
+TRUNCATION_RULES = ("log_dt",)
+LOG_DT_ELL = 2
 
 _INIT_STREAM, _NOISE_STREAM = 0, 1
+
+
+def truncation_bound(rule, dt: float) -> float | None:
+    r"""The bound A of :math:`|\Delta W|` at step ``dt``: None (untruncated), a number (a fixed bound,
+    paper 000 eq. 3.41) or ``"log_dt"``: :math:`A = \sqrt{2\ell\,|\ln \Delta t|\,\Delta t}`, l = 2."""
+    if rule is None or not isinstance(rule, str):
+        return rule
+    if rule not in TRUNCATION_RULES:
+        raise ValueError(f"truncation rule {rule!r} is not one of {list(TRUNCATION_RULES)}")
+    return math.sqrt(2 * LOG_DT_ELL * abs(math.log(dt)) * dt)
 
 
 def path_keys(seed: int, first_path: int, count: int) -> jax.Array:
@@ -107,17 +125,18 @@ def increments(kind: str, key: jax.Array, step, dt, m: int, refine: int = 1, tru
     return xi
 
 
-def coarse_increments(kind: str, key: jax.Array, step, dt_fine, m: int, refine) -> jax.Array:
-    """The random variables of coarse step ``step`` made of ``refine`` fine steps of ``dt_fine``.
-
-    Unlike ``increments`` the fine steps are summed one at a time (``aggregate`` of the
-    running sum and the next fine step is exact for dW and dZ alike), so ``refine`` may be traced
-    and one compiled simulator serves every step size of a study. Three-point variables have no
-    finer grid: ``refine`` is 1 for them.
-    """
-    if kind == "three_point":
-        return three_point(key, step, dt_fine, m)
+def fine_increments(kind: str, key: jax.Array, step, dt_fine, m: int, count: int) -> jax.Array:
+    """The ``count`` fine Gaussian steps ``step * count ..`` of size ``dt_fine``: (count, rows, m). The
+    variables of every step size of a convergence study are these, summed (``coarsen``)."""
     pair = kind == "gaussian_pair"
-    fine = lambda j: fine_gaussian(key, step * refine + j, dt_fine, m, pair)
-    add = lambda j, total: aggregate(jnp.stack([total, fine(j)]), dt_fine)
-    return jax.lax.fori_loop(1, refine, add, fine(0))
+    return jax.vmap(lambda j: fine_gaussian(key, step * count + j, dt_fine, m, pair))(jnp.arange(count))
+
+
+def coarsen(fine: jax.Array, dt_fine, refine: int, truncate=None) -> jax.Array:
+    r"""Fine increments (n, rows, m) summed in groups of ``refine`` (``aggregate``) into n / refine steps,
+    then :math:`\Delta W` of each clipped to ``[-truncate, truncate]``: truncation after summing."""
+    groups = fine.reshape((fine.shape[0] // refine, refine) + fine.shape[1:])
+    xi = jax.vmap(lambda group: aggregate(group, dt_fine))(groups)
+    if truncate is not None:
+        xi = xi.at[:, 0].set(jnp.clip(xi[:, 0], -truncate, truncate))
+    return xi

@@ -1,10 +1,12 @@
 """Finished shards on disk, so an interrupted run keeps them and a re-run resumes.
 
-One ``.npz`` per shard, written under a unique temporary name and renamed; the file name carries
-the shard layout, so a re-run with another layout never mixes shards of two layouts. Each file
-records the identity of the run that computed it (config hash and numerics code digest), so a
-checkpoint is resumed only by exactly that run; ``check`` reads a file whole (the zip format's
-CRC-32 of every array) before a resume trusts it.
+One ``.npz`` per finished shard, written under a unique temporary name and renamed; the file name
+carries the shard layout, so a re-run with another layout never mixes shards of two layouts. A shard
+still running may also leave its progress (``plan.checkpoint_every``: the state and the statistics
+so far, every K output times), so that a single long path resumes mid-way too. Each file records the
+identity of the run that computed it (config hash and numerics code digest), so a checkpoint is
+resumed only by exactly that run; ``check`` reads a file whole (the zip format's CRC-32 of every
+array) before a resume trusts it.
 """
 from __future__ import annotations
 
@@ -34,13 +36,23 @@ class ShardStore:
     def path(self, shard: int) -> Path:
         return self.directory / f"shard-{shard:05d}-of-{self.shard_count:05d}.npz"
 
+    def progress_path(self, shard: int) -> Path:
+        return self.directory / f"progress-{shard:05d}-of-{self.shard_count:05d}.npz"
+
     def finished(self) -> list[int]:
         return [s for s in range(self.shard_count) if self.path(s).exists()]
 
-    def check(self, shard: int) -> dict[str, str]:
-        """The identity a finished shard was computed for, after reading every array of it."""
+    def in_progress(self) -> list[int]:
+        return [s for s in range(self.shard_count) if self.progress_path(s).exists()]
+
+    def files(self) -> list[Path]:
+        """Every checkpoint on disk: finished shards, then shards in progress."""
+        return [self.path(s) for s in self.finished()] + [self.progress_path(s) for s in self.in_progress()]
+
+    def check(self, path: Path) -> dict[str, str]:
+        """The identity a checkpoint file was computed for, after reading every array of it."""
         try:
-            with np.load(self.path(shard)) as f:
+            with np.load(path) as f:
                 for name in f.files:
                     f[name]                      # reading verifies the member's CRC-32
                 return {k: str(f[f"identity/{k}"]) if f"identity/{k}" in f.files else "" for k in IDENTITY_KEYS}
@@ -48,22 +60,36 @@ class ShardStore:
             raise DamagedCheckpoint(f"{type(err).__name__}: {err}") from None
 
     def save(self, r: ShardResult) -> None:
-        self.directory.mkdir(parents=True, exist_ok=True)
         arrays = {"count": r.moments.count, "mean": r.moments.mean, "m2": r.moments.m2,
                   "nonfinite": r.nonfinite, "meta": np.array([r.shard, r.first_path, r.paths]),
                   "wall_time": np.array(r.wall_time)}
         arrays.update({f"solver/{f.name}": getattr(r.solver, f.name) for f in dataclasses.fields(SolverCounts)})
         arrays.update({f"kept/{k}": v for k, v in r.kept.items()})
-        arrays.update({f"identity/{k}": np.array(v) for k, v in self.identity.items()})
         arrays.update({f"snapshots/{k}": v for k, v in r.snapshots.items()})
         if r.time_averages is not None:
             arrays["time_averages"] = r.time_averages
+        self._write(self.path(r.shard), arrays)
+        self.progress_path(r.shard).unlink(missing_ok=True)
+
+    def save_progress(self, shard: int, arrays: dict[str, np.ndarray]) -> None:
+        """A running shard's state and statistics so far (``Simulator.run_shard``'s ``on_progress``)."""
+        self._write(self.progress_path(shard), arrays)
+
+    def load_progress(self, shard: int) -> dict[str, np.ndarray] | None:
+        if not self.progress_path(shard).exists():
+            return None
+        with np.load(self.progress_path(shard)) as f:
+            return {name: f[name] for name in f.files if not name.startswith("identity/")}
+
+    def _write(self, path: Path, arrays: dict[str, np.ndarray]) -> None:
+        self.directory.mkdir(parents=True, exist_ok=True)
+        arrays = arrays | {f"identity/{k}": np.array(v) for k, v in self.identity.items()}
         # A unique temporary name: a second process (or a leftover of a killed one) never shares it.
-        fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=self.path(r.shard).name + ".", suffix=".partial")
+        fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=path.name + ".", suffix=".partial")
         try:
             with os.fdopen(fd, "wb") as f:
                 np.savez(f, **arrays)
-            os.replace(tmp, self.path(r.shard))
+            os.replace(tmp, path)
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
             raise
@@ -80,5 +106,6 @@ class ShardStore:
     def clear(self) -> None:
         for s in range(self.shard_count):
             self.path(s).unlink(missing_ok=True)
+            self.progress_path(s).unlink(missing_ok=True)
         if self.directory.exists() and not any(self.directory.iterdir()):
             self.directory.rmdir()

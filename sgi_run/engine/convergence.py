@@ -1,30 +1,41 @@
 """Convergence studies: errors at several step sizes, their Monte Carlo standard errors and the
-fitted order with a bootstrap confidence interval.
+fitted order with a bootstrap confidence interval, run by the ensemble engine itself.
 
-*Strong* errors (RMS over paths of the final-state error) share one Brownian path per sample
-across step sizes: it is drawn on the finest grid and summed onto every coarser grid
-(``core.noise.increments`` with ``refine``), so the error differences between step sizes are not
-masked by different noise. The reference is the exact path ``system.exact_state(T, W(T))`` or a
-run of the same integrator at a finer step on the same Brownian path.
+Every path of a study carries its state at every step size (the *levels*), a reference and, for
+strong errors, the running supremum over time of each level's squared distance to the reference.
+The engine's ``Simulator`` advances them in lock-step over the coarsest step: one coarse step draws
+the increments of the finest grid in it, every level sums them onto its own grid (``noise.coarsen``,
+truncated per level after summing, papers 002 and 004) and takes its steps, comparing with the
+reference at each of its step times. So a study has shards, checkpoints, solver counts and a memory
+estimate like any run, and its errors are online moments of per-path quantities (observables of the
+study's state, ``Levels``).
 
-*Weak* errors (error of E(observable)(T)) are mean differences. With Gaussian increments the
-samples still share one Brownian path across step sizes (common random numbers: against a fine
-reference the per-path difference has a far smaller variance than either mean). Three-point
-increments cannot be summed from a finer grid, so each step size, and the fine reference, gets
-its own independent samples (other path indices of the same seed). An order is fitted only over
-the step sizes whose error is resolvable above the Monte Carlo noise (|error| > 2 SE).
+*Strong* errors (RMS over paths of the final state's distance, in the system space's distance, and
+of its supremum over the level's step times) share one Brownian path per sample across step sizes.
+The reference is the exact path ``system.exact_state(t, W(t))`` or a run of the same integrator at
+a finer step on the same Brownian path.
+
+*Weak* errors (error of E(observable)(T)) are mean differences. With Gaussian increments the levels
+share one Brownian path (common random numbers: against a fine reference the per-path difference has
+a far smaller variance than either mean). Three-point increments cannot be summed from a finer grid,
+so each step size, and the fine reference, draws its own independent variables (a stream of its own
+per path). An order is fitted only over the step sizes whose error is resolvable above the Monte
+Carlo noise (|error| > 2 SE); its interval is a bootstrap over the paths' final values.
 """
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable, Sequence
+from typing import Callable, ClassVar, Sequence
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from sgi_run.core import noise
+from sgi_run.core.space import Leaf, StateSpace
+from sgi_run.engine.convergence_plan import ConvergencePlan
 from sgi_run.engine.plan import _whole_ratio
+from sgi_run.systems.base import System
 
 RESOLVABLE_SE = 2.0     # an error counts as resolved when |error| > RESOLVABLE_SE * SE
 CI_LEVEL = 95.0
@@ -53,6 +64,9 @@ class ConvergenceResult:
     nonfinite: np.ndarray    # paths excluded at each dt because a state went non-finite
     paths: int
     note: str = ""           # what the fit could and could not use, in words
+    # Strong studies: sqrt(E sup_k |z_dt(t_k) - z_ref(t_k)|^2) over the level's step times, and its SE.
+    sup_error: np.ndarray | None = None
+    sup_se: np.ndarray | None = None
 
     @property
     def local_slopes(self) -> np.ndarray:
@@ -62,48 +76,6 @@ class ConvergenceResult:
             slopes = np.diff(np.log(np.abs(self.error))) / np.diff(np.log(self.dts))
         both = self.resolvable[1:] & self.resolvable[:-1]
         return np.concatenate([[np.nan], np.where(both, slopes, np.nan)])
-
-
-# --- simulation of final states ------------------------------------------------------------------
-def simulator(system, integrator) -> Callable:
-    """``run(z0, noise_keys, dt, steps, refine) -> z(T)`` for all paths, compiled once; the step
-    size, step count and refinement are traced, so a whole study shares one compilation."""
-    kind, m = integrator.noise_kind, system.noises
-
-    @jax.jit
-    def run(z0, noise_keys, dt, steps, refine):
-        def one(k, z):
-            xi = jax.vmap(lambda key: noise.coarse_increments(kind, key, k, dt / refine, m, refine))(noise_keys)
-            return jax.vmap(lambda z, xi: integrator.step(system, z, dt, xi)[0])(z, xi)
-        return jax.lax.fori_loop(0, steps, one, z0)
-
-    return run
-
-
-def final_states(system, integrator, dt: float, T: float, paths: int, seed: int, refine: int,
-                 first_path: int = 0, run: Callable | None = None) -> jax.Array:
-    """States at T of paths ``first_path ..`` of the run with root ``seed``, stepping with ``dt``;
-    Gaussian increments are drawn ``refine`` times finer and summed. (paths, 2N)
-    ``run``: a ``simulator(system, integrator)`` to reuse (saves a compilation per call)."""
-    keys = noise.path_keys(seed, first_path, paths)
-    noise_keys = jax.vmap(noise.noise_key)(keys)
-    z0 = jax.vmap(lambda k: system.initial_state(noise.init_key(k)))(keys)
-    run = run or simulator(system, integrator)
-    return run(z0, noise_keys, float(dt), _whole_ratio(T, dt), refine)
-
-
-def brownian_endpoint(system, T: float, dt_fine: float, paths: int, seed: int) -> jax.Array:
-    """W(T) of each path: the sum of its finest-grid increments. (paths, m)"""
-    keys = jax.vmap(noise.noise_key)(noise.path_keys(seed, 0, paths))
-    n = _whole_ratio(T, dt_fine)
-    return jax.vmap(lambda k: noise.increments("gaussian", k, 0, T, system.noises, refine=n)[0])(keys)
-
-
-def _refine(dt: float, grid: float) -> int:
-    refine = _whole_ratio(dt, grid)
-    if refine is None:
-        raise ValueError(f"dt={dt} is not a whole multiple of the finest dt={grid}")
-    return refine
 
 
 # --- statistics ----------------------------------------------------------------------------------
@@ -134,117 +106,285 @@ def _fit(dts, error, se, resampled_errors: Callable[[np.random.Generator], np.nd
     return resolvable, order, (float(low), float(high)), note
 
 
-def _finite_paths(*states: jax.Array) -> np.ndarray:
-    return np.all([np.all(np.isfinite(np.asarray(z)), axis=1) for z in states], axis=0)
+# --- the study's state and its lock-step -------------------------------------------------------
+@dataclasses.dataclass(frozen=True, eq=False)
+class Levels(System):
+    """One path of a study: the system's state at every step size (``level<i>.<leaf>``), the reference
+    (``reference.<leaf>`` for a fine run; the Brownian path ``W`` for the exact one), the coarse steps
+    taken ``k``, and the running sup of each level's squared distance to the reference."""
+    inner: System
+    plan: ConvergencePlan
+    shared: bool                     # the levels share one Brownian path (Gaussian increments)
+    structure: ClassVar[str] = "convergence"
+
+    @property
+    def levels(self) -> int:
+        return len(self.plan.dts)
+
+    @property
+    def strong(self) -> bool:
+        return self.plan.error == "strong"
+
+    @property
+    def space(self) -> StateSpace:
+        inner = self.inner.space.leaves
+        leaves = [Leaf(f"level{i}.{leaf.name}", leaf.shape, leaf.dtype) for i in range(self.levels) for leaf in inner]
+        if self.plan.reference == "fine":
+            leaves += [Leaf(f"reference.{leaf.name}", leaf.shape, leaf.dtype) for leaf in inner]
+        elif self.strong:
+            leaves += [Leaf("W", (self.inner.noises,))]
+        leaves += [Leaf("k")] + ([Leaf("sup_sq_error", (self.levels,))] if self.strong else [])
+        return StateSpace(tuple(leaves))
+
+    def part(self, z, prefix: str):
+        """The system's state stored under ``prefix`` (``level0``, ``reference``)."""
+        return self.inner.space.from_leaves({leaf.name: z[f"{prefix}.{leaf.name}"] for leaf in self.inner.space.leaves})
+
+    def with_part(self, z, prefix: str, state) -> dict:
+        return z | {f"{prefix}.{k}": v for k, v in self.inner.space.leaves_of(state).items()}
+
+    def initial_state(self, key):
+        z0 = self.inner.initial_state(key)
+        z = {"k": jnp.zeros(())}
+        for prefix in [f"level{i}" for i in range(self.levels)] + (["reference"] if self.plan.reference == "fine" else []):
+            z = self.with_part(z, prefix, z0)
+        if self.strong and self.plan.reference == "exact":
+            z["W"] = jnp.zeros(self.inner.noises)
+        if self.strong:
+            z["sup_sq_error"] = jnp.zeros(self.levels)
+        return z
+
+    def reference_state(self, z, t):
+        """The reference path's state at time t (the current one for a fine run)."""
+        if self.plan.reference == "fine":
+            return self.part(z, "reference")
+        return self.inner.exact_state(t, z["W"][0])
+
+    def observables(self) -> dict[str, Callable]:
+        """Strong: ``sq_error`` and ``sup_sq_error`` per level. Weak: ``difference`` f(level) - f(reference)
+        per level (shared samples, fine reference), or ``value`` f(level) per level, and f(reference)
+        last when it is a fine run of its own samples. A path non-finite at any level is NaN at every
+        level: the samples are paired."""
+        levels = range(self.levels)
+        t = lambda z: z["k"] * self.plan.dts[0]
+        all_finite = lambda z: self.space.is_finite(z)
+        paired = lambda f: (lambda z: jnp.where(all_finite(z), f(z), jnp.nan))
+        if self.strong:
+            distance = self.inner.space.distance
+            return {"sq_error": paired(lambda z: jnp.stack([
+                        distance(self.part(z, f"level{i}"), self.reference_state(z, t(z))) ** 2 for i in levels])),
+                    "sup_sq_error": paired(lambda z: z["sup_sq_error"])}
+        f = self.inner.observables()[self.plan.observable]
+        values = lambda z: [f(self.part(z, f"level{i}")) for i in levels]
+        if self.plan.reference == "fine" and self.shared:
+            return {"difference": paired(lambda z: jnp.stack(values(z)) - f(self.part(z, "reference")))}
+        if self.plan.reference == "fine":
+            return {"value": paired(lambda z: jnp.stack(values(z) + [f(self.part(z, "reference"))]))}
+        return {"value": paired(lambda z: jnp.stack(values(z)))}
 
 
-# --- strong errors -------------------------------------------------------------------------------
-def _strong_statistics(sq: np.ndarray):
-    """RMS, its delta-method SE, and a path-bootstrap of the RMS, from squared errors (dts, paths)."""
-    n = sq.shape[1]
-    rms = np.sqrt(sq.mean(axis=1))
-    se = sq.std(axis=1, ddof=1) / np.sqrt(n) / (2 * rms)
-    resampled = lambda rng: np.sqrt(sq[:, rng.integers(0, n, n)].mean(axis=1))
-    return rms, se, resampled
+@dataclasses.dataclass(frozen=True, eq=False)
+class LockStep:
+    """One coarse step of every level and the reference (the study's ``integrator`` for the engine)."""
+    integrator: object
+    levels: Levels
+
+    @property
+    def plan(self) -> ConvergencePlan:
+        return self.levels.plan
+
+    @property
+    def grid_steps(self) -> int:
+        """Steps of the finest grid in one coarse step."""
+        return _whole_ratio(self.plan.dts[0], self.plan.grid_dt)
+
+    def refine(self, dt: float) -> int:
+        return _whole_ratio(dt, self.plan.grid_dt)
+
+    @property
+    def values_per_step(self) -> int:
+        m = self.levels.inner.noises
+        if self.levels.shared:
+            return noise.NOISE_KINDS[self.integrator.noise_kind] * m * self.grid_steps
+        return m * (sum(self.grid_steps // self.refine(dt) for dt in self.plan.dts) + self.grid_steps)
+
+    def solver_name(self, system) -> str | None:
+        return self.integrator.solver_name(self.levels.inner)
+
+    def noise_keys(self, seed: int, first: int, size: int):
+        """The noise streams of paths ``first ..``: their own (shared), or, for independent samples, those
+        of other path indices of the same seed, one block of ``plan.paths`` indices per step size and
+        one for the fine reference."""
+        keys = lambda block: jax.vmap(noise.noise_key)(noise.path_keys(seed, block * self.plan.paths + first, size))
+        if self.levels.shared:
+            return keys(0)
+        names = [f"level{i}" for i in range(len(self.plan.dts))] + (["reference"] if self.plan.reference == "fine" else [])
+        return {name: keys(block) for block, name in enumerate(names)}
+
+    def draw(self, key, k):
+        """One path's variables of coarse step k: the finest grid's increments (shared), or every
+        level's (and the fine reference's) three-point variables at its own step indices."""
+        m, n = self.levels.inner.noises, self.grid_steps
+        if self.levels.shared:
+            return noise.fine_increments(self.integrator.noise_kind, key, k, self.plan.grid_dt, m, n)
+        dts = dict(zip(key, list(self.plan.dts) + [self.plan.grid_dt]))
+        own = lambda name: jax.vmap(lambda j: noise.three_point(key[name], k * (n // self.refine(dts[name])) + j,
+                                                                 dts[name], m))(jnp.arange(n // self.refine(dts[name])))
+        return {name: own(name) for name in key}
+
+    def _steps(self, z0, dt, xi, compare_with=None):
+        """``len(xi)`` steps of the integrator from z0: (z, running sup of the squared distance to
+        ``compare_with`` at each step, or None; the states after each step when asked; SolverStats)."""
+        system, space = self.levels.inner, self.levels.inner.space
+
+        def one(carry, inputs):
+            z, sup = carry
+            x, target = inputs
+            z, stats = self.integrator.advance(system, z, dt, x)
+            if target is not None:
+                sup = jnp.maximum(sup, space.distance(z, target) ** 2)
+            return (z, sup), (z if compare_with is None else None, stats)
+
+        (z, sup), (path, stats) = jax.lax.scan(one, (z0, jnp.zeros(())), (xi, compare_with))
+        return z, sup, path, _summed(stats)
+
+    def advance(self, system: Levels, z, dt, xi):
+        plan, n = self.plan, self.grid_steps
+        inner = system.inner
+        total = None
+        bound = lambda dt: noise.truncation_bound(plan.truncate, dt)
+        variables = lambda dt, name: noise.coarsen(xi, plan.grid_dt, self.refine(dt), bound(dt)) if system.shared else xi[name]
+        out = dict(z)
+        reference_path = None
+        if plan.reference == "fine":
+            ref, _, reference_path, total = self._steps(system.part(z, "reference"), plan.grid_dt,
+                                                         variables(plan.grid_dt, "reference"))
+            out = system.with_part(out, "reference", ref)
+        elif system.strong:
+            w = z["W"] + jnp.cumsum(xi[:, 0], axis=0)                   # W at the grid times of this step
+            times = (z["k"] * n + jnp.arange(1, n + 1)) * plan.grid_dt
+            reference_path = jax.vmap(inner.exact_state)(times, w[:, 0])
+            out["W"] = w[-1]
+        sups = []
+        for i, level_dt in enumerate(plan.dts):
+            r = self.refine(level_dt)
+            target = jax.tree.map(lambda x: x[r - 1::r], reference_path) if system.strong else None
+            state, sup, _, stats = self._steps(system.part(z, f"level{i}"), level_dt, variables(level_dt, f"level{i}"),
+                                                 compare_with=target)
+            out = system.with_part(out, f"level{i}", state)
+            sups.append(sup)
+            total = stats if total is None else _add(total, stats)
+        if system.strong:
+            out["sup_sq_error"] = jnp.maximum(z["sup_sq_error"], jnp.stack(sups))
+        out["k"] = z["k"] + 1
+        return out, total
 
 
-def strong_errors(system, integrator, exact: Callable, T: float, dts: Sequence[float],
-                  paths: int, seed: int = 0, bootstrap: int = 200) -> StrongErrors:
-    """RMS final-state error against ``exact(T, W(T))`` on one shared Brownian path per sample."""
-    dts = np.sort(np.asarray(dts, float))[::-1]
-    finest = dts[-1]
-    w_T = brownian_endpoint(system, T, finest, paths, seed)
-    z_exact = jax.vmap(lambda w: exact(T, w[0]))(w_T)
-    run = simulator(system, integrator)
-    sq = np.array([np.asarray(jnp.sum((final_states(system, integrator, float(dt), T, paths, seed,
-                                                    _refine(dt, finest), run=run) - z_exact) ** 2, axis=1))
-                   for dt in dts])                          # (dts, paths)
-    rms, sem, resampled = _strong_statistics(sq)
-    _, order, ci, _ = _fit(dts, rms, sem, resampled, bootstrap, seed)
-    return StrongErrors(dts, rms, sem, order, ci)
+def _summed(stats):
+    """Per-step SolverStats of a scan, as one: iterations summed, any failure or stagnation."""
+    return type(stats)(stats.iterations.sum(), stats.unconverged.any(), stats.stagnated.any())
+
+
+def _add(a, b):
+    return type(a)(a.iterations + b.iterations, a.unconverged | b.unconverged, a.stagnated | b.stagnated)
+
+
+# --- running a study -------------------------------------------------------------------------------
+def simulator(system, integrator, plan: ConvergencePlan):
+    """The engine's ``Simulator`` of a study (a settled ``plan``: ``plan.fitted_to(system, integrator)``)."""
+    from sgi_run.engine.simulate import Simulator
+    levels = Levels(system, plan, shared=integrator.noise_kind != "three_point")
+    return Simulator(levels, LockStep(integrator, levels), plan.grid_plan(list(levels.observables())))
+
+
+def study(system, integrator, plan: ConvergencePlan, store=None, on_output=None, on_shard_done=None):
+    """Run a settled study (resuming ``store``'s checkpoints): (ConvergenceResult, the engine's result)."""
+    from sgi_run.engine.ensemble import run_shards
+    sim = simulator(system, integrator, plan)
+    ensemble = run_shards(sim, store, on_output, on_shard_done)
+    return result_of(sim, ensemble), ensemble
+
+
+def result_of(sim, ensemble) -> "ConvergenceResult":
+    """The study's errors, SEs and fitted order from the engine's moments at T (and, for the order's
+    bootstrap interval, the paths' final values)."""
+    levels: Levels = sim.system
+    plan, dts = levels.plan, np.asarray(levels.plan.dts)
+    m = ensemble.moments
+    mean, var, count = (sim.split_entries(x[-1], 0) for x in (m.mean_or_nan, m.var, m.count))
+    per_path = sim.split_entries(ensemble.time_averages, 1) if ensemble.time_averages is not None else None
+    name = next(iter(sim.observable_shapes))
+    mean, var, count = mean[name], var[name], count[name]
+    n_levels = len(dts)
+    if levels.strong:
+        error = np.sqrt(mean)
+        se = np.sqrt(var / count) / (2 * error)
+        values = per_path[name] if per_path is not None else None
+        if values is not None:
+            values = values[np.all(np.isfinite(values), axis=1)].T            # (levels, finite paths)
+        resampled = lambda rng: np.sqrt(values[:, rng.integers(0, values.shape[1], values.shape[1])].mean(axis=1))
+    elif name == "difference" or plan.reference == "exact":
+        exact = float(levels.inner.reference_mean(plan.observable)(plan.T)) if plan.reference == "exact" else 0.0
+        error, se = mean - exact, np.sqrt(var / count)
+        values = per_path[name].T if per_path is not None else None
+
+        def resampled(rng):
+            if levels.shared:     # paired: one resample of the paths for every level
+                finite = values[:, np.all(np.isfinite(values), axis=0)]
+                return finite[:, rng.integers(0, finite.shape[1], finite.shape[1])].mean(axis=1) - exact
+            return np.array([_pick(rng, v).mean() for v in values]) - exact
+    else:
+        # Independent samples per level and for the fine reference (three-point increments).
+        error = mean[:n_levels] - mean[n_levels]
+        se = np.sqrt(var[:n_levels] / count[:n_levels] + var[n_levels] / count[n_levels])
+        values = per_path[name].T if per_path is not None else None
+
+        def resampled(rng):
+            reference = _pick(rng, values[n_levels]).mean()
+            return np.array([_pick(rng, v).mean() for v in values[:n_levels]]) - reference
+    resolvable, order, ci, note = _fit(dts, error, se, resampled, plan.bootstrap if per_path is not None else 0,
+                                       plan.seed)
+    nonfinite = np.full(n_levels, int(ensemble.nonfinite[-1]))
+    sup = None
+    if levels.strong:
+        sup_mean, sup_var = (sim.split_entries(x[-1], 0)["sup_sq_error"] for x in (m.mean_or_nan, m.var))
+        sup = (np.sqrt(sup_mean), np.sqrt(sup_var / count) / (2 * np.sqrt(sup_mean)))
+    return ConvergenceResult(plan.error, plan.reference, "shared" if levels.shared else "independent", dts,
+                             error[:n_levels], se[:n_levels], resolvable, order, ci, nonfinite, plan.paths, note,
+                             *(sup or (None, None)))
+
+
+def _pick(rng, v):
+    v = v[np.isfinite(v)]
+    return v[rng.integers(0, v.size, v.size)]
+
+
+# --- the same studies from Python, without a config ---------------------------------------------------
+def _plan(system, integrator, **keys) -> ConvergencePlan:
+    keys["dts"] = [float(d) for d in keys["dts"]]
+    return ConvergencePlan(**keys).fitted_to(system, integrator)
 
 
 def strong_study(system, integrator, T: float, dts: Sequence[float], paths: int, seed: int = 0,
                  bootstrap: int = 200, reference: str = "exact", reference_refine: int = 8,
-                 on_step_size: Callable[[float], None] | None = None) -> ConvergenceResult:
+                 on_step_size: Callable | None = None) -> "ConvergenceResult":
     """Strong errors against the exact path or a fine run of the same integrator."""
-    dts = np.sort(np.asarray(dts, float))[::-1]
-    grid = dts[-1] if reference == "exact" else dts[-1] / reference_refine
-    run = simulator(system, integrator)
-    if reference == "exact":
-        w_T = brownian_endpoint(system, T, grid, paths, seed)
-        z_ref = jax.vmap(lambda w: system.exact_state(T, w[0]))(w_T)
-    else:
-        z_ref = final_states(system, integrator, grid, T, paths, seed, refine=1, run=run)
-    states = []
-    for dt in dts:
-        states.append(final_states(system, integrator, float(dt), T, paths, seed, _refine(dt, grid), run=run))
-        if on_step_size:
-            on_step_size(float(dt))
-    # The samples are paired across dts, so a path is used only where it is finite everywhere.
-    keep = _finite_paths(z_ref, *states)
-    sq = np.array([np.sum((np.asarray(z) - np.asarray(z_ref))[keep] ** 2, axis=1) for z in states])
-    rms, se, resampled = _strong_statistics(sq)
-    resolvable, order, ci, note = _fit(dts, rms, se, resampled, bootstrap, seed)
-    nonfinite = np.array([int(np.sum(~_finite_paths(z))) for z in states])
-    return ConvergenceResult("strong", reference, "shared", dts, rms, se, resolvable, order, ci,
-                             nonfinite, paths, note)
+    plan = _plan(system, integrator, dts=dts, T=T, paths=paths, seed=seed, bootstrap=bootstrap, error="strong",
+                 reference=reference, reference_refine=reference_refine)
+    return study(system, integrator, plan)[0]
 
 
-# --- weak errors ---------------------------------------------------------------------------------
 def weak_study(system, integrator, T: float, dts: Sequence[float], paths: int, seed: int = 0,
                bootstrap: int = 200, reference: str = "exact", reference_refine: int = 8,
-               observable: str = "H", on_step_size: Callable[[float], None] | None = None) -> ConvergenceResult:
+               observable: str = "H", on_step_size: Callable | None = None) -> "ConvergenceResult":
     """Error of E(observable)(T) against the exact mean or a fine run, with Monte Carlo SEs."""
-    dts = np.sort(np.asarray(dts, float))[::-1]
-    f = jax.vmap(system.observables()[observable])
-    shared = integrator.noise_kind != "three_point"
-    grid = dts[-1] if reference == "exact" else dts[-1] / reference_refine
-    run = simulator(system, integrator)
-
-    def values(dt, block):
-        # Shared: the same paths (0 ..) on the finest grid. Independent: path block ``block``.
-        refine, first = (_refine(dt, grid), 0) if shared else (1, block * paths)
-        return np.asarray(f(final_states(system, integrator, float(dt), T, paths, seed, refine, first, run)))
-
-    runs = []
-    for i, dt in enumerate(dts):
-        runs.append(values(dt, i))
-        if on_step_size:
-            on_step_size(float(dt))
-    if reference == "exact":
-        ref = np.full(paths, float(system.reference_mean(observable)(T)))
-    else:
-        ref = values(grid, len(dts))
-    nonfinite = np.array([int(np.sum(~np.isfinite(v))) for v in runs])
-
-    if shared:
-        keep = np.all(np.isfinite(np.vstack(runs + [ref])), axis=0)
-        diff = np.vstack(runs)[:, keep] - ref[keep]           # (dts, paths): paired differences
-        n = diff.shape[1]
-        error, se = diff.mean(axis=1), diff.std(axis=1, ddof=1) / np.sqrt(n)
-        resampled = lambda rng: diff[:, rng.integers(0, n, n)].mean(axis=1)
-    else:
-        runs = [v[np.isfinite(v)] for v in runs]
-        ref = ref[np.isfinite(ref)]
-        ref_var = ref.var(ddof=1) / ref.size if reference == "fine" else 0.0
-        error = np.array([v.mean() - ref.mean() for v in runs])
-        se = np.sqrt([v.var(ddof=1) / v.size + ref_var for v in runs])
-        pick = lambda rng, v: v[rng.integers(0, v.size, v.size)]
-
-        def resampled(rng):
-            ref_mean = pick(rng, ref).mean()
-            return np.array([pick(rng, v).mean() - ref_mean for v in runs])
-
-    resolvable, order, ci, note = _fit(dts, error, se, resampled, bootstrap, seed)
-    return ConvergenceResult("weak", reference, "shared" if shared else "independent", dts, error, se,
-                             resolvable, order, ci, nonfinite, paths, note)
+    plan = _plan(system, integrator, dts=dts, T=T, paths=paths, seed=seed, bootstrap=bootstrap, error="weak",
+                 reference=reference, reference_refine=reference_refine, observable=observable)
+    return study(system, integrator, plan)[0]
 
 
-def study(system, integrator, plan, on_step_size=None) -> ConvergenceResult:
-    """The study a ``ConvergencePlan`` (with its reference settled by ``fitted_to``) asks for."""
-    common = dict(T=plan.T, dts=plan.dts, paths=plan.paths, seed=plan.seed, bootstrap=plan.bootstrap,
-                  reference=plan.reference, reference_refine=plan.reference_refine, on_step_size=on_step_size)
-    if plan.error == "strong":
-        return strong_study(system, integrator, **common)
-    return weak_study(system, integrator, observable=plan.observable, **common)
+def strong_errors(system, integrator, exact: Callable, T: float, dts: Sequence[float],
+                  paths: int, seed: int = 0, bootstrap: int = 200) -> StrongErrors:
+    """RMS final-state error against the exact path on one shared Brownian path per sample."""
+    r = strong_study(system, integrator, T, dts, paths, seed, bootstrap, reference="exact")
+    return StrongErrors(r.dts, r.error, r.se, r.order, r.order_ci)

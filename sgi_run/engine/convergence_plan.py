@@ -12,6 +12,7 @@ from typing import Sequence
 
 import numpy as np
 
+from sgi_run.core import noise
 from sgi_run.core.errors import ConfigError
 from sgi_run.engine.plan import MAX_INDEX, Plan, _ratio, _whole_ratio
 
@@ -39,6 +40,10 @@ class ConvergencePlan:
     bootstrap: int = 200            # path resamples for the CI of the fitted order (0: no CI)
     fidelity: str = "reduced"
     kind: str = "convergence"
+    shards: int | str = "auto"      # as an ensemble's: paths are run in shards, each checkpointed
+    shard_size: int = 10000
+    checkpoint_every: int = 0       # a shard saves its progress every this many coarse steps (0: when finished)
+    truncate: float | str | None = None   # null, a bound on |dW|, or log_dt: each level truncated after summing
 
     def __post_init__(self):
         self.check()
@@ -78,6 +83,18 @@ class ConvergencePlan:
         need("bootstrap", is_int(self.bootstrap) and 0 <= self.bootstrap <= MAX_BOOTSTRAP,
              f"an integer in [0, {MAX_BOOTSTRAP}] (resamples of the fitted order's 95% interval)")
         need("fidelity", self.fidelity in Plan.FIDELITIES, f"one of {list(Plan.FIDELITIES)}")
+        coarsest = max(dts)
+        for dt in dts:
+            # The levels run in lock-step over the coarsest step: each takes a whole number of steps in it.
+            need("dts", _whole_ratio(coarsest, dt) is not None, f"step sizes that divide the coarsest, {coarsest}", dt)
+        need("truncate", self.truncate is None or (is_num(self.truncate) and self.truncate > 0)
+             or (self.truncate in noise.TRUNCATION_RULES and coarsest < 1),
+             f"null, a number > 0 (the bound on |dW|) or a rule {list(noise.TRUNCATION_RULES)} (with every dt < 1)")
+        need("shards", self.shards == "auto" or (is_int(self.shards) and 1 <= self.shards <= self.paths),
+             f"'auto' or an integer in [1, paths = {self.paths}]")
+        need("shard_size", is_int(self.shard_size) and self.shard_size >= 1, "an integer >= 1")
+        need("checkpoint_every", is_int(self.checkpoint_every) and self.checkpoint_every >= 0,
+             "an integer >= 0 (coarse steps between a shard's progress checkpoints; 0: none)")
 
     # --- the checks that need the system and the integrator -------------------------------------
     def fitted_to(self, system, integrator) -> "ConvergencePlan":
@@ -104,6 +121,16 @@ class ConvergencePlan:
                               f"has fewer than 2^32 steps in T = {plan.T} (random numbers are addressed by 32-bit "
                               f"step indices; it has {plan.grid_steps:.3g})")
         return plan
+
+    def grid_plan(self, observables) -> Plan:
+        """The study as the engine runs it: paths stepped over the coarsest step (each step advances
+        every level), statistics of ``observables`` at every coarse step, and every path's final values
+        (for the bootstrap)."""
+        coarsest = max(self.dts)
+        return Plan(paths=self.paths, dt=coarsest, T=self.T, output_dt=coarsest, observables=tuple(observables),
+                    keep_paths=0, seed=self.seed, shards=self.shards, shard_size=self.shard_size,
+                    time_average=(self.T, self.T) if self.bootstrap else None,
+                    checkpoint_every=self.checkpoint_every, fidelity=self.fidelity)
 
     @property
     def reference_dt(self) -> float | None:

@@ -48,7 +48,11 @@ def run_shards(sim: Simulator, store: ShardStore | None,
     for s in range(count):
         if s in done:
             continue
-        results[s] = sim.run_shard(s, on_output)
+        if store:
+            progress = lambda arrays, s=s: store.save_progress(s, arrays)
+            results[s] = sim.run_shard(s, on_output, resume=store.load_progress(s), on_progress=progress)
+        else:
+            results[s] = sim.run_shard(s, on_output)
         if store:
             store.save(results[s])
         if on_shard_done:

@@ -7,6 +7,7 @@ from typing import Sequence
 
 import numpy as np
 
+from sgi_run.core import noise
 from sgi_run.core.errors import ConfigError
 
 # A ratio within this relative distance of an integer counts as that integer (round-off of dt).
@@ -42,12 +43,15 @@ class Plan:
     shards: int | str = "auto"
     shard_size: int = 10000
     brownian_refine: int = 1
-    truncate: float | None = None
+    truncate: float | str | None = None      # null, a bound on |dW|, or a rule (core.noise: log_dt)
     fidelity: str = "reduced"
     snapshots: tuple[float, ...] = ()   # output times at which every path's whole state is stored
     # [start, end]: every path's average of each observable over the output times in that window
     # (per-path time averages: exact standard errors of a plateau, paired differences between runs).
     time_average: tuple[float, float] | None = None
+    # A shard saves its progress every this many output times (0: only when it finishes), so that a
+    # long path resumes mid-way after an interruption.
+    checkpoint_every: int = 0
 
     FIDELITIES = ("smoke", "reduced", "paper")
 
@@ -91,9 +95,14 @@ class Plan:
         need("shards", self.shards == "auto" or (is_int(self.shards) and 1 <= self.shards <= self.paths),
              f"'auto' or an integer in [1, paths = {self.paths}]")
         need("shard_size", is_int(self.shard_size) and self.shard_size >= 1, "an integer >= 1")
-        need("truncate", self.truncate is None or (is_num(self.truncate) and self.truncate > 0),
-             "null (untruncated) or a number > 0")
+        need("truncate", self.truncate is None or (is_num(self.truncate) and self.truncate > 0)
+             or self.truncate in noise.TRUNCATION_RULES,
+             f"null (untruncated), a number > 0 (the bound on |dW|) or a rule: {list(noise.TRUNCATION_RULES)}")
+        need("truncate", not isinstance(self.truncate, str) or self.dt < 1,
+             f"a rule with dt < 1 (log_dt bounds |dW| by sqrt(4 |ln dt| dt), 0 at dt = 1), or null or a number")
         need("fidelity", self.fidelity in self.FIDELITIES, f"one of {list(self.FIDELITIES)}")
+        need("checkpoint_every", is_int(self.checkpoint_every) and self.checkpoint_every >= 0,
+             "an integer >= 0 (output times between a shard's progress checkpoints; 0: none)")
         need("snapshots", all(is_num(t) for t in self.snapshots) and len(set(self.snapshots)) == len(self.snapshots)
              and all(self.output_index(t) is not None for t in self.snapshots),
              f"a list of distinct output times (multiples of output_dt = {self.output_dt} in [0, T = {self.T}])")

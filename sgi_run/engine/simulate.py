@@ -108,7 +108,7 @@ def memory_estimate(system, integrator, plan: Plan | ConvergencePlan) -> MemoryE
       per-path time averages (paths x observables): once per shard result, once merged, once read
       back when the file is written and verified.
 
-    A convergence study (``engine.convergence``): see ``_convergence_estimate``.
+    A convergence study: see ``_convergence_estimate``.
     """
     if isinstance(plan, ConvergencePlan):
         return _convergence_estimate(system, integrator, plan)
@@ -138,18 +138,23 @@ def _words_per_path(system, integrator) -> int:
 
 
 def _convergence_estimate(system, integrator, plan: ConvergencePlan) -> MemoryEstimate:
-    """What ``engine.convergence`` allocates, in float64 words. Every path runs at once (no shards):
+    """What a convergence study (``engine.convergence``, run by this engine) allocates, in float64 words:
 
-    - per path: as in an ensemble's shard, plus the final state at every step size and the
-      reference, and the squared errors (or differences) per step size;
-    - a strong study against the exact path draws every fine increment of [0, T] at once to sum
-      W(T) (``brownian_endpoint``): paths x fine steps, values, keys and XLA's temporaries.
+    - per shard on the device, per path: every level's and the reference's state and solver
+      temporaries, the reference path over one coarse step (its grid states, to compare each level
+      at its own step times) and the coarse step's random numbers (a block of coarse steps at most
+      BLOCK_VALUES);
+    - per path, when the order gets a bootstrap interval: its final error at every level (three copies,
+      as an ensemble's time averages).
     """
     d, levels = state_words(system.space), len(plan.dts) + 1
-    words = {"plan.paths": plan.paths * (_words_per_path(system, integrator) + levels * d + 2 * levels)}
-    if plan.error == "strong" and plan.reference == "exact":
-        # Measured: 53 bytes per path and fine step (one noise: an exact path has one).
-        words["plan.dts"] = plan.paths * round(plan.grid_steps) * 7     # fitted: < 2^32 steps
+    grid = round(plan.dts[0] / plan.grid_dt)              # fine steps in one coarse step
+    rows = noise.NOISE_KINDS[integrator.noise_kind] * system.noises
+    shard = plan.grid_plan(["error"]).paths_per_shard
+    words = {"plan.shard_size": shard * (levels * _words_per_path(system, integrator) + grid * d)
+             + min(BLOCK_VALUES, shard * rows * grid * levels)}
+    if plan.bootstrap:
+        words["plan.paths"] = 3 * plan.paths * levels
     return MemoryEstimate({key: 8 * n for key, n in words.items()})
 
 
@@ -197,8 +202,16 @@ class Simulator:
         functions = observable_functions(system, self.observable_names)
         self._observe = jax.vmap(lambda z, z0: jnp.concatenate([jnp.ravel(f(z, z0)) for f in functions]))
         self.kept_count = min(plan.keep_paths, plan.paths_per_shard)
-        rows = noise.NOISE_KINDS[integrator.noise_kind] * system.noises * plan.brownian_refine
-        self.block_steps = int(max(1, min(plan.steps_per_output, BLOCK_VALUES // (plan.paths_per_shard * rows))))
+        self.truncate_at = noise.truncation_bound(plan.truncate, plan.dt)
+        if hasattr(integrator, "draw"):
+            # A stepper that draws its own variables (a convergence study's lock-step: every fine
+            # increment of a coarse step): one path's variables of step k, addressed as every draw is.
+            self._draw, per_step = integrator.draw, integrator.values_per_step
+        else:
+            self._draw = lambda key, step: noise.increments(integrator.noise_kind, key, step, plan.dt, system.noises,
+                                                            plan.brownian_refine, self.truncate_at)
+            per_step = noise.NOISE_KINDS[integrator.noise_kind] * system.noises * plan.brownian_refine
+        self.block_steps = int(max(1, min(plan.steps_per_output, BLOCK_VALUES // (plan.paths_per_shard * per_step))))
         self._advance = jax.jit(self._advance_impl)
         self._initial = jax.jit(self._initial_impl)
 
@@ -238,10 +251,7 @@ class Simulator:
 
     def _advance_impl(self, z, z0, noise_keys, valid, start_step):
         plan, system, integrator = self.plan, self.system, self.integrator
-        kind, m = integrator.noise_kind, system.noises
-        draw = jax.vmap(lambda key, step: noise.increments(kind, key, step, plan.dt, m,
-                                                           plan.brownian_refine, plan.truncate),
-                        in_axes=(0, None))
+        draw = jax.vmap(self._draw, in_axes=(0, None))
         step_all = jax.vmap(lambda z, xi: integrator.advance(system, z, plan.dt, xi))
 
         def one_step(carry, xi):
@@ -270,13 +280,19 @@ class Simulator:
         return z, self._statistics(z, z0, valid), counts
 
     # --- one shard ------------------------------------------------------------------------------
-    def run_shard(self, shard: int, on_output: Callable[[int], None] | None = None) -> ShardResult:
+    def run_shard(self, shard: int, on_output: Callable[[int], None] | None = None,
+                  resume: dict[str, np.ndarray] | None = None,
+                  on_progress: Callable[[dict[str, np.ndarray]], None] | None = None) -> ShardResult:
+        """Every path of ``shard``. Every ``plan.checkpoint_every`` output times (0: never) it hands
+        ``on_progress`` the shard so far (host arrays: the state, its start, every statistic); given
+        back as ``resume``, the shard continues from there to the same numbers."""
         plan, space = self.plan, self.space
         start = time.perf_counter()
         first, count = plan.shard_paths(shard)
         size = plan.paths_per_shard
         keys = noise.path_keys(plan.seed, first, size)
-        noise_keys = jax.vmap(noise.noise_key)(keys)
+        noise_keys = (self.integrator.noise_keys(plan.seed, first, size) if hasattr(self.integrator, "noise_keys")
+                      else jax.vmap(noise.noise_key)(keys))
         valid = jnp.arange(size) < count
         n_times = plan.outputs + 1
         entries = sum(math.prod(shape) for shape in self.observable_shapes.values())
@@ -293,6 +309,12 @@ class Simulator:
         # A path that is non-finite at any averaged time gets a non-finite average (NaN), never a
         # partial one.
         path_sums = np.zeros((count, entries))
+        # Every host buffer by name: what a mid-shard checkpoint holds besides the state.
+        held = {"count": moments.count, "mean": moments.mean, "m2": moments.m2, "nonfinite": nonfinite,
+                "kept_values": kept_values, "path_sums": path_sums}
+        held |= {f"solver/{f.name}": getattr(solver, f.name) for f in dataclasses.fields(SolverCounts)}
+        held |= {f"kept_states/{k}": v for k, v in space.leaves_of(kept_states).items()}
+        held |= {f"snapshots/{k}": v for k, v in space.leaves_of(snapshots).items()}
 
         def put(buffers, index, z, paths):
             """Copy the first ``paths`` paths of the state ``z`` into host buffers at ``index``."""
@@ -310,20 +332,39 @@ class Simulator:
                 values = np.asarray(stats[4][:count])
                 path_sums[:] += np.where(np.isfinite(values), values, np.nan)
 
-        z0, stats = self._initial(keys, valid)
-        record(0, z0, stats)
-        z = z0
-        for i in range(1, n_times):
+        def state_arrays(prefix, z):
+            return {f"{prefix}/{k}": np.asarray(v) for k, v in space.leaves_of(z).items()}
+
+        def state_from(arrays, prefix):
+            return space.from_leaves({k.split("/", 1)[1]: jnp.asarray(v) for k, v in arrays.items()
+                                      if k.startswith(prefix + "/")})
+
+        if resume is None:
+            z0, stats = self._initial(keys, valid)
+            record(0, z0, stats)
+            z, done, earlier = z0, 0, 0.0
+        else:
+            for name, buffer in held.items():
+                np.copyto(buffer, resume[name])
+            z0, z = state_from(resume, "z0"), state_from(resume, "z")
+            done, earlier = int(resume["done"]), float(resume["wall_time"])
+            if on_output is not None:
+                on_output(count * done)
+        every = plan.checkpoint_every
+        for i in range(done + 1, n_times):
             z, stats, counts = self._advance(z, z0, noise_keys, valid, (i - 1) * plan.steps_per_output)
             record(i, z, stats)
             for field, c in zip(dataclasses.fields(SolverCounts), counts):
                 getattr(solver, field.name)[i] = int(c)
             if on_output is not None:
                 on_output(count)
+            if every and on_progress is not None and i % every == 0 and i < n_times - 1:
+                on_progress(held | state_arrays("z", z) | state_arrays("z0", z0)
+                            | {"done": np.array(i), "wall_time": np.array(earlier + time.perf_counter() - start)})
 
         kept = self.views(kept_states) if kept_here else {
             name: np.zeros((0, n_times) + spec.shape, spec.dtype) for name, spec in space.view_specs().items()}
         kept.update(self.split_entries(kept_values, 2))
         return ShardResult(shard, first, count, moments, nonfinite, solver, kept,
-                           time.perf_counter() - start, space.leaves_of(snapshots),
+                           earlier + time.perf_counter() - start, space.leaves_of(snapshots),
                            path_sums / len(averaged) if len(averaged) else None)

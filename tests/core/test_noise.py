@@ -66,3 +66,24 @@ def test_streams_depend_on_path_index_not_on_batch():
     a = noise.path_keys(5, 0, 10)
     b = noise.path_keys(5, 6, 4)
     assert np.array_equal(jax.random.key_data(a[6:]), jax.random.key_data(b))
+
+
+def test_the_log_dt_truncation_bound_is_that_of_papers_002_and_004():
+    """Spec 002: D = 0.42919 at dt = 0.01; spec 004: A_h = sqrt(4 |ln h|) = 4.41, 4.71, 5.77, 6.66 for
+    dW / sqrt(h) at h = 2^-7, 2^-8, 2^-12, 2^-16."""
+    assert noise.truncation_bound("log_dt", 0.01) == pytest.approx(0.42919, abs=5e-6)
+    for k, a in ((7, 4.41), (8, 4.71), (12, 5.77), (16, 6.66)):
+        h = 2.0**-k
+        assert noise.truncation_bound("log_dt", h) / np.sqrt(h) == pytest.approx(a, abs=0.005)
+    assert noise.truncation_bound(None, 0.01) is None and noise.truncation_bound(2.5, 0.01) == 2.5
+
+
+def test_truncation_clips_each_level_after_its_increments_are_summed():
+    key, h = jax.random.key(5), 0.5          # A = 1.18 = 1.66 standard deviations: about 1 step in 10 clipped
+    bound = noise.truncation_bound("log_dt", h)
+    fine = [noise.increments("gaussian", key, s, h / 8, 1) for s in range(8 * 40)]
+    summed = np.array([float(sum(fine[8 * step:8 * step + 8])[0, 0]) for step in range(40)])
+    coarse = np.array([float(noise.increments("gaussian", key, step, h, 1, refine=8, truncate=bound)[0, 0])
+                       for step in range(40)])
+    assert np.allclose(coarse, np.clip(summed, -bound, bound), rtol=0, atol=1e-14)
+    assert (np.abs(summed) > bound).sum() >= 1

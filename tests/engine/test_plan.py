@@ -61,9 +61,10 @@ def test_memory_estimates_count_what_grows():
     from sgi_run.engine.simulate import memory_estimate
     system, integrator, plan = _fitted(paths=1000, T=1.0)
     exact = memory_estimate(system, integrator, plan)
-    # W(T) against the exact path: every fine increment of every path at once (7 words each, measured).
-    assert exact.parts["plan.dts"] == 8 * 7 * 1000 * 20 and exact.largest == "plan.dts"
+    # A study runs as an ensemble of every level's path: per path of a shard, the levels' states and
+    # the reference path over one coarse step; per path, its final errors for the bootstrap.
+    assert exact.largest == "plan.shard_size" and exact.parts["plan.paths"] == 8 * 3 * 1000 * (len(plan.dts) + 1)
     fine = memory_estimate(system, integrator, _fitted(paths=1000, T=1.0, reference="fine")[2])
-    assert "plan.dts" not in fine.parts and fine.parts["plan.paths"] == exact.parts["plan.paths"]
+    assert fine.parts["plan.shard_size"] > exact.parts["plan.shard_size"]     # a grid 8 times finer
     ensemble = Plan(**{**GOOD, "paths": 20000, "shards": 1})
     assert memory_estimate(system, integrator, ensemble).parts["plan.shard_size"] > 20000 * 8 * 2 * 2

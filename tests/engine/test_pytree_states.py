@@ -128,3 +128,15 @@ def test_unconverged_steps_are_counted_or_end_the_path_as_asked(runs_root, test_
     assert counted.diagnostics["fixed_point_unconverged_steps"][1:].tolist() == [6, 6]
     assert counted.diagnostics["nonfinite_paths"][-1] == 0
     assert ended.diagnostics["nonfinite_paths"][-1] == 6
+
+
+def test_a_pytree_shard_resumes_mid_way(tmp_path):
+    from tests.engine.test_checkpoint import interrupted_then_resumed
+    plan = Plan(paths=8, dt=0.01, T=0.2, output_dt=0.02, keep_paths=3, snapshots=[0.1, 0.2], checkpoint_every=3,
+                observables=["spectrum", "casimir"])
+    sim = Simulator(SkewHermitianFlow(n=6), EULER, plan)
+    whole = run_shards(sim, None)
+    _, resumed = interrupted_then_resumed(sim, tmp_path, stop_after_outputs=5)
+    assert np.array_equal(whole.kept["W"], resumed.kept["W"]) and resumed.kept["W"].dtype == np.complex128
+    assert np.array_equal(whole.snapshots["W"], resumed.snapshots["W"])
+    assert np.array_equal(whole.moments.mean, resumed.moments.mean)

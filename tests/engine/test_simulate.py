@@ -132,3 +132,12 @@ def test_time_average_window_must_be_output_times():
         with pytest.raises(ConfigError, match="plan.time_average"):
             Plan(paths=10, dt=0.1, T=2.0, output_dt=0.5, time_average=bad)
     assert list(Plan(paths=10, dt=0.1, T=2.0, output_dt=0.5, time_average=[1.0, 2.0]).time_average_indices) == [2, 3, 4]
+
+
+def test_a_truncation_rule_is_its_bound_at_the_plan_step(make_integrator):
+    from sgi_run.core import noise
+    base = dict(paths=300, dt=0.5, T=2.0, output_dt=0.5, keep_paths=300, observables=["H"])
+    by_rule, by_bound, untruncated = (run_shards(Simulator(Kubo(beta=1.0), make_integrator("heun"), Plan(**base, truncate=t)), None)
+                                      for t in ("log_dt", noise.truncation_bound("log_dt", 0.5), None))
+    assert np.array_equal(by_rule.kept["q"], by_bound.kept["q"])
+    assert not np.array_equal(by_rule.kept["q"], untruncated.kept["q"])

@@ -1,0 +1,57 @@
+"""Shard checkpoints: finished shards and, with ``plan.checkpoint_every``, a shard's progress part-way."""
+import numpy as np
+import pytest
+
+from sgi_run.engine.checkpoint import ShardStore
+from sgi_run.engine.ensemble import run_shards
+from sgi_run.engine.plan import Plan
+from sgi_run.engine.simulate import Simulator
+from sgi_run.systems import Kubo
+
+
+def interrupted_then_resumed(sim, directory, stop_after_outputs: int):
+    """Run, stop (Ctrl-C) after ``stop_after_outputs`` output intervals, then run again from the checkpoints."""
+    store = ShardStore(directory, sim.plan.shard_count, {"config_hash": "h", "code_digest": "c"})
+    seen = []
+
+    def stop(paths):
+        seen.append(paths)
+        if len(seen) == stop_after_outputs:
+            raise KeyboardInterrupt
+    with pytest.raises(KeyboardInterrupt):
+        run_shards(sim, store, on_output=stop)
+    return store, run_shards(sim, store)
+
+
+def test_a_single_long_path_resumes_mid_way_to_the_same_numbers(make_integrator, tmp_path):
+    plan = Plan(paths=1, dt=0.01, T=2.0, output_dt=0.1, keep_paths=1, observables=["H", "q"], checkpoint_every=4,
+                snapshots=[1.0, 2.0], time_average=[0.5, 2.0])
+    sim = Simulator(Kubo(nu=0.3), make_integrator("midpoint"), plan)
+    whole = run_shards(sim, None)
+    store, resumed = interrupted_then_resumed(sim, tmp_path, stop_after_outputs=10)
+    assert resumed.shards_resumed == 0 and not store.in_progress()     # the one shard finished, from output 8
+    for name in ("q", "p", "H"):
+        assert np.array_equal(whole.kept[name], resumed.kept[name])
+    for field in ("count", "mean", "m2"):
+        assert np.array_equal(getattr(whole.moments, field), getattr(resumed.moments, field))
+    assert np.array_equal(whole.snapshots, resumed.snapshots)
+    assert np.array_equal(whole.time_averages, resumed.time_averages)
+    assert np.array_equal(whole.solver.iterations, resumed.solver.iterations)
+
+
+def test_progress_is_saved_every_k_outputs_and_cleared_when_the_shard_finishes(make_integrator, tmp_path):
+    plan = Plan(paths=20, dt=0.1, T=2.0, output_dt=0.1, shards=2, checkpoint_every=5)
+    sim = Simulator(Kubo(), make_integrator("heun"), plan)
+    store = ShardStore(tmp_path, plan.shard_count)
+    seen = []
+
+    def stop(paths):
+        seen.append(paths)
+        if len(seen) == 20 + 7:          # shard 0 finished, shard 1 at output 7: progress saved at 5
+            raise KeyboardInterrupt
+    with pytest.raises(KeyboardInterrupt):
+        run_shards(sim, store, on_output=stop)
+    assert store.finished() == [0] and store.in_progress() == [1]
+    assert int(store.load_progress(1)["done"]) == 5
+    run_shards(sim, store)
+    assert store.finished() == [0, 1] and store.in_progress() == []
