@@ -102,27 +102,19 @@ def three_point(key: jax.Array, step, dt, m: int) -> jax.Array:
 
 
 def increments(kind: str, key: jax.Array, step, dt, m: int, refine: int = 1, truncate=None) -> jax.Array:
-    r"""The random variables of coarse step ``step`` (of size ``dt``) for one path.
+    r"""The random variables of step ``step`` (of size ``dt``) for one path.
 
-    ``refine`` > 1 draws the Gaussian path on a grid ``refine`` times finer and aggregates it, so
-    runs at ``dt`` and ``dt / refine`` share one Brownian path. ``truncate`` = A clips
-    :math:`\Delta W` to ``[-A, A]`` (paper eq. 3.41); ``None`` leaves it untruncated.
+    Gaussian kinds: the ``refine`` fine steps of the grid ``refine`` times finer (``fine_increments``),
+    summed onto the step and clipped to ``[-truncate, truncate]`` (``coarsen``), the draw every step
+    size of a convergence study makes too; so runs at ``dt`` and ``dt / refine`` share one Brownian
+    path, and each step size is truncated after summing. ``None`` leaves it untruncated.
     """
     if kind == "three_point":
         if refine != 1:
             raise ValueError("three_point increments cannot be aggregated from a finer grid")
         return three_point(key, step, dt, m)
-    pair = kind == "gaussian_pair"
     dt_fine = dt / refine
-    if refine == 1:
-        xi = fine_gaussian(key, step, dt_fine, m, pair)
-    else:
-        fine_steps = step * refine + jnp.arange(refine)
-        fine = jax.vmap(lambda s: fine_gaussian(key, s, dt_fine, m, pair))(fine_steps)
-        xi = aggregate(fine, dt_fine)
-    if truncate is not None:
-        xi = xi.at[0].set(jnp.clip(xi[0], -truncate, truncate))
-    return xi
+    return coarsen(fine_increments(kind, key, step, dt_fine, m, refine), dt_fine, refine, truncate)[0]
 
 
 def fine_increments(kind: str, key: jax.Array, step, dt_fine, m: int, count: int) -> jax.Array:
