@@ -14,6 +14,11 @@ that many of its standard errors still PASSes, for bands calibrated at more path
 profile runs (the margin in SE is always reported). Kinds that need more than one curve (the
 whole-state snapshots, other observables, the system's reference values) take ``data``, the
 run's ``RunData``, filled in by ``evaluate``.
+
+Kinds registered with ``study=True`` judge a convergence study (a run with ``plan=convergence``)
+instead of a mean curve: they take its ``engine.convergence.ConvergenceResult`` (errors against dt,
+their SEs, the fitted order and its bootstrap interval) and no ``observable`` (a study's is its
+``plan.observable``).
 """
 from __future__ import annotations
 
@@ -25,20 +30,36 @@ from typing import Callable, Mapping
 import numpy as np
 
 from sgi_run.core.errors import ConfigError
-from sgi_run.figures.results import FAIL, PASS, SKIP, Band, CheckResult, Measurement, RunData, Series, as_run_data
+from sgi_run.figures.results import (FAIL, PASS, SKIP, Band, CheckResult, Measurement, RunData, Series, StudyData,
+                                     as_run_data)
 from sgi_run.figures.statistics import (_difference_se, _nanargmax, bin_averages, histogram_density,
                                         window_average)
 
 
 # --- the registry ---------------------------------------------------------------------------------
 CHECK_KINDS: dict[str, Callable[..., Measurement]] = {}
+STUDY_KINDS: set[str] = set()     # the kinds that judge a convergence study, not a mean curve
 
 
-def check_kind(name: str):
+def check_kind(name: str, study: bool = False):
     def register(fn):
         CHECK_KINDS[name] = fn
+        if study:
+            STUDY_KINDS.add(name)
         return fn
     return register
+
+
+def kinds_for(study: bool) -> list[str]:
+    """The check kinds for a convergence study (``study``) or for an ensemble run."""
+    return sorted(k for k in CHECK_KINDS if (k in STUDY_KINDS) == study)
+
+
+def kind_mismatch(run: str, study: bool) -> str:
+    """What is allowed instead of a kind that does not fit the run (a ``study`` or not)."""
+    if study:
+        return f"a check kind for a convergence study (run {run} is one: plan=convergence): {kinds_for(True)}"
+    return f"a check kind for an ensemble run (run {run} is not a convergence study): {kinds_for(False)}"
 
 
 def _skip(t, series: Series, band: Band) -> Measurement:
@@ -415,25 +436,108 @@ def ks_test(series: Series, *, data: RunData, coordinate: str, at: float | None 
                        f"KS statistic {result.statistic:.3g} over {x.size} samples")
 
 
+# --- convergence studies (plan=convergence) ---------------------------------------------------------
+Z_95 = 1.959964   # a 95% interval of a normal estimate is ±Z_95 SE
+
+
+def _dt_index(study, dt: float) -> int | None:
+    hits = np.flatnonzero(np.isclose(study.dts, dt, rtol=1e-9, atol=0.0))
+    return int(hits[0]) if hits.size else None
+
+
+def _dts_text(dts) -> str:
+    return ", ".join(f"{d:g}" for d in dts)
+
+
+@check_kind("fitted_order", study=True)
+def fitted_order(study, *, min: float | None = None, max: float | None = None) -> Measurement:
+    """The fitted order (least-squares slope of log|error| against log dt over the step sizes whose
+    error is resolvable, |error| > 2 SE) lies in [min, max]. Its SE is read off the 95% path-bootstrap
+    interval (width / 3.92); none without a bootstrap. SKIP when no order could be fitted (fewer than
+    two resolvable errors), with the study's reason."""
+    band = Band(min, max)
+    if not math.isfinite(study.order):
+        return Measurement(math.nan, None, None, band, skipped=study.note or "no order fitted")
+    low, high = study.order_ci
+    interval = math.isfinite(low) and math.isfinite(high)
+    se = (high - low) / (2 * Z_95) if interval else None
+    ci = f"95% CI [{low:.3f}, {high:.3f}] (path bootstrap)" if interval else "no bootstrap interval"
+    return Measurement(float(study.order), se, None, band,
+                       f"{ci}; fitted on dt = {_dts_text(study.dts[study.resolvable])}")
+
+
+@check_kind("error_at", study=True)
+def error_at(study, *, dt: float, min: float | None = None, max: float | None = None,
+             absolute: bool = False) -> Measurement:
+    """The error at step size ``dt`` (strong: the RMS error; weak: the signed error of the mean, its
+    absolute value with ``absolute: true``) lies in [min, max], with its Monte Carlo SE. SKIP when
+    ``dt`` is not a step size of the study."""
+    band, i = Band(min, max), _dt_index(study, dt)
+    if i is None:
+        return Measurement(math.nan, None, None, band,
+                           skipped=f"dt={dt:g} is not a step size of this study (dts: {_dts_text(study.dts)})")
+    error, se = float(study.error[i]), float(study.se[i])
+    resolved = "" if study.resolvable[i] else ", not resolvable"
+    return Measurement(abs(error) if absolute else error, se, None, band,
+                       f"at dt={study.dts[i]:g}; |error| = {abs(error) / se if se > 0 else math.inf:.1f} SE{resolved}")
+
+
+@check_kind("errors_decrease", study=True)
+def errors_decrease(study, *, k: float = 2.0) -> Measurement:
+    """|error| never grows from one step size to the next finer one by more than k standard errors of
+    the difference, sqrt(se_i^2 + se_j^2) (which overstates it for errors on shared paths, so a rise
+    counted as a violation is a real one). The value is the largest such rise in SEs."""
+    err = np.abs(study.error)
+    rise = err[1:] - err[:-1]
+    se_diff = np.hypot(study.se[1:], study.se[:-1])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        z = np.where(se_diff > 0, rise / se_diff, np.where(rise > 0, np.inf, -np.inf))
+    i = _nanargmax(z)
+    return Measurement(float(z[i]), None, None, Band(None, k),
+                       f"largest rise |error|(dt={study.dts[i + 1]:g}) - |error|(dt={study.dts[i]:g}) = {rise[i]:.3g}")
+
+
 # --- evaluation -----------------------------------------------------------------------------------
 _NOT_PARAMETERS = ("id", "kind", "run", "runs", "criterion", "observable", "tolerance_se")
-_FILLED_IN = ("series", "data")   # supplied by evaluate, never written in a check
+_FILLED_IN = ("series", "study", "data")   # supplied by evaluate, never written in a check
 
 
 def parameters(spec: Mapping) -> dict:
     return {k: v for k, v in spec.items() if k not in _NOT_PARAMETERS}
 
 
+_TYPES = {"float": "a number", "float | None": "a number or null", "int": "an integer",
+          "int | None": "an integer or null", "bool": "true or false"}
+
+
+def _typed(value, annotation: str) -> bool:
+    """Whether ``value`` is of a parameter's simple annotated type (other annotations: anything)."""
+    if value is None:
+        return annotation not in _TYPES or annotation.endswith("| None")
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    return {"float": number, "float | None": number, "bool": isinstance(value, bool),
+            "int": number and float(value).is_integer(), "int | None": number and float(value).is_integer()
+            }.get(annotation, True)
+
+
 def validate(spec: Mapping, where: str) -> None:
-    """Refuse an unknown kind or a parameter the kind does not take, before any compute."""
+    """Refuse an unknown kind, a parameter the kind does not take or of the wrong type, or a missing
+    one, before any compute."""
     kind = spec.get("kind")
     if kind not in CHECK_KINDS:
         raise ConfigError(f"{where}.kind", kind, f"one of {sorted(CHECK_KINDS)}")
     signature = inspect.signature(CHECK_KINDS[kind])
     taken = [p for p in signature.parameters if p not in _FILLED_IN]
+    general = ["tolerance_se"] if kind in STUDY_KINDS else ["observable", "tolerance_se"]
+    if kind in STUDY_KINDS and "observable" in spec:
+        raise ConfigError(f"{where}.observable", spec["observable"], f"a parameter of {kind}: {taken + general} "
+                          "(a convergence study's observable is its plan.observable)")
     for name in parameters(spec):
         if name not in taken:
-            raise ConfigError(f"{where}.{name}", spec[name], f"a parameter of {kind}: {taken + ['observable', 'tolerance_se']}")
+            raise ConfigError(f"{where}.{name}", spec[name], f"a parameter of {kind}: {taken + general}")
+        annotation = signature.parameters[name].annotation
+        if not _typed(spec[name], annotation):
+            raise ConfigError(f"{where}.{name}", spec[name], f"{_TYPES[annotation]} ({kind}.{name})")
     tolerance = spec.get("tolerance_se", 0)
     if not (isinstance(tolerance, (int, float)) and tolerance >= 0):
         raise ConfigError(f"{where}.tolerance_se", tolerance, "a number >= 0")
@@ -442,19 +546,26 @@ def validate(spec: Mapping, where: str) -> None:
             raise ConfigError(f"{where}.{name}", None, f"a value ({kind} needs {name})")
 
 
-def evaluate(spec: Mapping, run: str, data: RunData | Series,
+def evaluate(spec: Mapping, run: str, data: RunData | Series | StudyData,
              runs: Mapping[str, RunData | Series] | None = None) -> CheckResult:
-    """Verdict of one check on one run (its ``RunData``, or just its curve); ``runs`` resolves a
-    check's ``other`` run by id."""
-    data = as_run_data(data)
-    observable = spec.get("observable")
-    params = parameters(spec)
-    if "other" in params:
-        params["other"] = as_run_data(runs[params["other"]]).curve(observable)
+    """Verdict of one check on one run (its ``RunData``, or just its curve; a convergence study's
+    ``StudyData`` or ``ConvergenceResult`` for the study kinds); ``runs`` resolves a check's ``other``
+    run by id."""
     fn = CHECK_KINDS[spec["kind"]]
-    if "data" in inspect.signature(fn).parameters:
-        params["data"] = data
-    m = fn(data.curve(observable), **params)
+    params = parameters(spec)
+    study = spec["kind"] in STUDY_KINDS
+    if study != (isinstance(data, StudyData) or hasattr(data, "order_ci")):
+        raise ConfigError("checks.kind", spec["kind"], kind_mismatch(run, not study))
+    if study:
+        m = fn(data.result if isinstance(data, StudyData) else data, **params)
+    else:
+        data = as_run_data(data)
+        observable = spec.get("observable")
+        if "other" in params:
+            params["other"] = as_run_data(runs[params["other"]]).curve(observable)
+        if "data" in inspect.signature(fn).parameters:
+            params["data"] = data
+        m = fn(data.curve(observable), **params)
     if m.skipped:
         verdict, margin = SKIP, None
     else:

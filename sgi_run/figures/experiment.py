@@ -2,7 +2,9 @@
 
 An experiment file names the runs of one paper figure as Hydra overrides, the sampling profiles
 (smoke / reduced / paper), the plot and the acceptance checks; see
-``experiments/kraus_tyranowski_2021/fig4_1.yaml`` for the annotated format. ``make_figure`` runs
+``experiments/kraus_tyranowski_2021/fig4_1.yaml`` for the annotated format. A run whose overrides
+choose ``plan=convergence`` is a convergence study: drawn in ``convergence`` panels, judged by the
+study check kinds (``fitted_order``, ``error_at``, ...), tabled per step size. ``make_figure`` runs
 what is missing (runs are cached by config hash), draws the PNG, writes the figure's table
 (``.csv``, ``.md``), its verdicts (``_checks.md``) and a ``.json`` record the gallery is built from.
 """
@@ -24,16 +26,17 @@ from sgi_run.config import build, compose
 from sgi_run.core.errors import ConfigError
 from sgi_run.engine.linear_oracle import method_moments
 from sgi_run.figures import checks as checks_mod
-from sgi_run.figures.results import FAIL, PASS, SKIP, CheckResult, RunData, Series
+from sgi_run.figures.results import FAIL, PASS, SKIP, CheckResult, RunData, Series, StudyData
 from sgi_run.figures.statistics import has_path_averages, window_average
-from sgi_run.runner import RunResult, run
+from sgi_run.runner import ConvergenceRun, RunResult, run
 from sgi_run.summary import max_relative_error
 
 FIDELITIES = ("smoke", "reduced", "paper")
 # "project choice": a diagnostic whose step size neither the paper nor its spec sets.
 DT_SOURCES = ("paper", "inferred", "spec choice", "project choice")
-PANEL_QUANTITIES = ("mean", "error", "density")
+PANEL_QUANTITIES = ("mean", "error", "density", "convergence")
 _DENSITY_KEYS = ("coordinate", "at", "bins", "range")
+_CONVERGENCE_KEYS = ("quantity", "runs", "title", "ylabel", "ylim", "slopes", "colours")   # all a convergence panel takes
 _LABEL_KEYS = ("reference_label", "density_label")   # per-panel overrides of the derived legend labels
 _REQUIRED = ("paper", "figure", "title", "caption", "common", "fidelity", "runs", "panels", "checks")
 
@@ -65,6 +68,7 @@ class Experiment:
     window: tuple[float, float] | None = None   # the table also reports the time average over it
     paper_name: str = ""    # how headings cite the paper, e.g. "Kraus & Tyranowski (2021)"
     name: str = ""          # the paper's name for the figure ("Figure 4.1"), or what it is instead
+    studies: frozenset = frozenset()   # the runs that are convergence studies (plan=convergence)
 
     @property
     def diagnostic(self) -> bool:
@@ -88,10 +92,29 @@ class Experiment:
                   profile["runs"].get(run_id, ()), [f"plan.fidelity={fidelity}"],
                   [f"output_root={runs_root}"] if runs_root is not None else [],
                   [f"cache={cache}"] if cache is not None else []]
-        merged: dict[str, str] = {}
-        for override in (o for layer in layers for o in layer):
-            merged[override.split("=", 1)[0].lstrip("+~")] = override
-        return list(merged.values())
+        return list(_merged(layers).values())
+
+
+def _merged(layers) -> dict[str, str]:
+    """Override key -> the last override of that key."""
+    merged: dict[str, str] = {}
+    for override in (o for layer in layers for o in layer):
+        merged[override.split("=", 1)[0].lstrip("+~")] = override
+    return merged
+
+
+def _studies(common, runs: dict, fidelity: dict, k) -> frozenset:
+    """The runs whose plan is a convergence study (``plan=convergence``), the same at every fidelity."""
+    studies = set()
+    for run_id, spec in runs.items():
+        plans = [_merged([common, spec.overrides, p["overrides"], p["runs"].get(run_id, ())]).get("plan", "=")
+                 for p in fidelity.values()]
+        kinds = {plan.split("=", 1)[1].strip() == "convergence" for plan in plans}
+        _need(len(kinds) == 1, k(f"runs.{run_id}.overrides"), list(spec.overrides),
+              "plan=convergence at every fidelity or at none (a run is a convergence study or an ensemble)")
+        if kinds.pop():
+            studies.add(run_id)
+    return frozenset(studies)
 
 
 # --- loading and validation -------------------------------------------------------------------------
@@ -159,22 +182,10 @@ def load(path) -> Experiment:
         fidelity[name] = {"overrides": _override_list(profile.get("overrides"), k(f"fidelity.{name}.overrides")),
                           "runs": {r: tuple(v) for r, v in per_run.items()}}
 
+    common = _override_list(data["common"], k("common"))
+    studies = _studies(common, runs, fidelity, k)
     for i, panel in enumerate(data["panels"]):
-        _need(panel.get("quantity") in PANEL_QUANTITIES, k(f"panels[{i}].quantity"), panel.get("quantity"),
-              f"one of {list(PANEL_QUANTITIES)}")
-        for key in _LABEL_KEYS:
-            _need(panel.get(key) is None or (isinstance(panel[key], str) and panel[key].strip() != ""),
-                  k(f"panels[{i}].{key}"), panel.get(key), "a label for the legend (text)")
-        _need(panel.get("ylim") is None or (isinstance(panel["ylim"], list) and len(panel["ylim"]) == 2
-                                           and all(isinstance(v, (int, float)) for v in panel["ylim"])
-                                           and panel["ylim"][0] < panel["ylim"][1]),
-              k(f"panels[{i}].ylim"), panel.get("ylim"), "[low, high] with low < high")
-        for run_id in panel.get("runs", []):
-            _need(run_id in runs, k(f"panels[{i}].runs"), run_id, f"a run of this figure: {list(runs)}")
-        if panel["quantity"] == "density":
-            for key in _DENSITY_KEYS:
-                _need(key in panel, k(f"panels[{i}].{key}"), None, "a value (density panels need "
-                      f"{list(_DENSITY_KEYS)}; the runs need plan.snapshots with that time)")
+        _check_panel(panel, k, f"panels[{i}]", runs, studies)
 
     window = data.get("window")
     _need(window is None or (isinstance(window, list) and len(window) == 2 and window[0] < window[1]),
@@ -186,18 +197,55 @@ def load(path) -> Experiment:
     for i, spec in enumerate(data["checks"]):
         checks_mod.validate(spec, k(f"checks[{i}]"))
         if "other" in spec:
-            _need(spec["other"] in runs, k(f"checks[{i}].other"), spec["other"], f"a run of this figure: {list(runs)}")
+            _need(spec["other"] in runs and spec["other"] not in studies, k(f"checks[{i}].other"), spec["other"],
+                  f"an ensemble run of this figure: {[r for r in runs if r not in studies]}")
         targets = spec.get("runs") or [spec.get("run")]
         for run_id in targets:
             _need(run_id in runs, k(f"checks[{i}].run"), run_id, f"a run of this figure: {list(runs)}")
+            _need((spec["kind"] in checks_mod.STUDY_KINDS) == (run_id in studies), k(f"checks[{i}].kind"), spec["kind"],
+                  checks_mod.kind_mismatch(run_id, run_id in studies))
             expanded.append({**{x: v for x, v in spec.items() if x not in ("run", "runs")}, "run": run_id})
 
     return Experiment(path=path, paper=data["paper"], figure=data["figure"], title=data["title"],
                       caption=data["caption"], source=data.get("source", ""), note=data.get("note", ""),
                       observable=data.get("observable", "H"), oracle=oracle,
-                      common=_override_list(data["common"], k("common")), fidelity=fidelity, runs=runs,
-                      panels=list(data["panels"]), checks=expanded,
-                      window=tuple(window) if window else None, paper_name=paper_name, name=figure_name)
+                      common=common, fidelity=fidelity, runs=runs, panels=list(data["panels"]), checks=expanded,
+                      window=tuple(window) if window else None, paper_name=paper_name, name=figure_name,
+                      studies=studies)
+
+
+def _check_panel(panel, k, where: str, runs: dict, studies: frozenset) -> None:
+    """Refuse a panel that cannot be drawn, in one line naming its key."""
+    _need(isinstance(panel, dict) and panel.get("quantity") in PANEL_QUANTITIES, k(f"{where}.quantity"),
+          panel.get("quantity") if isinstance(panel, dict) else panel, f"one of {list(PANEL_QUANTITIES)}")
+    convergence = panel["quantity"] == "convergence"
+    _need(isinstance(panel.get("runs"), list) and len(panel["runs"]) > 0, k(f"{where}.runs"), panel.get("runs"),
+          "a list of run ids")
+    for run_id in panel["runs"]:
+        _need(run_id in runs, k(f"{where}.runs"), run_id, f"a run of this figure: {list(runs)}")
+        _need((run_id in studies) == convergence, k(f"{where}.runs"), run_id,
+              "a convergence study (a run with plan=convergence), as this panel draws `convergence`" if convergence
+              else "an ensemble run: this one is a convergence study (plan=convergence), drawn by `quantity: convergence`")
+    for key in _LABEL_KEYS:
+        _need(panel.get(key) is None or (isinstance(panel[key], str) and panel[key].strip() != ""),
+              k(f"{where}.{key}"), panel.get(key), "a label for the legend (text)")
+    _need(panel.get("ylim") is None or (isinstance(panel["ylim"], list) and len(panel["ylim"]) == 2
+                                       and all(isinstance(v, (int, float)) for v in panel["ylim"])
+                                       and panel["ylim"][0] < panel["ylim"][1]),
+          k(f"{where}.ylim"), panel.get("ylim"), "[low, high] with low < high")
+    if convergence:
+        for key in panel:
+            _need(key in _CONVERGENCE_KEYS, k(f"{where}.{key}"), panel[key], f"a key of a convergence panel: {list(_CONVERGENCE_KEYS)}")
+        slopes = panel.get("slopes", [])
+        _need(isinstance(slopes, list) and all(isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0
+                                               for v in slopes),
+              k(f"{where}.slopes"), slopes, "a list of reference orders > 0, e.g. [1] or [0.5, 1]")
+    else:
+        _need("slopes" not in panel, k(f"{where}.slopes"), panel.get("slopes"), "a key of convergence panels only")
+    if panel["quantity"] == "density":
+        for key in _DENSITY_KEYS:
+            _need(key in panel, k(f"{where}.{key}"), None, "a value (density panels need "
+                  f"{list(_DENSITY_KEYS)}; the runs need plan.snapshots with that time)")
 
 
 def discover(directory, only: list[str] | None = None) -> list[Experiment]:
@@ -219,15 +267,21 @@ def discover(directory, only: list[str] | None = None) -> list[Experiment]:
 class FigureOutcome:
     experiment: Experiment
     fidelity: str
-    table: list[dict]
+    table: list[dict]            # one row per ensemble run
     checks: list[CheckResult]
     files: dict[str, Path]
+    convergence: list[dict] = dataclasses.field(default_factory=list)   # one row per study and step size
 
 
 TABLE_COLUMNS = ["run", "label", "integrator", "dt", "dt_source", "paths", "T", "mean_T", "sem_T",
                  "exact_T", "ratio_T", "max_abs_error", "t_max_abs_error", "window_mean", "window_se", "window_se_exact",
                  "max_rel_mc_error", "nonfinite_paths", "solver_per_step", "wall_time_s", "cached", "stale"]
 
+
+# A convergence study's rows: one per step size, its fitted order on each.
+STUDY_COLUMNS = ["run", "label", "integrator", "dt_source", "error_kind", "reference", "observable", "paths", "T",
+                 "dt", "error", "se", "resolvable", "local_slope", "order", "order_ci_low", "order_ci_high",
+                 "nonfinite_paths", "wall_time_s", "cached", "stale"]
 
 ORACLES = ("linear_moments",)
 
@@ -273,6 +327,27 @@ def _table_row(exp: Experiment, spec: RunSpec, cfg, result: RunResult, s: Series
     return {c: row.get(c, "") for c in TABLE_COLUMNS}
 
 
+def _study_rows(spec: RunSpec, cfg, result: ConvergenceRun) -> list[dict]:
+    r, a = result.result, result.attrs
+    run = {"run": spec.id, "label": spec.label, "integrator": cfg.integrator.name, "dt_source": spec.dt_source,
+           "error_kind": r.error_kind, "reference": r.reference, "observable": a["observable"], "paths": r.paths,
+           "T": float(a["T"]), "order": float(r.order), "order_ci_low": float(r.order_ci[0]),
+           "order_ci_high": float(r.order_ci[1]), "wall_time_s": float(a.get("wall_time_s", math.nan)),
+           "cached": result.cached, "stale": result.stale}
+    return [run | {"dt": float(dt), "error": float(e), "se": float(se), "resolvable": bool(ok),
+                   "local_slope": float(slope), "nonfinite_paths": int(bad)}
+            for dt, e, se, ok, slope, bad in zip(r.dts, r.error, r.se, r.resolvable, r.local_slopes, r.nonfinite)]
+
+
+def _describe(cfg) -> str:
+    """The log line of a run: what it computes."""
+    plan = cfg.plan
+    if plan.get("kind") == "convergence":
+        return (f"{cfg.integrator.name} {plan.error} convergence, dts={list(plan.dts)} paths={plan.paths} "
+                f"T={plan.T}")
+    return f"{cfg.integrator.name} dt={plan.dt} paths={plan.paths} T={plan.T}"
+
+
 def compose_runs(exp: Experiment, fidelity: str, runs_root: str | None = None, cache: str | None = None) -> dict:
     """Every run's validated config: a bad override is refused here, before any compute."""
     return {run_id: compose(exp.overrides(run_id, fidelity, runs_root, cache)) for run_id in exp.runs}
@@ -285,24 +360,27 @@ def make_figure(exp: Experiment, fidelity: str, output_dir, runs_root: str | Non
     configs = compose_runs(exp, fidelity, runs_root, cache)
     results, data = {}, {}
     for n, (run_id, cfg) in enumerate(configs.items(), 1):
-        log(f"[{exp.figure} {n}/{len(configs)}] {run_id}: {cfg.integrator.name} dt={cfg.plan.dt} "
-            f"paths={cfg.plan.paths} T={cfg.plan.T}")
+        log(f"[{exp.figure} {n}/{len(configs)}] {run_id}: {_describe(cfg)}")
         r = results[run_id] = run(cfg)
-        data[run_id] = _run_data(r, cfg, exp.observable, exp.oracle)
+        data[run_id] = (StudyData(r.result, r.attrs["observable"], float(r.attrs["T"])) if isinstance(r, ConvergenceRun)
+                        else _run_data(r, cfg, exp.observable, exp.oracle))
         seconds = r.ensemble.attrs.get("wall_time_s", math.nan)
         stale = " by other numerics code: --cache refresh_stale recomputes it" if r.stale else ""
         log(f"    cached (computed in {seconds:.1f} s{stale}): {r.run_dir}" if r.cached
             else f"    ran in {seconds:.1f} s: {r.run_dir}")
 
-    table = [_table_row(exp, exp.runs[i], configs[i], results[i], data[i].curve(None)) for i in exp.runs]
+    table = [_table_row(exp, exp.runs[i], configs[i], results[i], data[i].curve(None))
+             for i in exp.runs if i not in exp.studies]
+    studies = [row for i in exp.runs if i in exp.studies for row in _study_rows(exp.runs[i], configs[i], results[i])]
+    per_run = {row["run"]: row for row in table + studies}     # a row of each run: its label, paths and T
     verdicts = [checks_mod.evaluate(spec, spec["run"], data[spec["run"]], data) for spec in exp.checks]
 
     out = Path(output_dir) / exp.paper
     out.mkdir(parents=True, exist_ok=True)
     files = {"png": out / f"{exp.figure}.png", "csv": out / f"{exp.figure}.csv", "md": out / f"{exp.figure}.md",
              "checks": out / f"{exp.figure}_checks.md", "json": out / f"{exp.figure}.json"}
-    plots.draw(exp, data, table, fidelity, files["png"])
-    _write_table(exp, fidelity, table, files)
+    plots.draw(exp, data, [per_run[i] for i in exp.runs], fidelity, files["png"])
+    _write_table(exp, fidelity, table, files, studies)
     _write_checks(exp, fidelity, verdicts, files["checks"])
     record = {"paper": exp.paper, "figure": exp.figure, "title": exp.title, "paper_name": exp.paper_name,
               "name": exp.name, "label": exp.label, "heading": exp.heading, "diagnostic": exp.diagnostic,
@@ -311,10 +389,10 @@ def make_figure(exp: Experiment, fidelity: str, output_dir, runs_root: str | Non
               "fidelity_overrides": {name: {"overrides": list(p["overrides"]),
                                             "runs": {r: list(v) for r, v in p["runs"].items()}}
                                      for name, p in exp.fidelity.items()},
-              "table": table, "checks": [v.as_dict() for v in verdicts],
+              "table": table, "convergence": studies, "checks": [v.as_dict() for v in verdicts],
               "files": {k: p.name for k, p in files.items()}, "sgi_run_version": __version__}
     files["json"].write_text(json.dumps(record, indent=1, default=_json_default) + "\n")
-    return FigureOutcome(exp, fidelity, table, verdicts, files)
+    return FigureOutcome(exp, fidelity, table, verdicts, files, studies)
 
 
 def _json_default(x):
@@ -349,23 +427,60 @@ def md_cells(row: dict) -> list[str]:
             f"{row['wall_time_s']:.0f}" + (" (cached, other code)" if row.get("stale") else " (cached)" if row["cached"] else "")]
 
 
-def _write_table(exp: Experiment, fidelity: str, table: list[dict], files: dict) -> None:
+STUDY_MD_HEADER = ["run", "error of", "Δt", "error ± SE", "local slope", "fitted order [95% CI]", "paths", "T",
+                   "non-finite paths", "wall s"]
+
+
+def study_md_rows(rows: list[dict]) -> list[list[str]]:
+    """Convergence-study rows as text cells (the .md file and the gallery): the run, what its error is,
+    its fitted order and counts on its first step size's row only."""
+    cells, seen = [], set()
+    for row in rows:
+        first = row["run"] not in seen
+        seen.add(row["run"])
+        kind = "strong, RMS of the state" if row["error_kind"] == "strong" else f"weak, E({row['observable']})"
+        low, high = row["order_ci_low"], row["order_ci_high"]
+        order = ("none (< 2 errors resolvable)" if not math.isfinite(row["order"]) else f"{row['order']:.3f}"
+                 + (f" [{low:.3f}, {high:.3f}]" if math.isfinite(low) and math.isfinite(high) else ""))
+        wall = f"{row['wall_time_s']:.0f}" + (" (cached, other code)" if row.get("stale") else " (cached)" if row["cached"] else "")
+        run = [row["label"], f"{kind} ({row['reference']} reference)"]
+        cells.append((run if first else ["", ""])
+                     + [f"{row['dt']:g}" + (f" ({row['dt_source']})" if first else ""),
+                        f"{fmt(row['error'])} ± {fmt(row['se'], 2)}" + ("" if row["resolvable"] else " (not resolvable)"),
+                        "–" if not math.isfinite(row["local_slope"]) else f"{row['local_slope']:.3f}"]
+                     + ([order, fmt(row["paths"]), fmt(row["T"])] if first else ["", "", ""])
+                     + [fmt(row["nonfinite_paths"]), wall if first else ""])
+    return cells
+
+
+def _markdown(header: list[str], cells: list[list[str]]) -> list[str]:
+    return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)] + ["| " + " | ".join(c) + " |" for c in cells]
+
+
+def _write_table(exp: Experiment, fidelity: str, table: list[dict], files: dict, studies: list[dict] = ()) -> None:
+    columns = list(dict.fromkeys((TABLE_COLUMNS if table else []) + (STUDY_COLUMNS if studies else [])))
     with open(files["csv"], "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=TABLE_COLUMNS)
+        w = csv.DictWriter(f, fieldnames=columns, restval="")
         w.writeheader()
-        w.writerows(table)
+        w.writerows([*table, *studies])
     from sgi_run.figures.plots import horizon_text
 
-    lines = [f"# {exp.heading}", "",
-             f"Fidelity: {fidelity}. Observable {exp.observable}; E(T) at the final time "
-             f"{horizon_text(table) if table else 'T'}; "
-             "SE = Monte Carlo standard error."
-             + (f" Window mean: the time average of E over [{exp.window[0]:g}, {exp.window[1]:g}]; its SE is"
-                " exact (from every path's time average, plan.time_average) where the run has them, else"
-                " '≤' the average single-time SE (an upper bound)." if exp.window else ""), "",
-             "| " + " | ".join(MD_HEADER) + " |", "|" + "---|" * len(MD_HEADER)]
-    lines += ["| " + " | ".join(md_cells(r)) + " |" for r in table]
-    files["md"].write_text("\n".join(lines) + "\n")
+    lines, said = [f"# {exp.heading}", ""], f"Fidelity: {fidelity}. "
+    if table:
+        window = (f" Window mean: the time average of E over [{exp.window[0]:g}, {exp.window[1]:g}]; its SE is"
+                  " exact (from every path's time average, plan.time_average) where the run has them, else"
+                  " '≤' the average single-time SE (an upper bound)." if exp.window else "")
+        lines += [f"{said}Observable {exp.observable}; E(T) at the final time {horizon_text(table)}; "
+                  f"SE = Monte Carlo standard error.{window}", "", *_markdown(MD_HEADER, [md_cells(r) for r in table]), ""]
+        said = ""
+    if studies:
+        lines += [f"{said}Convergence studies (plan=convergence): the error at T against the step size Δt (strong: "
+                  "the RMS distance of the state to the reference path; weak: the error of the mean), ± its Monte "
+                  "Carlo standard error (SE). An error within 2 SE of zero is not resolvable and not fitted; the local "
+                  "slope is between a step size and the next coarser one; the fitted order is the least-squares slope "
+                  "of log |error| over the resolvable step sizes, with its 95% path-bootstrap interval.", "",
+                  *_markdown(STUDY_MD_HEADER, study_md_rows(studies)), ""]
+    files["md"].write_text("\n".join(lines))
 
 
 def _write_checks(exp: Experiment, fidelity: str, verdicts: list[CheckResult], path: Path) -> None:

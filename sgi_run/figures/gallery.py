@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 
 from sgi_run.figures.results import CheckResult
-from sgi_run.figures.experiment import MD_HEADER, md_cells
+from sgi_run.figures.experiment import MD_HEADER, STUDY_MD_HEADER, md_cells, study_md_rows
 
 _STYLE = """
 body { font-family: sans-serif; margin: 2em; max-width: 1400px; color: #222; }
@@ -64,16 +64,24 @@ def heading(r: dict) -> tuple[str, str]:
     return label, r.get("heading") or f"{label}: {r['title']}"
 
 
+def _table_html(header: list[str], cells: list[list[str]]) -> str:
+    if not cells:
+        return ""
+    e = html.escape
+    rows = "".join("<tr>" + "".join(f"<td>{e(c)}</td>" for c in row) + "</tr>" for row in cells)
+    return "<table><tr>" + "".join(f"<th>{e(h)}</th>" for h in header) + f"</tr>{rows}</table>"
+
+
 def _figure_html(r: dict) -> str:
     e = html.escape
-    rows = "".join("<tr>" + "".join(f"<td>{e(c)}</td>" for c in md_cells(row)) + "</tr>" for row in r["table"])
-    header = "".join(f"<th>{e(h)}</th>" for h in MD_HEADER)
+    studies = r.get("convergence", [])     # records written before convergence studies have none
+    tables = _table_html(MD_HEADER, [md_cells(row) for row in r["table"]]) + _table_html(STUDY_MD_HEADER, study_md_rows(studies))
     checks = "".join(
         f'<li><span class="{c["verdict"]}">{c["verdict"]}</span> {e(c["id"])} [{e(c["run"])}]: '
         f"{e(CheckResult(**c).measured())}<br><small>{e(c['criterion'])}</small></li>" for c in r["checks"])
     counts = {v: sum(c["verdict"] == v for c in r["checks"]) for v in ("PASS", "FAIL", "SKIP")}
     summary = ", ".join(f'<span class="{v}">{n} {v}</span>' for v, n in counts.items() if n)
-    runs = "; ".join(row["label"] for row in r["table"])
+    runs = "; ".join(dict.fromkeys(row["label"] for row in r["table"] + studies))
     note = f"<p>{e(r['note'])}</p>" if r.get("note") else ""
     label, title = heading(r)
     caption = "Caption (not a figure of the paper)" if r.get("diagnostic") else "Paper caption"
@@ -86,7 +94,7 @@ def _figure_html(r: dict) -> str:
   <div class="caption"><p><b>{caption}</b> ({e(r.get('source', ''))}):</p><p>{e(r['caption'])}</p>
   <p><b>Runs drawn here:</b> {e(runs)}.</p>{note}</div>
 </div>
-<table><tr>{header}</tr>{rows}</table>
+{tables}
 <p>Checks: {summary}</p>
 <ul class="checks">{checks}</ul>
 </section>"""

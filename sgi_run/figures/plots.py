@@ -1,8 +1,11 @@
 """Drawing a figure from its experiment's ``panels`` and the runs' data (matplotlib, Agg).
 
-Panel quantities: ``mean`` (E(observable)(t) with ±2 SE bands), ``error`` (E - exact) and
+Panel quantities: ``mean`` (E(observable)(t) with ±2 SE bands), ``error`` (E - exact),
 ``density`` (the normalised histogram of one state coordinate at a snapshot time, with the exact
-density the panel names). Optional panel keys: ``observable`` (default: the experiment's),
+density the panel names) and ``convergence`` (convergence studies, runs with ``plan=convergence``:
+log-log |error| against dt with ±2 SE error bars, open markers where the error is not resolvable
+above the Monte Carlo noise, the fitted order [95% CI] in each legend label, and reference slopes
+``slopes: [1]`` or ``[0.5, 1]``). Optional panel keys: ``observable`` (default: the experiment's),
 ``reference`` (a horizontal line at a system reference value, e.g. ``ergodic_energy``), ``xlim``,
 ``ylim``, ``yscale``, ``ylabel``, ``exact`` (draw the exact mean), ``colours: by_position`` (the
 n-th curve of every such panel has the same colour, e.g. one curve per friction value per method),
@@ -30,10 +33,10 @@ import matplotlib
 matplotlib.use("Agg")   # files only; never a window (tests and headless machines)
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
-from matplotlib.ticker import (FormatStrFormatter, LogLocator, MaxNLocator, NullFormatter,  # noqa: E402
-                               NullLocator, SymmetricalLogLocator)
+from matplotlib.ticker import (FixedFormatter, FixedLocator, FormatStrFormatter, LogLocator,  # noqa: E402
+                               MaxNLocator, NullFormatter, NullLocator, SymmetricalLogLocator)
 
-from sgi_run.figures.results import RunData  # noqa: E402
+from sgi_run.figures.results import RunData, StudyData  # noqa: E402
 from sgi_run.figures.statistics import histogram_density  # noqa: E402
 
 BAND_SE = 2          # shaded band: ±2 Monte Carlo standard errors
@@ -42,6 +45,7 @@ LEGEND_FONT = 7.5
 LEGEND_WRAP = 40     # characters per legend line
 FOOTER_WRAP = 170    # characters per footer line (at the narrowest figure)
 DPI = 130            # drawn and measured at the resolution it is saved at (text extents depend on it)
+PANEL_HEIGHTS = {"error": 1.4, "convergence": 3.4}   # inches of data area; other panels 2.4
 
 # --- readable names ------------------------------------------------------------------------------------
 # How an observable reads inside E(.) and <.>: (factor, quantity); "two_H" is 2 H, so E(two_H) = 2 E(H).
@@ -122,10 +126,13 @@ def _exceptions(others: list[tuple[str, list[str]]]) -> str:
     return "" if not others else ", except " + ", ".join(f"{v} ({' / '.join(labels)})" for v, labels in others)
 
 
-def footer_text(table: list[dict], fidelity: str, bands: int) -> str:
+def footer_text(table: list[dict], fidelity: str, bands: int, bars: int = 0) -> str:
     parts = [f"{fidelity} fidelity", horizon_text(table), paths_text(table)]
     if bands:
         parts.append(f"shaded: ±{BAND_SE} SE bands (Monte Carlo standard error)")
+    if bars:
+        parts.append(f"error bars: ±{BAND_SE} SE (Monte Carlo standard error); order: least-squares slope of "
+                     f"log |error| over the resolvable step sizes [95% path-bootstrap interval]")
     return "; ".join(parts)
 
 
@@ -292,6 +299,85 @@ def _density_panel(ax, exp, panel: dict, data: dict[str, RunData], colours: dict
     return 0
 
 
+MARKERS = "os^Dv<>PX*"   # one per curve of a convergence panel: curves that coincide stay visible
+
+
+def order_label(label: str, study) -> str:
+    """A study's legend text: "Heun: order 1.08 [1.07, 1.09]" (95% bootstrap interval), or why no
+    order was fitted."""
+    r = study.result
+    if not math.isfinite(r.order):
+        return f"{label}: no order (< 2 errors resolvable)"
+    ci = f" [{r.order_ci[0]:.2f}, {r.order_ci[1]:.2f}]" if all(math.isfinite(c) for c in r.order_ci) else ""
+    return f"{label}: order {r.order:.2f}{ci}"
+
+
+def superscript(x: float) -> str:
+    """A number as superscript characters: 1 -> "¹", 0.5 -> "⁰·⁵"."""
+    return f"{x:g}".translate(str.maketrans("0123456789.-", "⁰¹²³⁴⁵⁶⁷⁸⁹·⁻"))
+
+
+def _dt_tick(dt: float) -> str:
+    """A step size as a tick label: 2^-k where it is one (mathtext), else the number."""
+    k = math.log2(dt)
+    return "1" if k == 0 else rf"$2^{{{k:g}}}$" if k.is_integer() else f"{dt:g}"
+
+
+def error_label(studies: list[StudyData]) -> str:
+    """The y label of a convergence panel from what its studies measure."""
+    kinds = {s.result.error_kind for s in studies}
+    horizon = {f"{s.T:g}" for s in studies}
+    at = f" at T = {horizon.pop()}" if len(horizon) == 1 else " at T"
+    if kinds == {"strong"}:
+        return f"RMS error of the state{at}"
+    observables = {s.observable for s in studies}
+    if kinds == {"weak"} and len(observables) == 1:
+        return f"|error of {mean_text(observables.pop())}|{at}"
+    return f"|error|{at}"
+
+
+def _convergence_panel(ax, exp, panel: dict, data: dict, colours: dict) -> int:
+    """Log-log |error| against dt of each study, ±2 SE error bars, a line through the resolvable points
+    and open markers where |error| <= 2 SE (left out of the fit), the fitted order in each label and
+    the panel's reference slopes. Returns how many studies it drew error bars for."""
+    studies = [data[run_id] for run_id in panel["runs"]]
+    unresolved = False
+    for n, (run_id, study) in enumerate(zip(panel["runs"], studies)):
+        r, colour, marker = study.result, colours[run_id], MARKERS[n % len(MARKERS)]
+        err = np.abs(np.asarray(r.error, float))
+        shown = np.isfinite(err) & (err > 0)           # a log axis has no place for 0 or NaN
+        dts, err, se, resolved = r.dts[shown], err[shown], np.asarray(r.se, float)[shown], np.asarray(r.resolvable)[shown]
+        # A bar reaching zero cannot be drawn on a log axis: an unresolvable point's bar stops a decade
+        # below it (its open marker says the interval holds zero).
+        lower = np.minimum(BAND_SE * se, 0.9 * err)
+        ax.errorbar(dts, err, yerr=[lower, BAND_SE * se], fmt="none", ecolor=colour, elinewidth=0.9, capsize=2.5)
+        # The line joins the points the order is fitted on; a point within the noise stands alone.
+        ax.plot(dts[resolved], err[resolved], "-", color=colour, lw=1.1, marker=marker, ms=5,
+                label=order_label(exp.runs[run_id].label, study))
+        if (~resolved).any():
+            unresolved = True
+            ax.plot(dts[~resolved], err[~resolved], marker, color=colour, mfc="white", ms=5, ls="none", zorder=3)
+    every_dt = np.unique(np.concatenate([s.result.dts for s in studies]))
+    # Reference slopes start below every curve's coarsest error, so that they read as slopes, not as data.
+    coarsest = [abs(s.result.error[0]) for s in studies if np.isfinite(s.result.error[0]) and s.result.error[0] != 0]
+    x = np.array([every_dt.min(), every_dt.max()])
+    for slope, style in zip(panel.get("slopes", []) if coarsest else [], ("--", ":", "-.", (0, (5, 1, 1, 1)))):
+        ax.plot(x, 0.5 * min(coarsest) * (x / x[1]) ** slope, color="k", ls=style, lw=1,
+                label=f"reference slope {slope:g} (∝ Δt{superscript(slope)})")
+    if unresolved:
+        ax.plot([], [], "o", color="0.4", mfc="white", ls="none", label=f"open: |error| ≤ {BAND_SE} SE (not fitted)")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.xaxis.set_major_locator(FixedLocator(every_dt))
+    ax.xaxis.set_major_formatter(FixedFormatter([_dt_tick(d) for d in every_dt]))
+    ax.xaxis.set_minor_locator(NullLocator())
+    if panel.get("ylim"):
+        ax.set_ylim(*panel["ylim"])
+    ax.set_xlabel("Δt")
+    ax.set_ylabel(panel.get("ylabel", error_label(studies)))
+    return len(studies)
+
+
 # --- the figure ----------------------------------------------------------------------------------------
 def wrap_label(label: str, width: int = LEGEND_WRAP) -> str:
     """A legend label on lines of at most ``width`` characters, broken preferably before a
@@ -336,21 +422,24 @@ def run_colours(exp) -> dict:
 def figure(exp, data: dict[str, RunData], table: list[dict], fidelity: str):
     """The figure (one panel per entry of ``exp.panels``, stacked) as a matplotlib Figure."""
     colours = run_colours(exp)
-    base = [1.4 if p["quantity"] == "error" else 2.4 for p in exp.panels]
+    base = [PANEL_HEIGHTS.get(p["quantity"], 2.4) for p in exp.panels]
     fig, axes = plt.subplots(len(exp.panels), 1, figsize=(AXES_WIDTH + 4, sum(base) + 1.5), dpi=DPI,
                              gridspec_kw={"height_ratios": base}, squeeze=False)
-    bands = 0
+    bands = bars = 0
     for ax, panel in zip(axes[:, 0], exp.panels):
         by_position = {run_id: f"C{i % 10}" for i, run_id in enumerate(panel["runs"])}
         panel_colours = by_position if panel.get("colours") == "by_position" else colours
-        draw_panel = _density_panel if panel["quantity"] == "density" else _time_panel
-        bands += draw_panel(ax, exp, panel, data, panel_colours)
+        if panel["quantity"] == "convergence":
+            bars += _convergence_panel(ax, exp, panel, data, panel_colours)
+        else:
+            draw_panel = _density_panel if panel["quantity"] == "density" else _time_panel
+            bands += draw_panel(ax, exp, panel, data, panel_colours)
         if panel.get("title"):
             ax.set_title(panel["title"], fontsize=9)
         ax.grid(alpha=0.3)
         _legend(ax)
     fig.suptitle("\n".join(textwrap.wrap(exp.heading, 95)), fontsize=10.5)
-    footer = footer_text(table, fidelity, bands)
+    footer = footer_text(table, fidelity, bands, bars)
 
     # Size: the data area keeps its width and each panel is at least as tall as its legend.
     renderer = fig.canvas.get_renderer()

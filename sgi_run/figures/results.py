@@ -1,15 +1,18 @@
-"""Result types of the acceptance checks: one run's curves (``Series``, ``RunData``), the accepted
-interval (``Band``), what a check kind measures (``Measurement``) and the verdict (``CheckResult``:
-PASS, FAIL or SKIP)."""
+"""Result types of the acceptance checks: one run's curves (``Series``, ``RunData``), one convergence
+study's errors (``StudyData``), the accepted interval (``Band``), what a check kind measures
+(``Measurement``) and the verdict (``CheckResult``: PASS, FAIL or SKIP)."""
 from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Callable, Mapping
+from typing import TYPE_CHECKING, Callable, Mapping
 
 import numpy as np
 
 from sgi_run.core.errors import ConfigError
+
+if TYPE_CHECKING:
+    from sgi_run.engine.convergence import ConvergenceResult
 
 PASS, FAIL, SKIP = "PASS", "FAIL", "SKIP"
 
@@ -95,6 +98,19 @@ class RunData:
 
 def as_run_data(x) -> RunData:
     return x if isinstance(x, RunData) else RunData({"": x}, "")
+
+
+@dataclasses.dataclass(frozen=True)
+class StudyData:
+    """One convergence study (a run with ``plan=convergence``): its errors against the step size, their
+    Monte Carlo SEs and the fitted order (``result``), and what the errors are of."""
+    result: ConvergenceResult
+    observable: str = "state"    # a weak study's observable; "state" for a strong one
+    T: float = math.nan          # the time the errors are measured at
+
+    @property
+    def paths(self) -> int:
+        return self.result.paths
 
 
 @dataclasses.dataclass(frozen=True)

@@ -350,3 +350,89 @@ def test_window_difference_pairs_runs_that_share_random_numbers():
     assert order.se == pytest.approx((c - a).std(ddof=1) / 20)            # P - Q, paired
     lonely = evaluate(spec, "a", run_data({"H": _with_path_averages(a.mean(), a[:300])}), runs)
     assert "paired" not in lonely.detail        # different path counts: no pairs
+
+
+# --- convergence studies (plan=convergence) ---------------------------------------------------------
+DTS = np.array([0.5, 0.25, 0.125, 0.0625])
+
+
+def study(error, se=1e-4, order=2.0, ci=(1.9, 2.1), note="", kind="weak"):
+    from sgi_run.engine.convergence import ConvergenceResult
+    error = np.asarray(error, float)
+    se = np.full_like(error, se) if np.isscalar(se) else np.asarray(se, float)
+    return ConvergenceResult(kind, "exact", "independent", DTS, error, se, np.abs(error) > 2 * se, order, ci,
+                             np.zeros(len(DTS), int), 1000, note)
+
+
+WEAK = [-1.2e-2, -2.8e-3, -6.5e-4, -1.6e-4]     # SRKw2 on Kubo, spec 000 section 2.10
+
+
+def test_fitted_order_pass_and_fail_with_its_se_from_the_bootstrap_interval():
+    ok = check("fitted_order", study(WEAK, order=2.1, ci=(1.9, 2.3)), min=1.6, max=2.6)
+    assert ok.verdict == PASS and ok.value == pytest.approx(2.1) and ok.t is None
+    assert ok.se == pytest.approx(0.4 / (2 * 1.959964), rel=1e-6)
+    assert ok.margin_se == pytest.approx(0.5 / ok.se)
+    assert "95% CI [1.900, 2.300] (path bootstrap)" in ok.detail and "dt = 0.5, 0.25, 0.125" in ok.detail
+    low = check("fitted_order", study(WEAK, order=1.02, ci=(0.98, 1.06)), min=1.6, max=2.6)
+    assert low.verdict == FAIL and low.margin_se < -10
+    assert check("fitted_order", study(WEAK, order=1.3, ci=(1.0, 1.6)), min=1.6, tolerance_se=2).verdict == PASS
+
+
+def test_fitted_order_without_a_fitted_order_is_skipped_with_the_studys_reason():
+    note = "errors not resolvable above Monte Carlo noise (|error| <= 2 SE at dt = 0.125, 0.0625): no order fitted"
+    result = check("fitted_order", study(WEAK, se=1e-2, order=math.nan, ci=(math.nan, math.nan), note=note), min=1.6)
+    assert result.verdict == SKIP and result.detail == note and result.line().startswith("SKIP  c [run]: errors not")
+    no_ci = check("fitted_order", study(WEAK, order=2.0, ci=(math.nan, math.nan)), min=1.6, max=2.6)
+    assert no_ci.verdict == PASS and no_ci.se is None and "no bootstrap interval" in no_ci.detail
+
+
+def test_error_at_one_step_size_with_its_se():
+    ok = check("error_at", study(WEAK, se=[3e-4] * 4), dt=0.25, min=-3.8e-3, max=-1.8e-3)
+    assert ok.verdict == PASS and ok.value == pytest.approx(-2.8e-3) and ok.se == pytest.approx(3e-4)
+    assert ok.margin_se == pytest.approx(1e-3 / 3e-4) and "at dt=0.25; |error| = 9.3 SE" in ok.detail
+    assert check("error_at", study(WEAK), dt=0.25, min=-2.775e-3, max=-2.765e-3).verdict == FAIL
+    assert check("error_at", study(WEAK), dt=0.25, min=-2.775e-3, max=-2.765e-3, tolerance_se=0.5).verdict == PASS
+    absolute = check("error_at", study(WEAK), dt=0.0625, max=2e-4, absolute=True)
+    assert absolute.verdict == PASS and absolute.value == pytest.approx(1.6e-4) and "not resolvable" in absolute.detail
+
+
+def test_error_at_a_step_size_the_study_has_not_is_skipped():
+    result = check("error_at", study(WEAK), dt=0.0078125, min=0, max=1)
+    assert result.verdict == SKIP
+    assert result.detail == "dt=0.0078125 is not a step size of this study (dts: 0.5, 0.25, 0.125, 0.0625)"
+
+
+def test_errors_decrease_tolerates_noise_but_not_a_real_rise():
+    strong = [4.0e-2, 1.8e-2, 8.5e-3, 4.1e-3]
+    assert check("errors_decrease", study(strong, kind="strong"), k=2).verdict == PASS
+    noisy = [1.2e-2, 2.8e-3, 6.5e-4, 8.0e-4]     # a rise of 1.1 SE at the unresolvable fine end
+    assert check("errors_decrease", study(noisy), k=2).verdict == PASS
+    rising = check("errors_decrease", study([1.2e-2, 2.8e-3, 3.5e-3, 1e-4]), k=2)
+    assert rising.verdict == FAIL and rising.value == pytest.approx(7e-4 / math.hypot(1e-4, 1e-4))
+    assert "|error|(dt=0.125) - |error|(dt=0.25)" in rising.detail
+
+
+def test_study_kinds_judge_studies_and_the_others_mean_curves():
+    from sgi_run.figures.results import StudyData
+    spec = {"id": "c", "kind": "fitted_order", "min": 1.6}
+    assert evaluate(spec, "srkw2", StudyData(study(WEAK), "H", 2.0)).verdict == PASS
+    with pytest.raises(ConfigError, match=r"^checks.kind='fitted_order' is not allowed: a check kind for an ensemble run "
+                                          r"\(run mid is not a convergence study\): \['abs_ratio_at'"):
+        evaluate(spec, "mid", series(EXACT))
+    with pytest.raises(ConfigError, match=r"a check kind for a convergence study \(run srkw2 is one: plan=convergence\): "
+                                          r"\['error_at', 'errors_decrease', 'fitted_order'\]"):
+        evaluate({"id": "c", "kind": "ratio_at", "min": 1}, "srkw2", StudyData(study(WEAK)))
+
+
+@pytest.mark.parametrize("spec, key", [
+    ({"id": "c", "kind": "fitted_order", "observable": "H"}, "test.observable"),
+    ({"id": "c", "kind": "fitted_order", "at": 1}, "test.at"),
+    ({"id": "c", "kind": "error_at", "min": 0}, "test.dt"),
+    ({"id": "c", "kind": "error_at", "dt": "1/128"}, "test.dt"),
+    ({"id": "c", "kind": "fitted_order", "min": "1.6"}, "test.min"),
+    ({"id": "c", "kind": "error_at", "dt": 0.25, "absolute": "yes"}, "test.absolute"),
+])
+def test_bad_study_check_specs_are_refused_in_one_line(spec, key):
+    with pytest.raises(ConfigError) as err:
+        validate(spec, "test")
+    assert str(err.value).startswith(f"{key}=") and "\n" not in str(err.value)

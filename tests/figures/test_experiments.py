@@ -104,3 +104,60 @@ def test_a_diagnostic_must_say_it_is_not_a_figure(tmp_path, name):
     path = _variant(tmp_path, edit, "bou_rabee_owhadi/svia_diagnostics.yaml", "svia_diagnostics.yaml")
     with pytest.raises(ConfigError, match=r"^svia_diagnostics.yaml:name="):
         load(path)
+
+
+# --- convergence studies (runs with plan=convergence) -------------------------------------------------
+ORDERS = "kraus_tyranowski_2021/order_verification.yaml"
+
+
+def _with_ensemble_run(spec):
+    spec["runs"]["ens"] = {"overrides": ["integrator=midpoint", "plan=default"], "label": "midpoint", "dt_source": "spec choice"}
+
+
+@pytest.mark.parametrize("edit, key", [
+    (lambda s: [_with_ensemble_run(s), s["panels"][0]["runs"].append("ens")], "panels[0].runs"),
+    (lambda s: s["panels"].append({"quantity": "mean", "runs": ["heun"]}), "panels[2].runs"),
+    (lambda s: s["panels"][0].update(slopes=[-1]), "panels[0].slopes"),
+    (lambda s: s["panels"][0].update(slopes=1), "panels[0].slopes"),
+    (lambda s: s["panels"][0].update(exact=True), "panels[0].exact"),
+    (lambda s: s["panels"][0].update(runs=[]), "panels[0].runs"),
+    (lambda s: [_with_ensemble_run(s), s["panels"].append({"quantity": "mean", "runs": ["ens"], "slopes": [1]})],
+     "panels[2].slopes"),
+    (lambda s: [_with_ensemble_run(s), s["checks"][0].update(runs=["ens"])], "checks[0].kind"),
+    (lambda s: s["checks"].append({"id": "x", "kind": "ratio_at", "run": "heun", "min": 1}), "checks[10].kind"),
+    (lambda s: s["checks"][0].update(observable="H"), "checks[0].observable"),
+    (lambda s: s["checks"][2].update(dt="2^-7"), "checks[2].dt"),
+    (lambda s: s["fidelity"]["smoke"]["runs"].update(heun=["plan=default"]), "runs.heun.overrides"),
+])
+def test_bad_convergence_panels_and_checks_are_refused_in_one_line(tmp_path, edit, key):
+    with pytest.raises(ConfigError) as err:
+        load(_variant(tmp_path, edit, ORDERS, "order_verification.yaml"))
+    assert str(err.value).startswith(f"order_verification.yaml:{key}=") and "\n" not in str(err.value)
+
+
+def test_the_order_verification_tables_every_study_per_step_size(runs_root, tmp_path):
+    """Re-uses the smoke runs above (the run cache); tables per run and step size: dt, error, SE,
+    local slope, order and CI, in the .csv, the .md, the record and the gallery."""
+    import csv
+    import json
+
+    from sgi_run.figures import gallery
+    exp = load(EXPERIMENTS / ORDERS)
+    assert exp.studies == set(exp.runs) and exp.diagnostic
+    outcome = make_figure(exp, "smoke", tmp_path, runs_root, log=lambda line: None)
+    rows = list(csv.DictReader(open(outcome.files["csv"])))
+    assert [(r["run"], float(r["dt"])) for r in rows[:3]] == [("heun", 0.0625), ("heun", 0.03125), ("heun", 0.015625)]
+    assert len(rows) == 6 * 3 + 2 * 2 and outcome.table == []
+    for row in rows:
+        assert {"error", "se", "local_slope", "order", "order_ci_low", "order_ci_high", "resolvable"} <= set(row)
+        assert float(row["se"]) > 0 and row["paths"] in ("200", "20000")
+    heun = [r for r in rows if r["run"] == "heun"]
+    assert heun[0]["local_slope"] == "nan" and 0.9 < float(heun[1]["local_slope"]) < 1.2
+    assert float(heun[0]["order_ci_low"]) < float(heun[0]["order"]) < float(heun[0]["order_ci_high"])
+    md = outcome.files["md"].read_text()
+    assert "| Heun | strong, RMS of the state (exact reference) | 0.0625 (spec choice) | " in md
+    assert "| SRKw2 | weak, E(H) (exact reference) | 1 (project choice) | " in md
+    record = json.loads(outcome.files["json"].read_text())
+    assert record["table"] == [] and [r["dt"] for r in record["convergence"]] == [float(r["dt"]) for r in rows]
+    index = gallery.build(tmp_path).read_text()
+    assert "fitted order [95% CI]" in index and "Runs drawn here:</b> Heun; R2; E1;" in index

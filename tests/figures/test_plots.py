@@ -249,3 +249,63 @@ def test_long_legend_labels_wrap_at_a_parenthesis_or_semicolon():
     assert plots.wrap_label("SVIB, c=10 (diverged at t=1.5; 9999 of 10,000 paths non-finite at T)") == \
         "SVIB, c=10 (diverged at t=1.5;\n  9999 of 10,000 paths non-finite at T)"
     assert plots.wrap_label("DIRK, Δt=0.15") == "DIRK, Δt=0.15"
+
+
+# --- convergence panels (runs with plan=convergence) ------------------------------------------------
+@pytest.fixture(scope="module")
+def tiny_study(tmp_path_factory):
+    """A real convergence study, as small as one goes: Heun on Kubo, 64 paths, two step sizes."""
+    import sgi_run
+    from sgi_run.figures.results import StudyData
+    root = tmp_path_factory.mktemp("runs")
+    r = sgi_run.run(sgi_run.compose(["system=kubo", "integrator=heun", "plan=convergence", "plan.paths=64",
+                                     "plan.dts=[0.25,0.125]", "plan.T=1", f"output_root={root}", "progress=off"]))
+    return StudyData(r.result, r.attrs["observable"], float(r.attrs["T"]))
+
+
+def _unresolved_study():
+    """A weak study whose two finer errors are within 2 SE of zero: no order is fitted."""
+    from sgi_run.engine.convergence import ConvergenceResult
+    from sgi_run.figures.results import StudyData
+    error, se = np.array([-1.2e-2, -3e-4, 2e-4]), np.array([3e-4, 3e-4, 3e-4])
+    result = ConvergenceResult("weak", "exact", "independent", np.array([0.25, 0.125, 0.0625]), error, se,
+                               np.abs(error) > 2 * se, np.nan, (np.nan, np.nan), np.zeros(3, int), 10**6, "")
+    return StudyData(result, "H", 1.0)
+
+
+def test_a_convergence_panel_draws_errors_bars_orders_and_reference_slopes(tiny_study):
+    data = {"heun": tiny_study, "weak": _unresolved_study()}
+    labels = {"heun": "Heun", "weak": "SRKw2"}
+    fig = _figure([{"quantity": "convergence", "runs": ["heun", "weak"], "slopes": [0.5, 1], "title": "orders"}],
+                  data, labels)
+    ax = fig.axes[0]
+    assert ax.get_xscale() == ax.get_yscale() == "log" and ax.get_title() == "orders"
+    r = tiny_study.result
+    legend = [t.get_text().replace("\n  ", " ") for t in ax.get_legend().get_texts()]
+    assert legend[0] == f"Heun: order {r.order:.2f} [{r.order_ci[0]:.2f}, {r.order_ci[1]:.2f}]"
+    assert legend[1:] == ["SRKw2: no order (< 2 errors resolvable)", "reference slope 0.5 (∝ Δt⁰·⁵)",
+                          "reference slope 1 (∝ Δt¹)", "open: |error| ≤ 2 SE (not fitted)"]
+    # ±2 SE error bars around |error| at every step size.
+    heun_bars = ax.containers[0].lines[2][0].get_segments()
+    assert [tuple(s[:, 0]) for s in heun_bars] == [(0.25, 0.25), (0.125, 0.125)]
+    assert [s[1, 1] - s[0, 1] for s in heun_bars] == pytest.approx(list(4 * r.se))
+    # Open markers exactly at the unresolvable points of the second study.
+    open_points = [line for line in ax.get_lines() if line.get_markerfacecolor() == "white" and len(line.get_xdata())]
+    assert len(open_points) == 1 and list(open_points[0].get_xdata()) == [0.125, 0.0625]
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["$2^{-4}$", "$2^{-3}$", "$2^{-2}$"]
+    assert ax.get_ylabel() == "|error| at T = 1"
+    footer = _footer(fig)
+    assert "error bars: ±2 SE (Monte Carlo standard error)" in footer and "shaded" not in footer
+    assert "64 paths each, except 10⁶ (SRKw2)" in footer
+
+
+def test_the_reference_slope_lies_below_every_curve(tiny_study):
+    fig = _figure([{"quantity": "convergence", "runs": ["heun"], "slopes": [1]}], {"heun": tiny_study}, {"heun": "Heun"})
+    ax = fig.axes[0]
+    (slope,) = [line for line in ax.get_lines() if line.get_linestyle() == "--"]
+    x, y = slope.get_data()
+    assert list(x) == [0.125, 0.25] and y[1] / y[0] == pytest.approx(2.0)
+    assert y[1] < abs(tiny_study.result.error[0]) and ax.get_ylabel() == "RMS error of the state at T = 1"
+    fig.canvas.draw()
+    legend, data_area = ax.get_legend().get_window_extent(), ax.get_window_extent()
+    assert legend.x0 >= data_area.x1      # outside the data, as in every panel
