@@ -66,7 +66,7 @@ def _norm(kind: str, tree) -> jax.Array:
     return jnp.sqrt(sum(jnp.sum(x**2) for x in leaves))
 
 
-def _real_coordinates(tree):
+def real_coordinates(tree):
     """(flat real vector, its inverse) of a pytree whose leaves may be complex."""
     as_real = jax.tree.map(lambda x: jnp.stack([x.real, x.imag]) if jnp.iscomplexobj(x) else x, tree)
     flat, unravel_real = ravel_pytree(as_real)
@@ -90,8 +90,8 @@ def newton_solve(residual: Callable, x0, tol: float = DEFAULT_TOL, max_iter: int
                  norm: str = "max", frozen_jacobian: bool = False, on_fail: str = "nan") -> SolveResult:
     """Solve ``residual(x) = 0`` from ``x0`` by Newton (or, ``frozen_jacobian``, the chord method).
     ``iterations`` counts linear solves."""
-    flat0, back = _real_coordinates(x0)
-    r = lambda v: _real_coordinates(residual(back(v)))[0]
+    flat0, back = real_coordinates(x0)
+    r = lambda v: real_coordinates(residual(back(v)))[0]
     small = lambda value, v: _norm(norm, value) <= tol * (1.0 + _norm(norm, v))
     # One forward-mode pass gives both the Jacobian and the residual value.
     jac_and_value = jax.jacfwd(lambda v: (r(v), r(v)), has_aux=True)

@@ -1,0 +1,185 @@
+r"""Lie algebras as small objects: bracket, pairing, coadjoint action, exact exponentials, Casimirs.
+
+Every algebra is defined from one operator, the coadjoint action :math:`\mathrm{ad}^*_\sigma\mu`,
+fixed by :math:`\langle\mathrm{ad}^*_\sigma\mu,\eta\rangle = \langle\mu,[\sigma,\eta]\rangle` for the
+algebra's own pairing (spec 001 section 1.2): the Lie-Poisson drift is
+:math:`F(\mu) = \mathrm{ad}^*_{\nabla h(\mu)}\mu`, and ``coadjoint_exp(sigma, mu)`` is
+:math:`e^{A(\sigma)}\mu` with :math:`A(\sigma)\mu = \mathrm{ad}^*_\sigma\mu`, the exact flow of
+:math:`\dot\mu = \mathrm{ad}^*_\sigma\mu` for unit time (the TMK update; spec 001 P1 on its sign).
+Elements and duals are kept in the algebra's own form, never through a dense basis:
+
+- ``SO3``: vectors of R^3, :math:`[\xi,\eta] = \xi\times\eta`, dot pairing, Rodrigues' exponential
+  and the Cayley map; Casimir :math:`|\pi|^2`.
+- ``SE3``: pairs :math:`(\xi, b)` of R^3 (semidirect so(3) x R^3), duals :math:`(\pi,\gamma)`; the
+  closed-form exponential of spec 001 section 2.1; Casimirs :math:`\pi\cdot\gamma`, :math:`|\gamma|^2`.
+- ``MatrixAlgebra``: so(n) (real antisymmetric) or su(N) (complex skew-Hermitian, traceless) as
+  n x n matrices, :math:`[A, B] = AB - BA`, pairing :math:`\mathrm{Re\,tr}(A^\dagger B)`, exponential by
+  ``eigh`` of the Hermitian :math:`iA`; Casimirs :math:`\mathrm{tr}((i\mu)^k)` (su(N)), :math:`\mathrm{tr}(\mu^{2k})` (so(n)).
+- ``Product``: a direct product of algebras, elements as tuples, everything componentwise.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Sequence
+
+import jax.numpy as jnp
+
+# Below this rotation angle the closed forms use their Taylor series (no 0/0).
+SMALL_ANGLE = 1e-4
+
+
+def hat(v):
+    """The antisymmetric matrix of v: hat(v) w = v x w."""
+    return jnp.array([[0.0, -v[2], v[1]], [v[2], 0.0, -v[0]], [-v[1], v[0], 0.0]], dtype=jnp.result_type(v, 0.0))
+
+
+def vee(m):
+    """The vector of an antisymmetric 3 x 3 matrix (the inverse of ``hat``)."""
+    return jnp.array([m[2, 1], m[0, 2], m[1, 0]])
+
+
+def _rotation_coefficients(theta2):
+    """sin(t)/t, (1 - cos t)/t^2, (t - sin t)/t^3 of t = sqrt(theta2), with Taylor series near 0."""
+    small = theta2 < SMALL_ANGLE**2
+    t2 = jnp.where(small, 1.0, theta2)          # no 0/0 in the branch that is not taken
+    t = jnp.sqrt(t2)
+    a = jnp.where(small, 1 - theta2 / 6 + theta2**2 / 120, jnp.sin(t) / t)
+    b = jnp.where(small, 0.5 - theta2 / 24 + theta2**2 / 720, (1 - jnp.cos(t)) / t2)
+    c = jnp.where(small, 1 / 6 - theta2 / 120 + theta2**2 / 5040, (t - jnp.sin(t)) / (t2 * t))
+    return a, b, c
+
+
+@dataclasses.dataclass(frozen=True)
+class SO3:
+    name: str = "so3"
+
+    def bracket(self, a, b):
+        return jnp.cross(a, b)
+
+    def pair(self, mu, eta):
+        return jnp.dot(mu, eta)
+
+    def ad_star(self, s, mu):
+        return jnp.cross(mu, s)
+
+    def exp(self, xi):
+        """Rodrigues: the rotation matrix exp(hat(xi))."""
+        a, b, _ = _rotation_coefficients(jnp.dot(xi, xi))
+        h = hat(xi)
+        return jnp.eye(3) + a * h + b * h @ h
+
+    def cayley(self, xi):
+        """cay(hat(xi)) = (I - hat(xi)/2)^-1 (I + hat(xi)/2), in closed form."""
+        h = hat(xi)
+        return jnp.eye(3) + (h + 0.5 * h @ h) / (1 + jnp.dot(xi, xi) / 4)
+
+    def coadjoint_exp(self, xi, pi):
+        """exp(ad*_xi) pi = exp(hat(xi))^T pi."""
+        return self.exp(xi).T @ pi
+
+    def casimirs(self, pi) -> dict:
+        return {"C2": jnp.dot(pi, pi)}
+
+
+@dataclasses.dataclass(frozen=True)
+class SE3:
+    """se(3) = so(3) x R^3 (semidirect); elements (xi, b), duals (pi, gamma), each a pair of 3-vectors."""
+    name: str = "se3"
+
+    def bracket(self, a, b):
+        (x1, b1), (x2, b2) = a, b
+        return jnp.cross(x1, x2), jnp.cross(x1, b2) - jnp.cross(x2, b1)
+
+    def pair(self, mu, eta):
+        return jnp.dot(mu[0], eta[0]) + jnp.dot(mu[1], eta[1])
+
+    def ad_star(self, s, mu):
+        (xi, b), (pi, gamma) = s, mu
+        return jnp.cross(pi, xi) + jnp.cross(gamma, b), jnp.cross(gamma, xi)
+
+    def coadjoint_exp(self, s, mu):
+        """exp(ad*_(xi, b)) (pi, gamma) = (R^T (pi + gamma x V b), R^T gamma), R = exp(hat xi) (spec 001 2.1)."""
+        (xi, b), (pi, gamma) = s, mu
+        a, bb, c = _rotation_coefficients(jnp.dot(xi, xi))
+        h = hat(xi)
+        rotation = jnp.eye(3) + a * h + bb * h @ h
+        v = jnp.eye(3) + bb * h + c * h @ h
+        return rotation.T @ (pi + jnp.cross(gamma, v @ b)), rotation.T @ gamma
+
+    def casimirs(self, mu) -> dict:
+        pi, gamma = mu
+        return {"C1": jnp.dot(pi, gamma), "C2": jnp.dot(gamma, gamma)}
+
+
+@dataclasses.dataclass(frozen=True)
+class MatrixAlgebra:
+    """so(n) (``complex=False``: real antisymmetric) or su(N) (``complex=True``: skew-Hermitian,
+    traceless) as n x n matrices."""
+    n: int
+    complex: bool = True
+
+    @property
+    def name(self) -> str:
+        return f"{'su' if self.complex else 'so'}({self.n})"
+
+    def bracket(self, a, b):
+        return a @ b - b @ a
+
+    def pair(self, mu, eta):
+        return jnp.real(jnp.sum(jnp.conj(mu) * eta))
+
+    def ad_star(self, s, mu):
+        """[mu, s] for skew s: Re tr(mu^H [s, eta]) = Re tr([mu, s]^H eta)."""
+        return mu @ s - s @ mu
+
+    def exp(self, s):
+        """exp(s) of a skew-Hermitian (or real antisymmetric) s, by eigh of the Hermitian i s."""
+        w, v = jnp.linalg.eigh(1j * s)
+        g = (v * jnp.exp(-1j * w)) @ jnp.conj(v).T
+        return g if self.complex else jnp.real(g)
+
+    def coadjoint_exp(self, s, mu):
+        """exp(ad*_s) mu = exp(-s) mu exp(s): the flow of mu' = [mu, s]."""
+        g = self.exp(s)
+        return jnp.conj(g).T @ mu @ g
+
+    def casimirs(self, mu) -> dict:
+        """su(N): C_k = tr((i mu)^k), k = 2 .. N, the power sums of the eigenvalues of the Hermitian
+        i mu (real). so(n): C_k = tr(mu^k) for even k (odd powers of an antisymmetric matrix are
+        traceless)."""
+        x = 1j * mu if self.complex else mu
+        out, power = {}, x
+        for k in range(2, self.n + 1):
+            power = power @ x
+            if self.complex or k % 2 == 0:
+                out[f"C{k}"] = jnp.real(jnp.trace(power))
+        return out
+
+
+@dataclasses.dataclass(frozen=True)
+class Product:
+    """A direct product of algebras: elements and duals are tuples, one entry per factor."""
+    factors: tuple
+
+    def __init__(self, factors: Sequence):
+        object.__setattr__(self, "factors", tuple(factors))
+
+    @property
+    def name(self) -> str:
+        return " x ".join(f.name for f in self.factors)
+
+    def bracket(self, a, b):
+        return tuple(f.bracket(x, y) for f, x, y in zip(self.factors, a, b))
+
+    def pair(self, mu, eta):
+        return sum(f.pair(x, y) for f, x, y in zip(self.factors, mu, eta))
+
+    def ad_star(self, s, mu):
+        return tuple(f.ad_star(x, y) for f, x, y in zip(self.factors, s, mu))
+
+    def coadjoint_exp(self, s, mu):
+        return tuple(f.coadjoint_exp(x, y) for f, x, y in zip(self.factors, s, mu))
+
+    def casimirs(self, mu) -> dict:
+        return {f"{name}[{i}]": c for i, (f, x) in enumerate(zip(self.factors, mu))
+                for name, c in f.casimirs(x).items()}
