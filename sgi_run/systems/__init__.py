@@ -2,6 +2,7 @@
 from sgi_run.systems.base import System
 from sgi_run.systems.canonical import CanonicalSystem
 from sgi_run.systems.kubo import Kubo
+from sgi_run.systems.lie_poisson import HeavyTop, LiePoissonSystem, RigidBody
 from sgi_run.systems.langevin import (CirclePendulum, ConstrainedLangevinSystem, LangevinDoubleWell, LangevinHarmonic,
                                      LangevinSystem, SphericalPendulum)
 from sgi_run.systems.van_der_pol import VanDerPol
@@ -16,7 +17,10 @@ SYSTEMS: dict[str, type[System]] = {
     "langevin_harmonic": LangevinHarmonic,
     "spherical_pendulum": SphericalPendulum,
     "circle_pendulum": CirclePendulum,
+    "heavy_top": HeavyTop,
+    "rigid_body": RigidBody,
 }
 
-__all__ = ["SYSTEMS", "CanonicalSystem", "CirclePendulum", "ConstrainedLangevinSystem", "Kubo", "LangevinDoubleWell",
+__all__ = ["SYSTEMS", "CanonicalSystem", "CirclePendulum", "ConstrainedLangevinSystem", "HeavyTop", "Kubo",
+           "LangevinDoubleWell", "LiePoissonSystem", "RigidBody",
            "LangevinHarmonic", "LangevinSystem", "SphericalPendulum", "System", "VanDerPol", "VlasovLenardBernstein", "VlasovLorentz"]
