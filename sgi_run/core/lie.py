@@ -22,6 +22,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Sequence
 
+import jax
 import jax.numpy as jnp
 
 # Below this rotation angle the closed forms use their Taylor series (no 0/0).
@@ -80,6 +81,9 @@ class SO3:
     def casimirs(self, pi) -> dict:
         return {"C2": jnp.dot(pi, pi)}
 
+    def project(self, a):
+        return a
+
 
 @dataclasses.dataclass(frozen=True)
 class SE3:
@@ -110,6 +114,33 @@ class SE3:
         pi, gamma = mu
         return {"C1": jnp.dot(pi, gamma), "C2": jnp.dot(gamma, gamma)}
 
+    def project(self, a):
+        return a
+
+
+@jax.custom_jvp
+def expm_skew(s):
+    """exp(s) of a skew-Hermitian s, by ``eigh`` of the Hermitian i s: s = V diag(lam) V^H, lam = -i w."""
+    w, v = jnp.linalg.eigh(1j * s)
+    return (v * jnp.exp(-1j * w)) @ jnp.conj(v).T
+
+
+@expm_skew.defjvp
+def _expm_skew_jvp(primals, tangents):
+    """d exp(s)[ds] = V (phi o (V^H ds V)) V^H with phi_jk = (e^lam_j - e^lam_k) / (lam_j - lam_k) (e^lam_k
+    where they coincide): the derivative of ``eigh`` alone is undefined at repeated eigenvalues (at
+    s = 0, where a chord method takes its Jacobian), this one is not."""
+    (s,), (ds,) = primals, tangents
+    w, v = jnp.linalg.eigh(1j * s)
+    lam = -1j * w
+    e = jnp.exp(lam)
+    diff = lam[:, None] - lam[None, :]
+    close = jnp.abs(diff) < 1e-6
+    phi = jnp.where(close, e[None, :] * (1 + diff / 2 + diff**2 / 6),
+                    (e[:, None] - e[None, :]) / jnp.where(close, 1.0, diff))
+    vh = jnp.conj(v).T
+    return (v * e) @ vh, v @ (phi * (vh @ ds @ v)) @ vh
+
 
 @dataclasses.dataclass(frozen=True)
 class MatrixAlgebra:
@@ -128,14 +159,18 @@ class MatrixAlgebra:
     def pair(self, mu, eta):
         return jnp.real(jnp.sum(jnp.conj(mu) * eta))
 
+    def project(self, a):
+        """The orthogonal projection (for the pairing) of an n x n matrix onto the algebra."""
+        skew = 0.5 * (a - jnp.conj(a).T)
+        return skew - jnp.trace(skew) / self.n * jnp.eye(self.n) if self.complex else jnp.real(skew)
+
     def ad_star(self, s, mu):
         """[mu, s] for skew s: Re tr(mu^H [s, eta]) = Re tr([mu, s]^H eta)."""
         return mu @ s - s @ mu
 
     def exp(self, s):
-        """exp(s) of a skew-Hermitian (or real antisymmetric) s, by eigh of the Hermitian i s."""
-        w, v = jnp.linalg.eigh(1j * s)
-        g = (v * jnp.exp(-1j * w)) @ jnp.conj(v).T
+        """exp(s) of a skew-Hermitian (or real antisymmetric) s (``expm_skew``)."""
+        g = expm_skew(s.astype(jnp.complex128))
         return g if self.complex else jnp.real(g)
 
     def coadjoint_exp(self, s, mu):
@@ -183,3 +218,6 @@ class Product:
     def casimirs(self, mu) -> dict:
         return {f"{name}[{i}]": c for i, (f, x) in enumerate(zip(self.factors, mu))
                 for name, c in f.casimirs(x).items()}
+
+    def project(self, a):
+        return tuple(f.project(x) for f, x in zip(self.factors, a))

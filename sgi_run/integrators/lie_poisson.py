@@ -83,8 +83,8 @@ class LiePoissonIntegrator(ImplicitIntegrator):
 
             def sigma_of(sigma):
                 mean = between(mu, algebra.coadjoint_exp(sigma, mu))
-                return _add(_scale(dt, jax.grad(system.hamiltonian)(mean)), system.noise_generator(mean, dw))
-            zero = jax.tree.map(jnp.zeros_like, jax.grad(system.hamiltonian)(mu))
+                return _add(_scale(dt, system.gradient(system.hamiltonian, mean)), system.noise_generator(mean, dw))
+            zero = jax.tree.map(jnp.zeros_like, mu)
             sol = self.solve.fixed_point(sigma_of, zero)
             mu_next = algebra.coadjoint_exp(sol.x, mu)
         elif scheme == "midpoint":
@@ -101,4 +101,5 @@ class LiePoissonIntegrator(ImplicitIntegrator):
                 return _add(mu, between(start, end))
             sol = self.solve.fixed_point(next_of, mu)
             mu_next = sol.x
-        return system.state(mu_next), SolverStats.none().add(sol)
+        # The space's projection (identity but where the geometry needs one: P6, P7 of spec 001).
+        return system.space.project(system.state(mu_next)), SolverStats.none().add(sol)

@@ -2,7 +2,7 @@
 from sgi_run.systems.base import System
 from sgi_run.systems.canonical import CanonicalSystem
 from sgi_run.systems.kubo import Kubo
-from sgi_run.systems.lie_poisson import HeavyTop, LiePoissonSystem, RigidBody
+from sgi_run.systems.lie_poisson import HeavyTop, LiePoissonSystem, RigidBody, SineEuler
 from sgi_run.systems.langevin import (CirclePendulum, ConstrainedLangevinSystem, LangevinDoubleWell, LangevinHarmonic,
                                      LangevinSystem, SphericalPendulum)
 from sgi_run.systems.van_der_pol import VanDerPol
@@ -19,8 +19,9 @@ SYSTEMS: dict[str, type[System]] = {
     "circle_pendulum": CirclePendulum,
     "heavy_top": HeavyTop,
     "rigid_body": RigidBody,
+    "sine_euler": SineEuler,
 }
 
 __all__ = ["SYSTEMS", "CanonicalSystem", "CirclePendulum", "ConstrainedLangevinSystem", "HeavyTop", "Kubo",
-           "LangevinDoubleWell", "LiePoissonSystem", "RigidBody",
+           "LangevinDoubleWell", "LiePoissonSystem", "RigidBody", "SineEuler",
            "LangevinHarmonic", "LangevinSystem", "SphericalPendulum", "System", "VanDerPol", "VlasovLenardBernstein", "VlasovLorentz"]

@@ -101,3 +101,17 @@ def test_se3_coadjoint_exp_keeps_the_heavy_top_casimirs_for_a_tiny_rotation():
     a = jax.jacfwd(lambda v: jnp.concatenate(algebra.ad_star(s, (v[:3], v[3:]))))(jnp.concatenate(mu))
     expected = scipy.linalg.expm(np.asarray(a)) @ np.concatenate(mu)
     assert np.allclose(np.concatenate(algebra.coadjoint_exp(s, mu)), expected, rtol=0, atol=1e-15)
+
+
+@pytest.mark.parametrize("n, complex_", [(3, True), (4, False)])
+def test_the_exponential_has_a_derivative_at_zero_and_elsewhere(n, complex_):
+    """A chord method differentiates exp(A(sigma)) mu at sigma = 0, where every eigenvalue repeats: the
+    derivative is ad*_ds mu there, and matches finite differences at a generic point."""
+    algebra, mu, ds = MatrixAlgebra(n, complex=complex_), skew(n, complex_), skew(n, complex_)
+    zero = jnp.zeros((n, n), mu.dtype)
+    _, at_zero = jax.jvp(lambda s: algebra.coadjoint_exp(s, mu), (zero,), (ds,))
+    assert np.allclose(at_zero, algebra.ad_star(ds, mu), rtol=0, atol=1e-13)
+    s, h = skew(n, complex_), 1e-6
+    _, derivative = jax.jvp(algebra.exp, (s,), (ds,))
+    difference = (algebra.exp(s + h * ds) - algebra.exp(s - h * ds)) / (2 * h)
+    assert np.allclose(derivative, difference, rtol=0, atol=1e-8)
