@@ -278,6 +278,108 @@ def max_abs_value(series: Series, *, data: RunData, min: float | None = None, ma
                        "; ".join(x for x in (f"E = {series.mean[i]:.4g}", detail) if x))
 
 
+# --- single realisations: an observable along one kept path (plan.keep_paths) ---------------------------
+def _along_path(series: Series, kind: str, path: int, start: float, end: float | None):
+    """(x along kept path ``path``, the mask of output times in [start, end]), or a skip reason."""
+    x = series.require_kept(kind, path)
+    if end is not None and series.t[-1] < end - 1e-9:
+        return x, None, f"t={end:g} is beyond T={series.t[-1]:g}"
+    inside = (series.t >= start - 1e-9) & (series.t <= (series.t[-1] if end is None else end) + 1e-9)
+    return x, inside, ""
+
+
+def _deviation(series: Series, kind: str, reference: float | None, path: int, start: float, end: float | None):
+    """(|x(t) - x(0)| or |x(t) - reference| along a kept path, -inf outside [start, end]; a skip reason)."""
+    x, inside, skipped = _along_path(series, kind, path, start, end)
+    if skipped:
+        return None, skipped
+    deviation = np.abs(x - (x[0] if reference is None else reference))
+    # A non-finite value is the largest deviation there is (a blown-up path), never ignored.
+    return np.where(inside, np.where(np.isfinite(deviation), deviation, np.inf), -np.inf), ""
+
+
+@check_kind("path_deviation")
+def path_deviation(series: Series, *, min: float | None = None, max: float | None = None,
+                   reference: float | None = None, path: int = 0, start: float = 0.0,
+                   end: float | None = None) -> Measurement:
+    """One realisation: max_t |x(t) - x(0)| along kept path ``path`` (or |x(t) - reference|), over the
+    output times in [start, end] (default: the whole run), lies in [min, max], e.g. the drift of a
+    Casimir or of the energy (spec 001, Figs 4-7). A single path has no Monte Carlo SE."""
+    band = Band(min, max)
+    deviation, skipped = _deviation(series, "path_deviation", reference, path, start, end)
+    if skipped:
+        return Measurement(math.nan, None, end, band, skipped=skipped)
+    i = _nanargmax(deviation)
+    x = series.require_kept("path_deviation", path)
+    origin = f"x(0) = {x[0]:.17g}" if reference is None else f"reference {reference:g}"
+    return Measurement(float(deviation[i]), None, float(series.t[i]), band, f"path {path}; {origin}")
+
+
+@check_kind("path_deviation_ratio")
+def path_deviation_ratio(series: Series, *, other: Series, min: float | None = None, max: float | None = None,
+                         reference: float | None = None, path: int = 0) -> Measurement:
+    """One realisation of two runs (the same random numbers: same seed and path index): max_t |x(t) -
+    x(0)| of this run over that of ``other`` lies in [min, max] (e.g. IM's Casimir drift at least 100x
+    TMK's, spec 001 Figs 4-5)."""
+    mine, _ = _deviation(series, "path_deviation_ratio", reference, path, 0.0, None)
+    theirs, _ = _deviation(other, "path_deviation_ratio", reference, path, 0.0, None)
+    a, b = float(np.max(mine)), float(np.max(theirs))
+    ratio = a / b if b > 0 else (math.inf if a > 0 else math.nan)
+    return Measurement(ratio, None, None, Band(min, max), f"max |x(t) - x(0)| = {a:.3g} vs {b:.3g} (path {path})")
+
+
+_STATISTICS = {"max": np.max, "min": np.min, "range": np.ptp, "max_abs": lambda x: np.max(np.abs(x)),
+               "min_abs": lambda x: np.min(np.abs(x))}
+
+
+@check_kind("path_extent")
+def path_extent(series: Series, *, data: RunData, statistic: str, min: float | None = None, max: float | None = None,
+                path: int = 0, start: float = 0.0, end: float | None = None, norm_of: str | None = None) -> Measurement:
+    """One realisation: ``statistic`` (max, min, range = max - min, max_abs, min_abs) of x(t) along kept
+    path ``path`` over the output times in [start, end] lies in [min, max] (e.g. gamma3 in [0, 0.94],
+    max |pi3| <= 1e-12: spec 001 Figs 1-3). With ``norm_of`` (a kept state view, e.g. ``pi``), x is
+    that vector's Euclidean length |pi(t)| instead of the observable. A non-finite value fails every band."""
+    band = Band(min, max)
+    if statistic not in _STATISTICS:
+        raise ConfigError("checks.statistic", statistic, f"one of {sorted(_STATISTICS)}")
+    x, inside, skipped = _along_path(series, "path_extent", path, start, end)
+    if skipped:
+        return Measurement(math.nan, None, end, band, skipped=skipped)
+    if norm_of is not None:
+        x = np.linalg.norm(data.kept_view(norm_of, path), axis=-1)
+    x = x[inside]
+    if not np.isfinite(x).all():
+        return Measurement(math.nan, None, None, band, f"path {path} is not finite")
+    i = {"max": np.argmax, "min": np.argmin, "max_abs": lambda v: np.argmax(np.abs(v)),
+         "min_abs": lambda v: np.argmin(np.abs(v))}.get(statistic)
+    t = float(series.t[inside][i(x)]) if i else None
+    return Measurement(float(_STATISTICS[statistic](x)), None, t, band,
+                       f"path {path}: {statistic}{f' of |{norm_of}|' if norm_of else ''}; values in [{x.min():.6g}, {x.max():.6g}]")
+
+
+@check_kind("path_period")
+def path_period(series: Series, *, min: float | None = None, max: float | None = None, path: int = 0,
+                start: float = 0.0, end: float | None = None) -> Measurement:
+    """One realisation: the mean period of x(t) along kept path ``path``, from its upward crossings of
+    the mid level (min + max) / 2 (interpolated between output times): (last - first) / (crossings - 1)
+    lies in [min, max]. SKIP with fewer than two crossings (e.g. a smoke run shorter than a period)."""
+    band = Band(min, max)
+    x, inside, skipped = _along_path(series, "path_period", path, start, end)
+    if skipped:
+        return Measurement(math.nan, None, end, band, skipped=skipped)
+    t, x = series.t[inside], x[inside]
+    level = (np.nanmax(x) + np.nanmin(x)) / 2
+    up = np.flatnonzero((x[:-1] < level) & (x[1:] >= level))
+    crossings = t[up] + (t[up + 1] - t[up]) * (level - x[up]) / (x[up + 1] - x[up])
+    if crossings.size < 2:
+        return Measurement(math.nan, None, None, band,
+                           skipped=f"fewer than two upward crossings of {level:.4g} in [{t[0]:g}, {t[-1]:g}]")
+    period = (crossings[-1] - crossings[0]) / (crossings.size - 1)
+    spread = np.ptp(np.diff(crossings)) if crossings.size > 2 else 0.0
+    return Measurement(float(period), None, None, band,
+                       f"path {path}: {crossings.size - 1} periods, spread of single periods {spread:.3g}")
+
+
 @check_kind("abs_ratio_at")
 def abs_ratio_at(series: Series, *, other: Series, min: float | None = None, max: float | None = None,
                  at: float | None = None) -> Measurement:
@@ -507,7 +609,7 @@ def parameters(spec: Mapping) -> dict:
 
 
 _TYPES = {"float": "a number", "float | None": "a number or null", "int": "an integer",
-          "int | None": "an integer or null", "bool": "true or false"}
+          "int | None": "an integer or null", "bool": "true or false", "str": "a name", "str | None": "a name or null"}
 
 
 def _typed(value, annotation: str) -> bool:
@@ -516,8 +618,8 @@ def _typed(value, annotation: str) -> bool:
         return annotation not in _TYPES or annotation.endswith("| None")
     number = isinstance(value, (int, float)) and not isinstance(value, bool)
     return {"float": number, "float | None": number, "bool": isinstance(value, bool),
-            "int": number and float(value).is_integer(), "int | None": number and float(value).is_integer()
-            }.get(annotation, True)
+            "int": number and float(value).is_integer(), "int | None": number and float(value).is_integer(),
+            "str": isinstance(value, str), "str | None": isinstance(value, str)}.get(annotation, True)
 
 
 def validate(spec: Mapping, where: str) -> None:

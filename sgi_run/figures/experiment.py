@@ -34,7 +34,12 @@ from sgi_run.summary import max_relative_error
 FIDELITIES = ("smoke", "reduced", "paper")
 # "project choice": a diagnostic whose step size neither the paper nor its spec sets.
 DT_SOURCES = ("paper", "inferred", "spec choice", "project choice")
-PANEL_QUANTITIES = ("mean", "error", "density", "convergence")
+PANEL_QUANTITIES = ("mean", "error", "density", "convergence", "path", "sphere")
+# A `sphere` panel (3-D): state views along one kept path, one on the sphere of its initial radius.
+_SPHERE_KEYS = ("quantity", "runs", "solid", "dashed", "path", "title", "colours")
+# A `path` panel: observables along one kept path (a single realisation), their deviation from t = 0.
+_PATH_KEYS = ("quantity", "runs", "observable", "path", "deviation", "absolute", "title", "ylabel", "ylim",
+              "yscale", "xlim", "colours")
 _DENSITY_KEYS = ("coordinate", "at", "bins", "range")
 _CONVERGENCE_KEYS = ("quantity", "runs", "title", "ylabel", "ylim", "slopes", "colours")   # all a convergence panel takes
 _LABEL_KEYS = ("reference_label", "density_label")   # per-panel overrides of the derived legend labels
@@ -119,9 +124,10 @@ def _studies(common, runs: dict, fidelity: dict, k) -> frozenset:
 
 # --- loading and validation -------------------------------------------------------------------------
 def _figure_number(figure_id: str) -> str | None:
-    """"4.1" for the id ``fig4_1``; None for an id that names no paper figure (a diagnostic)."""
-    match = re.fullmatch(r"fig(\d+)_(\d+)", figure_id)
-    return f"{match[1]}.{match[2]}" if match else None
+    """"4.1" for the id ``fig4_1``, "4" for ``fig4`` (a paper that numbers its figures 1, 2, ...);
+    None for an id that names no paper figure (a diagnostic)."""
+    match = re.fullmatch(r"fig(\d+)(?:_(\d+))?", figure_id)
+    return None if not match else f"{match[1]}.{match[2]}" if match[2] else match[1]
 
 
 def _names(data: dict, k) -> tuple[str, str]:
@@ -242,6 +248,29 @@ def _check_panel(panel, k, where: str, runs: dict, studies: frozenset) -> None:
               k(f"{where}.slopes"), slopes, "a list of reference orders > 0, e.g. [1] or [0.5, 1]")
     else:
         _need("slopes" not in panel, k(f"{where}.slopes"), panel.get("slopes"), "a key of convergence panels only")
+    if panel["quantity"] == "path":
+        for key in panel:
+            _need(key in _PATH_KEYS, k(f"{where}.{key}"), panel[key], f"a key of a path panel: {list(_PATH_KEYS)}")
+        observables = panel.get("observable")
+        _need(observables is None or isinstance(observables, str)
+              or (isinstance(observables, list) and observables and all(isinstance(o, str) for o in observables)),
+              k(f"{where}.observable"), observables, "an observable or a list of observables")
+        _need(isinstance(panel.get("path", 0), int) and panel.get("path", 0) >= 0, k(f"{where}.path"),
+              panel.get("path"), "the index of a kept path (an integer >= 0)")
+        deviation = panel.get("deviation", "initial")
+        _need(deviation is None or deviation == "initial" or (isinstance(deviation, (int, float))
+                                                             and not isinstance(deviation, bool)),
+              k(f"{where}.deviation"), deviation, "initial (x(t) - x(0)), a number (x(t) - it) or null (x(t))")
+        _need(isinstance(panel.get("absolute", False), bool), k(f"{where}.absolute"), panel.get("absolute"),
+              "true or false")
+    if panel["quantity"] == "sphere":
+        for key in panel:
+            _need(key in _SPHERE_KEYS, k(f"{where}.{key}"), panel[key], f"a key of a sphere panel: {list(_SPHERE_KEYS)}")
+        for key in ("solid", "dashed"):
+            _need(panel.get(key) is None or isinstance(panel[key], str), k(f"{where}.{key}"), panel.get(key),
+                  "a state view the runs keep along their paths (e.g. gamma, pi)")
+        _need(isinstance(panel.get("path", 0), int) and panel.get("path", 0) >= 0, k(f"{where}.path"),
+              panel.get("path"), "the index of a kept path (an integer >= 0)")
     if panel["quantity"] == "density":
         for key in _DENSITY_KEYS:
             _need(key in panel, k(f"{where}.{key}"), None, "a value (density panels need "
@@ -301,9 +330,9 @@ def _run_data(result: RunResult, cfg, observable: str, oracle: str | None) -> Ru
             oracle_mean, oracle_sem = moments.mean_H, moments.expected_sem(setup.plan.paths)
         window = setup.plan.time_average
         series[name] = Series(ens.t, ens.mean(name), ens.sem(name), None if exact is None else exact(ens.t),
-                              oracle_mean, oracle_sem, ens.time_averages.get(name), window)
+                              oracle_mean, oracle_sem, ens.time_averages.get(name), window, ens.paths.get(name))
     return RunData(series, observable, setup.system, lambda t: ens.snapshot(t) if ens.has_snapshot(t) else None, setup.plan.paths,
-                   ens.diagnostics.get("nonfinite_paths"))
+                   ens.diagnostics.get("nonfinite_paths"), dict(ens.paths))
 
 
 def _table_row(exp: Experiment, spec: RunSpec, cfg, result: RunResult, s: Series) -> dict:

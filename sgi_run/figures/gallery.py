@@ -28,8 +28,8 @@ ul.checks { font-family: monospace; font-size: 0.85em; }
 
 def _order(path: Path) -> tuple:
     """Paper by paper; figures by number (4.2 before 4.10), then the paper's diagnostics."""
-    number = re.fullmatch(r"fig(\d+)_(\d+)", path.stem)
-    return (path.parent.name, number is None, tuple(int(n) for n in number.groups()) if number else (), path.stem)
+    number = re.fullmatch(r"fig(\d+)(?:_(\d+))?", path.stem)
+    return (path.parent.name, number is None, tuple(int(n) for n in number.groups() if n) if number else (), path.stem)
 
 
 def _records(output_dir: Path) -> list[dict]:

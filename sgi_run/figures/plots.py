@@ -5,7 +5,11 @@ Panel quantities: ``mean`` (E(observable)(t) with ±2 SE bands), ``error`` (E - 
 density the panel names) and ``convergence`` (convergence studies, runs with ``plan=convergence``:
 log-log |error| against dt with ±2 SE error bars, open markers where the error is not resolvable
 above the Monte Carlo noise, the fitted order [95% CI] in each legend label, and reference slopes
-``slopes: [1]`` or ``[0.5, 1]``). Optional panel keys: ``observable`` (default: the experiment's),
+``slopes: [1]`` or ``[0.5, 1]``) and ``path`` (an observable along one kept path of each run, a
+single realisation: x(t) - x(0) by default, ``deviation`` a number or null, ``absolute: true`` for
+|x(t) - x(0)| on a ``yscale: log`` axis; ``observable`` may list several, one line style each, and
+``path`` picks the kept path, default 0), ``sphere`` (3-D: the kept state view ``solid``, e.g.
+gamma, on the shaded sphere of its initial radius, and ``dashed``, e.g. pi). Optional panel keys: ``observable`` (default: the experiment's),
 ``reference`` (a horizontal line at a system reference value, e.g. ``ergodic_energy``), ``xlim``,
 ``ylim``, ``yscale``, ``ylabel``, ``exact`` (draw the exact mean), ``colours: by_position`` (the
 n-th curve of every such panel has the same colour, e.g. one curve per friction value per method),
@@ -45,7 +49,7 @@ LEGEND_FONT = 7.5
 LEGEND_WRAP = 40     # characters per legend line
 FOOTER_WRAP = 170    # characters per footer line (at the narrowest figure)
 DPI = 130            # drawn and measured at the resolution it is saved at (text extents depend on it)
-PANEL_HEIGHTS = {"error": 1.4, "convergence": 3.4}   # inches of data area; other panels 2.4
+PANEL_HEIGHTS = {"error": 1.4, "convergence": 3.4, "sphere": 5.0}   # inches of data area; other panels 2.4
 
 # --- readable names ------------------------------------------------------------------------------------
 # How an observable reads inside E(.) and <.>: (factor, quantity); "two_H" is 2 H, so E(two_H) = 2 E(H).
@@ -299,6 +303,89 @@ def _density_panel(ax, exp, panel: dict, data: dict[str, RunData], colours: dict
     return 0
 
 
+LINESTYLES = ("-", "-.", "--", ":")   # one per observable of a path panel (the colour is the run's)
+
+
+def path_values(series, panel: dict) -> np.ndarray:
+    """What a ``path`` panel draws of one observable: its values along kept path ``path``, minus
+    x(0) (``deviation: initial``, the default), a number, or nothing (``deviation: null``), in
+    absolute value with ``absolute: true``."""
+    x = series.require_kept("a path panel", panel.get("path", 0))
+    deviation = panel.get("deviation", "initial")
+    y = x - (x[0] if deviation == "initial" else 0.0 if deviation is None else float(deviation))
+    return np.abs(y) if panel.get("absolute") else y
+
+
+def path_label(observable: str, panel: dict) -> str:
+    """"C1(t) - C1(0)", "|C2(t) - 1|", "H(t)"."""
+    deviation = panel.get("deviation", "initial")
+    text = (f"{observable}(t) - {observable}(0)" if deviation == "initial" else f"{observable}(t)" if deviation is None
+            else f"{observable}(t) - {float(deviation):g}")
+    return f"|{text}|" if panel.get("absolute") else text
+
+
+def _path_panel(ax, exp, panel: dict, data: dict[str, RunData], colours: dict) -> int:
+    """Observables along one kept path of each run (a single realisation; no bands). On a log axis
+    the zeros (e.g. at t = 0) are left out: they have no place there."""
+    observables = panel.get("observable", exp.observable)
+    observables = [observables] if isinstance(observables, str) else list(observables)
+    log = panel.get("yscale") == "log"
+    for run_id in panel["runs"]:
+        for n, obs in enumerate(observables):
+            s = data[run_id].curve(obs)
+            y = path_values(s, panel)
+            keep = np.isfinite(y) & ((y > 0) if log else True)
+            label = exp.runs[run_id].label + (f": {path_label(obs, panel)}" if len(observables) > 1 else "")
+            ax.plot(s.t[keep], y[keep], color=colours[run_id], ls=LINESTYLES[n % len(LINESTYLES)], lw=1.1,
+                    label=label)
+    if not log and panel.get("deviation", "initial") is not None:
+        ax.axhline(0, color="k", lw=0.6)
+    if panel.get("xlim"):
+        ax.set_xlim(*panel["xlim"])
+    ax.set_yscale(panel.get("yscale", "linear"))
+    if panel.get("ylim"):
+        ax.set_ylim(*panel["ylim"])
+    if log:
+        ax.yaxis.set_major_locator(LogLocator(numticks=12))
+        ax.yaxis.set_minor_formatter(NullFormatter())
+    else:
+        ax.ticklabel_format(axis="y", style="sci", scilimits=(-3, 3), useMathText=True)
+    ax.set_ylabel(panel.get("ylabel", path_label(observables[0], panel) if len(observables) == 1
+                            else ", ".join(path_label(o, panel) for o in observables)))
+    ax.set_xlabel("t")
+    return 0
+
+
+def _sphere_panel(ax, exp, panel: dict, data: dict[str, RunData], colours: dict) -> int:
+    """A 3-D panel (``ax`` has ``projection="3d"``): the state view ``solid`` (e.g. gamma) along one
+    kept path, drawn solid on the grey-shaded sphere of its initial radius, and ``dashed`` (e.g. pi)
+    dashed, of each run (spec 001, Figs 1-3)."""
+    solid, dashed, path = panel.get("solid", "gamma"), panel.get("dashed"), panel.get("path", 0)
+    radius = 0.0
+    for run_id in panel["runs"]:
+        run, colour, label = data[run_id], colours[run_id], exp.runs[run_id].label
+        x = run.kept_view(solid, path)
+        radius = max(radius, float(np.linalg.norm(x[0])))
+        ax.plot(*x.T, color=colour, lw=1.0, label=f"{label}: {solid} (solid)")
+        if dashed:
+            y = run.kept_view(dashed, path)
+            ax.plot(*y.T, color=colour, lw=0.9, ls="--", alpha=0.8, label=f"{label}: {dashed} (dashed)")
+    u, v = np.meshgrid(np.linspace(0, 2 * np.pi, 41), np.linspace(0, np.pi, 21))
+    ax.plot_surface(radius * np.cos(u) * np.sin(v), radius * np.sin(u) * np.sin(v), radius * np.cos(v),
+                    color="0.6", alpha=0.18, lw=0, shade=False)
+    ax.plot([], [], "s", color="0.6", alpha=0.4, label=f"sphere |{solid}| = {radius:.4g}")
+    ax.set_box_aspect((1, 1, 1))
+    extent = max(radius, *(float(np.nanmax(np.abs(data[r].kept_view(v, path)))) for r in panel["runs"]
+                           for v in (solid, dashed) if v))
+    for set_lim in (ax.set_xlim, ax.set_ylim, ax.set_zlim):
+        set_lim(-extent, extent)
+    ax.set_xlabel("x", labelpad=-2)
+    ax.set_ylabel("y", labelpad=-2)
+    ax.set_zlabel("z", labelpad=-2)
+    ax.tick_params(labelsize=7, pad=0)
+    return 0
+
+
 MARKERS = "os^Dv<>PX*"   # one per curve of a convergence panel: curves that coincide stay visible
 
 
@@ -426,17 +513,24 @@ def figure(exp, data: dict[str, RunData], table: list[dict], fidelity: str):
     fig, axes = plt.subplots(len(exp.panels), 1, figsize=(AXES_WIDTH + 4, sum(base) + 1.5), dpi=DPI,
                              gridspec_kw={"height_ratios": base}, squeeze=False)
     bands = bars = 0
+    for row, panel in enumerate(exp.panels):
+        if panel["quantity"] == "sphere":     # a 3-D axes in the panel's place
+            spec = axes[row, 0].get_subplotspec()
+            axes[row, 0].remove()
+            axes[row, 0] = fig.add_subplot(spec, projection="3d")
     for ax, panel in zip(axes[:, 0], exp.panels):
         by_position = {run_id: f"C{i % 10}" for i, run_id in enumerate(panel["runs"])}
         panel_colours = by_position if panel.get("colours") == "by_position" else colours
         if panel["quantity"] == "convergence":
             bars += _convergence_panel(ax, exp, panel, data, panel_colours)
         else:
-            draw_panel = _density_panel if panel["quantity"] == "density" else _time_panel
+            draw_panel = {"density": _density_panel, "path": _path_panel,
+                          "sphere": _sphere_panel}.get(panel["quantity"], _time_panel)
             bands += draw_panel(ax, exp, panel, data, panel_colours)
         if panel.get("title"):
             ax.set_title(panel["title"], fontsize=9)
-        ax.grid(alpha=0.3)
+        if panel["quantity"] != "sphere":
+            ax.grid(alpha=0.3)
         _legend(ax)
     fig.suptitle("\n".join(textwrap.wrap(exp.heading, 95)), fontsize=10.5)
     footer = footer_text(table, fidelity, bands, bars)

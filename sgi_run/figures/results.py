@@ -32,6 +32,8 @@ class Series:
     # went non-finite: exact SEs for window averages, and paired differences between runs.
     path_average: np.ndarray | None = None
     average_window: tuple[float, float] | None = None
+    # The observable along each kept path (plan.keep_paths), (kept, t): single realisations.
+    kept: np.ndarray | None = None
 
     def index_at(self, t: float | None) -> int | None:
         """Index of output time ``t`` (None: the final time); None when the run has no such time."""
@@ -44,6 +46,14 @@ class Series:
         if self.oracle_mean is None:
             raise ConfigError("checks.kind", kind, "a kind that needs no method oracle (set `oracle:` in the experiment)")
         return self.oracle_mean, self.oracle_sem
+
+    def require_kept(self, kind: str, path: int = 0) -> np.ndarray:
+        """The observable along kept path ``path`` (one realisation), over the output times."""
+        if self.kept is None or len(self.kept) <= path:
+            kept = 0 if self.kept is None else len(self.kept)
+            raise ConfigError("checks.path" if self.kept is not None else "plan.keep_paths", kept,
+                              f"a kept path for {kind} (path {path}; this run keeps {kept})")
+        return np.asarray(self.kept[path], float)
 
     def require_exact(self, kind: str) -> np.ndarray:
         if self.exact is None:
@@ -60,12 +70,22 @@ class RunData:
     snapshot: Callable[[float | None], Mapping[str, np.ndarray] | None] = lambda t: None  # states at t (None: last)
     paths: int | None = None         # paths of the run
     nonfinite: np.ndarray | None = None  # paths whose state is not finite, per output time
+    kept: Mapping[str, np.ndarray] = dataclasses.field(default_factory=dict)  # view -> (kept, t, *shape)
 
     def curve(self, observable: str | None) -> Series:
         name = observable or self.default
         if name not in self.series:
             raise ConfigError("checks.observable", name, f"an observable the run records: {sorted(self.series)}")
         return self.series[name]
+
+    def kept_view(self, name: str, path: int = 0) -> np.ndarray:
+        """A state view (e.g. ``pi``, ``gamma``) along kept path ``path``: (t, *shape)."""
+        if name not in self.kept:
+            raise ConfigError("view", name, f"a view the run keeps along its paths: {sorted(self.kept)}")
+        views = self.kept[name]
+        if len(views) <= path:
+            raise ConfigError("path", path, f"a kept path (this run keeps {len(views)}: plan.keep_paths)")
+        return np.asarray(views[path])
 
     def reference(self, reference) -> float:
         """A number, or a reference value the system computes: ``"method"`` or ``"method:argument"``

@@ -436,3 +436,99 @@ def test_bad_study_check_specs_are_refused_in_one_line(spec, key):
     with pytest.raises(ConfigError) as err:
         validate(spec, "test")
     assert str(err.value).startswith(f"{key}=") and "\n" not in str(err.value)
+
+
+# --- single realisations: an observable along a kept path ---------------------------------------------
+def kept(path, *more):
+    """A one-path run (mean = the path, no SE) with its kept path(s)."""
+    paths = np.array([path, *more], float)
+    return Series(T, paths[0], np.full_like(T, np.nan), None, kept=paths)
+
+
+DRIFT = 1 + 1e-9 * T / 100          # a Casimir drifting to 1e-9 at t = 100
+ROUNDOFF = 1 + 1e-14 * np.sin(T)    # one conserved to round-off
+
+
+def test_path_deviation_pass_and_fail():
+    ok = check("path_deviation", kept(ROUNDOFF), max=1e-12)
+    assert ok.verdict == PASS and ok.value == pytest.approx(np.abs(1e-14 * np.sin(T)).max(), rel=0.02) and ok.se is None
+    bad = check("path_deviation", kept(DRIFT), max=1e-12)
+    assert bad.verdict == FAIL and bad.value == pytest.approx(1e-9) and bad.t == 100
+    assert check("path_deviation", kept(DRIFT), min=1e-11, max=1e-6).verdict == PASS
+    assert check("path_deviation", kept(ROUNDOFF), min=1e-11, max=1e-6).verdict == FAIL
+
+
+def test_path_deviation_from_a_number_and_over_a_window():
+    offset = kept(np.full_like(T, 1.5))
+    assert check("path_deviation", offset, max=1e-12).verdict == PASS          # from x(0): constant
+    assert check("path_deviation", offset, reference=1, max=1e-12).verdict == FAIL
+    assert check("path_deviation", kept(DRIFT), max=3.1e-10, end=30).verdict == PASS
+    assert check("path_deviation", kept(DRIFT), max=1e-9, end=500).verdict == SKIP   # beyond the run
+
+
+def test_path_deviation_reads_the_kept_path_not_the_mean():
+    s = Series(T, np.ones_like(T), np.zeros_like(T), None, kept=np.array([np.ones_like(T), DRIFT]))
+    assert check("path_deviation", s, max=1e-12).verdict == PASS
+    assert check("path_deviation", s, max=1e-12, path=1).verdict == FAIL
+
+
+def test_path_deviation_of_a_blown_up_path_fails():
+    blown = np.where(T < 50, 1.0, np.nan)
+    assert check("path_deviation", kept(blown), max=1e-12).verdict == FAIL
+
+
+def test_path_checks_need_a_kept_path():
+    with pytest.raises(ConfigError, match="keep_paths"):
+        check("path_deviation", series(EXACT), max=1)
+    with pytest.raises(ConfigError, match="path 3"):
+        check("path_deviation", kept(DRIFT), max=1, path=3)
+
+
+def test_path_deviation_ratio_pass_and_fail():
+    spec = {"id": "c", "kind": "path_deviation_ratio", "other": "tmk", "min": 100}
+    validate(spec, "test")
+    runs = {"tmk": kept(ROUNDOFF)}
+    result = evaluate(spec, "im", kept(DRIFT), runs)
+    assert result.verdict == PASS and result.value == pytest.approx(1e-9 / np.abs(1e-14 * np.sin(T)).max(), rel=0.02)
+    assert evaluate(spec, "im", kept(1 + 1e-13 * T / 100), runs).verdict == FAIL
+
+
+@pytest.mark.parametrize("statistic, value", [("max", 0.94), ("min", 0.0), ("range", 0.94), ("max_abs", 0.94),
+                                              ("min_abs", 0.0)])
+def test_path_extent_statistics(statistic, value):
+    x = 0.47 * (1 - np.cos(T))     # in [0, 0.94]
+    x = np.where(T == 0, 0.0, x)
+    x[np.argmax(x)] = 0.94
+    result = check("path_extent", kept(x), statistic=statistic, min=value - 1e-9, max=value + 1e-9)
+    assert result.verdict == PASS and result.value == pytest.approx(value)
+    assert check("path_extent", kept(x), statistic=statistic, min=value + 0.1).verdict == FAIL
+
+
+def test_path_extent_refuses_an_unknown_statistic_and_fails_a_nonfinite_path():
+    with pytest.raises(ConfigError, match="statistic"):
+        check("path_extent", kept(DRIFT), statistic="median", max=1)
+    assert check("path_extent", kept(np.where(T < 50, 0.0, np.inf)), statistic="max", max=1).verdict == FAIL
+
+
+def test_path_period_pass_fail_and_skip():
+    t = np.arange(0.0, 100.0, 0.1)
+    wave = Series(t, np.sin(2 * np.pi * t / 7.31), np.full_like(t, np.nan), None,
+                  kept=np.sin(2 * np.pi * t / 7.31)[None])
+    ok = check("path_period", wave, min=7.29, max=7.33)
+    assert ok.verdict == PASS and ok.value == pytest.approx(7.31, abs=2e-3)
+    assert check("path_period", wave, min=5.0, max=5.2).verdict == FAIL
+    short = Series(t[:40], wave.mean[:40], wave.sem[:40], None, kept=wave.kept[:, :40])
+    assert check("path_period", short, min=7.29, max=7.33).verdict == SKIP
+
+
+def test_path_extent_of_a_kept_vectors_length():
+    from sgi_run.figures.results import RunData
+    angle = 2 * np.pi * T / 40
+    pi = np.stack([np.cos(angle), np.sin(angle), np.zeros_like(T)], -1) * (1 + T / 50)[:, None]   # |pi| 1 -> 3
+    run = RunData({"pi3": kept(pi[:, 2])}, "pi3", kept={"pi": pi[None]})
+    spec = {"id": "c", "kind": "path_extent", "norm_of": "pi", "statistic": "max", "min": 2.99, "max": 3.01}
+    validate(spec, "test")
+    assert evaluate(spec, "run", run).verdict == PASS
+    assert evaluate({**spec, "statistic": "range", "min": 2.5, "max": None}, "run", run).verdict == FAIL
+    with pytest.raises(ConfigError, match="gamma"):
+        evaluate({**spec, "norm_of": "gamma"}, "run", run)

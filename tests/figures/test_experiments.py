@@ -38,6 +38,9 @@ PAPER_COUNTS = {   # figure: (paths, T) of every run at paper fidelity, from the
     "fig4_6": (10**7, None), "fig4_7": (10**7, None), "fig4_8": (10**7, None), "fig4_9": (10**7, None),
     "fig4_10": (1, 100000), "fig4_11": (10**6, 10000),
     "fig2_1": (400**2, 200), "fig2_2": (400**2, 200),    # Bou-Rabee & Owhadi: 400^2 realizations
+    # Luesink et al.: single realisations, dt = 0.01, T = 100 (10^4 steps)
+    "fig1": (1, 100), "fig2": (1, 100), "fig3": (1, 100), "fig4": (1, 100), "fig5": (1, 100), "fig6": (1, 100),
+    "fig7": (1, 100),
 }
 
 
@@ -53,16 +56,18 @@ def test_paper_profile_has_the_papers_counts(exp, tmp_path):
 
 
 # --- how each experiment is named ------------------------------------------------------------------------
-PAPER_NAMES = {"kraus_tyranowski_2021": "Kraus & Tyranowski (2021)", "bou_rabee_owhadi": "Bou-Rabee & Owhadi (2007)"}
+PAPER_NAMES = {"kraus_tyranowski_2021": "Kraus & Tyranowski (2021)", "bou_rabee_owhadi": "Bou-Rabee & Owhadi (2007)",
+               "luesink_2023": "Luesink et al. (2023)"}
 
 
 @pytest.mark.parametrize("exp", ALL, ids=lambda e: e.figure)
 def test_every_heading_cites_the_paper_and_the_papers_figure_name(exp):
     assert exp.paper_name == PAPER_NAMES[exp.paper]
-    number = re.fullmatch(r"fig(\d+)_(\d+)", exp.figure)
-    if number:
-        assert not exp.diagnostic and exp.name == f"Figure {number[1]}.{number[2]}"
-        assert f"Figure {number[1]}.{number[2]}" in exp.source      # the figure the paper's text names
+    number = re.fullmatch(r"fig(\d+)(?:_(\d+))?", exp.figure)
+    if number:   # fig4_1: "Figure 4.1"; fig4 (a paper numbering its figures 1, 2, ...): "Figure 4"
+        name = f"Figure {number[1]}" + (f".{number[2]}" if number[2] else "")
+        assert not exp.diagnostic and exp.name == name
+        assert re.search(rf"{re.escape(name)}(?![\d.])", exp.source)      # the figure the paper's text names
     else:   # a check this project adds says so instead of passing for a figure
         assert exp.diagnostic and "not a figure of the paper" in exp.name
     assert exp.heading == f"{exp.paper_name}, {exp.name}: {exp.title}"
@@ -93,6 +98,45 @@ def test_bad_names_and_labels_are_refused_naming_the_key(tmp_path, edit, key):
     with pytest.raises(ConfigError) as err:
         load(_variant(tmp_path, edit))
     assert str(err.value).startswith(f"fig4_1.yaml:{key}=")
+
+
+def test_a_paper_numbering_its_figures_1_2_names_them_from_the_id(tmp_path):
+    exp = load(_variant(tmp_path, lambda s: [s.pop("name"), s.update(figure="fig4")], "luesink_2023/fig4.yaml",
+                        "fig4.yaml"))
+    assert exp.name == "Figure 4" and not exp.diagnostic
+    with pytest.raises(ConfigError, match=r"^fig4.yaml:name="):
+        load(_variant(tmp_path, lambda s: s.update(name="Figure 4.1"), "luesink_2023/fig4.yaml", "fig4.yaml"))
+
+
+LUESINK = "luesink_2023/fig6.yaml"
+
+
+@pytest.mark.parametrize("edit, key", [
+    (lambda s: s["panels"][0].update(slopes=[1]), "panels[0].slopes"),
+    (lambda s: s["panels"][0].update(exact=True), "panels[0].exact"),
+    (lambda s: s["panels"][0].update(deviation="final"), "panels[0].deviation"),
+    (lambda s: s["panels"][0].update(absolute="yes"), "panels[0].absolute"),
+    (lambda s: s["panels"][0].update(path=-1), "panels[0].path"),
+    (lambda s: s["panels"][0].update(observable=[]), "panels[0].observable"),
+    (lambda s: s["checks"][0].update(path="first"), "checks[0].path"),
+    (lambda s: s["checks"][0].update(reference="initial"), "checks[0].reference"),
+])
+def test_bad_path_panels_and_checks_are_refused_in_one_line(tmp_path, edit, key):
+    with pytest.raises(ConfigError) as err:
+        load(_variant(tmp_path, edit, LUESINK, "fig6.yaml"))
+    assert str(err.value).startswith(f"fig6.yaml:{key}=") and "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("edit, key", [
+    (lambda s: s["panels"][0].update(solid=["gamma"]), "panels[0].solid"),
+    (lambda s: s["panels"][0].update(ylim=[0, 1]), "panels[0].ylim"),
+    (lambda s: s["panels"][0].update(path=1.5), "panels[0].path"),
+    (lambda s: s["checks"][5].update(norm_of=3), "checks[5].norm_of"),
+])
+def test_bad_sphere_panels_are_refused_in_one_line(tmp_path, edit, key):
+    with pytest.raises(ConfigError) as err:
+        load(_variant(tmp_path, edit, "luesink_2023/fig1.yaml", "fig1.yaml"))
+    assert str(err.value).startswith(f"fig1.yaml:{key}=") and "\n" not in str(err.value)
 
 
 @pytest.mark.parametrize("name", [None, "Figure 6.1"])

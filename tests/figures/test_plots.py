@@ -309,3 +309,62 @@ def test_the_reference_slope_lies_below_every_curve(tiny_study):
     fig.canvas.draw()
     legend, data_area = ax.get_legend().get_window_extent(), ax.get_window_extent()
     assert legend.x0 >= data_area.x1      # outside the data, as in every panel
+
+
+# --- path panels: an observable along one kept path ----------------------------------------------------
+def _one_path(values: dict, t=T):
+    return RunData({k: Series(t, np.asarray(v, float), np.full_like(t, np.nan), None, kept=np.asarray(v, float)[None])
+                    for k, v in values.items()}, next(iter(values)), SYSTEM, lambda at: None, 1, np.zeros(len(t), int))
+
+
+def _path_axes(panel, runs: dict):
+    exp = SimpleNamespace(observable="C1", runs={r: SimpleNamespace(label=r.upper()) for r in runs})
+    fig, ax = plt.subplots()
+    bands = plots._path_panel(ax, exp, {"quantity": "path", "runs": list(runs), **panel}, runs,
+                              {r: f"C{i}" for i, r in enumerate(runs)})
+    return ax, bands
+
+
+def test_a_path_panel_draws_the_deviation_from_t0_with_no_band():
+    drift = 1 + 1e-9 * T
+    ax, bands = _path_axes({}, {"im": _one_path({"C1": drift})})
+    line = ax.get_lines()[0]
+    assert bands == 0 and line.get_label() == "IM"
+    np.testing.assert_allclose(line.get_ydata(), 1e-9 * T, atol=1e-15)
+    assert ax.get_ylabel() == "C1(t) - C1(0)" and ax.get_yscale() == "linear"
+
+
+def test_a_path_panel_draws_several_observables_one_style_each_and_absolute_on_a_log_axis():
+    run = _one_path({"C1": 1 - 1e-14 * T, "C2": 1 + 2e-14 * T})
+    ax, _ = _path_axes({"observable": ["C1", "C2"], "deviation": 1, "absolute": True, "yscale": "log"},
+                       {"tmk": run})
+    c1, c2 = ax.get_lines()
+    assert c1.get_label() == "TMK: |C1(t) - 1|" and c2.get_label() == "TMK: |C2(t) - 1|"
+    assert c1.get_linestyle() != c2.get_linestyle() and c1.get_color() == c2.get_color()
+    assert ax.get_yscale() == "log"
+    assert 0.0 not in list(c1.get_xdata())           # |C(0) - 1| = 0 has no place on a log axis
+    assert min(c2.get_ydata()) > 0
+
+
+def test_a_whole_figure_with_path_panels_draws():
+    run = _one_path({"C1": 1 + 1e-9 * T})
+    fig = _figure([{"quantity": "path", "runs": ["im"], "observable": "C1"},
+                   {"quantity": "path", "runs": ["im"], "observable": "C1", "absolute": True, "yscale": "log"}],
+                  {"im": run}, {"im": "IM"})
+    assert "1 path" in _footer(fig) and "SE" not in _footer(fig)
+
+
+def test_a_sphere_panel_is_3d_with_the_vector_on_the_shaded_sphere_of_its_initial_radius():
+    angle = np.linspace(0, 2 * np.pi, len(T))
+    gamma = np.stack([np.cos(angle), np.sin(angle), np.zeros_like(T)], -1)
+    run = RunData({"C2": Series(T, np.ones_like(T), np.full_like(T, np.nan), None, kept=np.ones((1, len(T))))}, "C2",
+                  SYSTEM, lambda at: None, 1, np.zeros(len(T), int), {"gamma": gamma[None], "pi": 2 * gamma[None]})
+    fig = _figure([{"quantity": "sphere", "runs": ["tmk"], "solid": "gamma", "dashed": "pi"},
+                   {"quantity": "path", "runs": ["tmk"], "observable": "C2"}], {"tmk": run}, {"tmk": "TMK"})
+    (ax3d,) = [a for a in fig.axes if a.name == "3d"]
+    assert len(fig.axes) == 2 and ax3d.get_subplotspec().rowspan.start == 0     # in the first panel's place
+    labels = [line.get_label() for line in ax3d.get_lines()]
+    assert labels[:2] == ["TMK: gamma (solid)", "TMK: pi (dashed)"] and "sphere |gamma| = 1" in labels
+    assert ax3d.get_lines()[1].get_linestyle() == "--"
+    assert ax3d.collections        # the shaded sphere
+    assert ax3d.get_legend() is not None and ax3d.get_xlim()[1] == pytest.approx(2.0)
