@@ -288,12 +288,16 @@ def _along_path(series: Series, kind: str, path: int, start: float, end: float |
     return x, inside, ""
 
 
-def _deviation(series: Series, kind: str, reference: float | None, path: int, start: float, end: float | None):
-    """(|x(t) - x(0)| or |x(t) - reference| along a kept path, -inf outside [start, end]; a skip reason)."""
+def _deviation(series: Series, kind: str, reference: float | None, path: int, start: float, end: float | None,
+               relative: bool = False):
+    """(|x(t) - x(0)| or |x(t) - reference| along a kept path, divided by |x(0)| (or |reference|) when
+    ``relative``, -inf outside [start, end]; a skip reason)."""
     x, inside, skipped = _along_path(series, kind, path, start, end)
     if skipped:
         return None, skipped
-    deviation = np.abs(x - (x[0] if reference is None else reference))
+    origin = x[0] if reference is None else reference
+    with np.errstate(divide="ignore", invalid="ignore"):
+        deviation = np.abs(x - origin) / (abs(origin) if relative else 1.0)
     # A non-finite value is the largest deviation there is (a blown-up path), never ignored.
     return np.where(inside, np.where(np.isfinite(deviation), deviation, np.inf), -np.inf), ""
 
@@ -301,12 +305,13 @@ def _deviation(series: Series, kind: str, reference: float | None, path: int, st
 @check_kind("path_deviation")
 def path_deviation(series: Series, *, min: float | None = None, max: float | None = None,
                    reference: float | None = None, path: int = 0, start: float = 0.0,
-                   end: float | None = None) -> Measurement:
-    """One realisation: max_t |x(t) - x(0)| along kept path ``path`` (or |x(t) - reference|), over the
-    output times in [start, end] (default: the whole run), lies in [min, max], e.g. the drift of a
-    Casimir or of the energy (spec 001, Figs 4-7). A single path has no Monte Carlo SE."""
+                   end: float | None = None, relative: bool = False) -> Measurement:
+    """One realisation: max_t |x(t) - x(0)| along kept path ``path`` (or |x(t) - reference|; divided by
+    |x(0)| with ``relative``), over the output times in [start, end] (default: the whole run), lies in
+    [min, max], e.g. the drift of a Casimir or of the energy (spec 001, Figs 4-9). A single path has no
+    Monte Carlo SE."""
     band = Band(min, max)
-    deviation, skipped = _deviation(series, "path_deviation", reference, path, start, end)
+    deviation, skipped = _deviation(series, "path_deviation", reference, path, start, end, relative)
     if skipped:
         return Measurement(math.nan, None, end, band, skipped=skipped)
     i = _nanargmax(deviation)

@@ -38,7 +38,7 @@ PANEL_QUANTITIES = ("mean", "error", "density", "convergence", "path", "sphere")
 # A `sphere` panel (3-D): state views along one kept path, one on the sphere of its initial radius.
 _SPHERE_KEYS = ("quantity", "runs", "solid", "dashed", "path", "title", "colours")
 # A `path` panel: observables along one kept path (a single realisation), their deviation from t = 0.
-_PATH_KEYS = ("quantity", "runs", "observable", "path", "deviation", "absolute", "title", "ylabel", "ylim",
+_PATH_KEYS = ("quantity", "runs", "observable", "path", "deviation", "absolute", "relative", "title", "ylabel", "ylim",
               "yscale", "xlim", "colours")
 _DENSITY_KEYS = ("coordinate", "at", "bins", "range")
 _CONVERGENCE_KEYS = ("quantity", "runs", "title", "ylabel", "ylim", "slopes", "colours")   # all a convergence panel takes
@@ -261,8 +261,8 @@ def _check_panel(panel, k, where: str, runs: dict, studies: frozenset) -> None:
         _need(deviation is None or deviation == "initial" or (isinstance(deviation, (int, float))
                                                              and not isinstance(deviation, bool)),
               k(f"{where}.deviation"), deviation, "initial (x(t) - x(0)), a number (x(t) - it) or null (x(t))")
-        _need(isinstance(panel.get("absolute", False), bool), k(f"{where}.absolute"), panel.get("absolute"),
-              "true or false")
+        for flag in ("absolute", "relative"):
+            _need(isinstance(panel.get(flag, False), bool), k(f"{where}.{flag}"), panel.get(flag), "true or false")
     if panel["quantity"] == "sphere":
         for key in panel:
             _need(key in _SPHERE_KEYS, k(f"{where}.{key}"), panel[key], f"a key of a sphere panel: {list(_SPHERE_KEYS)}")

@@ -309,10 +309,11 @@ LINESTYLES = ("-", "-.", "--", ":")   # one per observable of a path panel (the 
 def path_values(series, panel: dict) -> np.ndarray:
     """What a ``path`` panel draws of one observable: its values along kept path ``path``, minus
     x(0) (``deviation: initial``, the default), a number, or nothing (``deviation: null``), in
-    absolute value with ``absolute: true``."""
+    absolute value with ``absolute: true``, divided by |x(0)| (or the number) with ``relative: true``."""
     x = series.require_kept("a path panel", panel.get("path", 0))
     deviation = panel.get("deviation", "initial")
-    y = x - (x[0] if deviation == "initial" else 0.0 if deviation is None else float(deviation))
+    origin = x[0] if deviation == "initial" else 0.0 if deviation is None else float(deviation)
+    y = (x - origin) / (abs(origin) if panel.get("relative") else 1.0)
     return np.abs(y) if panel.get("absolute") else y
 
 
@@ -321,6 +322,9 @@ def path_label(observable: str, panel: dict) -> str:
     deviation = panel.get("deviation", "initial")
     text = (f"{observable}(t) - {observable}(0)" if deviation == "initial" else f"{observable}(t)" if deviation is None
             else f"{observable}(t) - {float(deviation):g}")
+    if panel.get("relative"):
+        origin = f"{observable}(0)" if deviation == "initial" else f"{float(deviation):g}"
+        text = f"({text}) / |{origin}|"
     return f"|{text}|" if panel.get("absolute") else text
 
 

@@ -279,11 +279,11 @@ class SineEuler(LiePoissonSystem):
 
     def initial_state(self, key):
         b = self.basis
-        half = [i for i, (a, c) in enumerate(b.modes) if a > 0 or (a == 0 and c > 0)]
+        half = np.array([i for i, (a, c) in enumerate(b.modes) if a > 0 or (a == 0 and c > 0)])
         re, im = jax.random.uniform(key, (2, len(half)), minval=-0.5, maxval=0.5)
         values = re + (1j * im if self.ic_kind == "complex" else 0)
-        omega = jnp.zeros(len(b.modes), jnp.complex128).at[jnp.array(half)].set(values)
-        omega = omega.at[b.negative[jnp.array(half)]].set(jnp.conj(values))
+        omega = jnp.zeros(len(b.modes), jnp.complex128).at[half].set(values)
+        omega = omega.at[b.negative[half]].set(jnp.conj(values))
         return self.project(b.matrix(omega))
 
     def observables(self) -> dict[str, Callable]:

@@ -466,6 +466,15 @@ def test_path_deviation_from_a_number_and_over_a_window():
     assert check("path_deviation", kept(DRIFT), max=1e-9, end=500).verdict == SKIP   # beyond the run
 
 
+def test_path_deviation_relative_to_its_start():
+    """Figs 8-9 of paper 001: |x(t) - x(0)| / |x(0)|; a Casimir of size 0.05 drifting by 1e-9 is 2e-8 relative."""
+    small = kept(0.05 * DRIFT)
+    absolute, relative = (check("path_deviation", small, max=1e-10, relative=r) for r in (False, True))
+    assert absolute.verdict == PASS and absolute.value == pytest.approx(5e-11)
+    assert relative.verdict == FAIL and relative.value == pytest.approx(1e-9)
+    assert check("path_deviation", kept(-0.05 * DRIFT), relative=True, max=1e-9 * 1.01).verdict == PASS
+
+
 def test_path_deviation_reads_the_kept_path_not_the_mean():
     s = Series(T, np.ones_like(T), np.zeros_like(T), None, kept=np.array([np.ones_like(T), DRIFT]))
     assert check("path_deviation", s, max=1e-12).verdict == PASS

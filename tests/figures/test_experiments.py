@@ -41,6 +41,7 @@ PAPER_COUNTS = {   # figure: (paths, T) of every run at paper fidelity, from the
     # Luesink et al.: single realisations, dt = 0.01, T = 100 (10^4 steps)
     "fig1": (1, 100), "fig2": (1, 100), "fig3": (1, 100), "fig4": (1, 100), "fig5": (1, 100), "fig6": (1, 100),
     "fig7": (1, 100),
+    "fig8": (1, 10000), "fig9": (1, 10000),    # sine-Euler: dt = 0.5, T = 10^4 (2 x 10^4 steps)
 }
 
 
