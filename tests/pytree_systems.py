@@ -19,15 +19,12 @@ import jax
 import jax.numpy as jnp
 from omegaconf import OmegaConf
 
+from sgi_run.core.lie import hat
 from sgi_run.core.space import Leaf, StateSpace
 from sgi_run.integrators.base import ImplicitIntegrator, Integrator, SolverStats
 from sgi_run.systems.base import System
 
 STRUCTURE = "test_pytree"
-
-
-def _hat(w):
-    return jnp.array([[0.0, -w[2], w[1]], [w[2], 0.0, -w[0]], [-w[1], w[0], 0.0]])
 
 
 @dataclasses.dataclass(frozen=True)
@@ -48,7 +45,7 @@ class TumblingBody(System):
 
     def drift(self, z):
         omega = z["Pi"] / self.inertia
-        return {"R": z["R"] @ _hat(omega), "Pi": jnp.cross(z["Pi"], omega)}
+        return {"R": z["R"] @ hat(omega), "Pi": jnp.cross(z["Pi"], omega)}
 
     def noise_action(self, z, dw):
         return {"R": jnp.zeros((3, 3)), "Pi": self.sigma * dw}

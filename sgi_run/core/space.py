@@ -76,23 +76,6 @@ class StateSpace:
         """A state of zeros with leading axes ``batch`` (numpy: a host buffer)."""
         return self.from_leaves({leaf.name: np.zeros(batch + leaf.shape, leaf.dtype) for leaf in self.leaves})
 
-    def check(self, state, where: str) -> None:
-        """Raise ValueError unless ``state`` (one path's) has exactly this space's leaves."""
-        try:
-            leaves = self.leaves_of(state)
-        except (KeyError, TypeError, IndexError):
-            raise ValueError(f"{where}: the state is not a {self.describe()}") from None
-        extra = set(state) - set(leaves) if isinstance(state, Mapping) else set()
-        for leaf in self.leaves:
-            x = leaves[leaf.name]
-            if extra or tuple(jnp.shape(x)) != leaf.shape or jnp.result_type(x) != jnp.dtype(leaf.dtype):
-                got = {k: (tuple(jnp.shape(v)), str(jnp.result_type(v))) for k, v in
-                       (state.items() if isinstance(state, Mapping) else [("state", state)])}
-                raise ValueError(f"{where}: the state {got} is not a {self.describe()}")
-
-    def describe(self) -> str:
-        return ", ".join(f"{leaf.name}: {leaf.shape} {leaf.dtype}" for leaf in self.leaves)
-
     # --- per-path reductions (one path's state; the engine vmaps them) ----------------------------
     def is_finite(self, state) -> jax.Array:
         return jnp.all(jnp.stack([jnp.all(jnp.isfinite(x)) for x in self.leaves_of(state).values()]))

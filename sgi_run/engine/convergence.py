@@ -246,7 +246,7 @@ class LockStep:
             return (z, sup), (z if compare_with is None else None, stats)
 
         (z, sup), (path, stats) = jax.lax.scan(one, (z0, jnp.zeros(())), (xi, compare_with))
-        return z, sup, path, _summed(stats)
+        return z, sup, path, stats.over_steps()
 
     def advance(self, system: Levels, z, dt, xi):
         plan, n = self.plan, self.grid_steps
@@ -273,20 +273,11 @@ class LockStep:
                                                  compare_with=target)
             out = system.with_part(out, f"level{i}", state)
             sups.append(sup)
-            total = stats if total is None else _add(total, stats)
+            total = stats if total is None else total.merge(stats)
         if system.strong:
             out["sup_sq_error"] = jnp.maximum(z["sup_sq_error"], jnp.stack(sups))
         out["k"] = z["k"] + 1
         return out, total
-
-
-def _summed(stats):
-    """Per-step SolverStats of a scan, as one: iterations summed, any failure or stagnation."""
-    return type(stats)(stats.iterations.sum(), stats.unconverged.any(), stats.stagnated.any())
-
-
-def _add(a, b):
-    return type(a)(a.iterations + b.iterations, a.unconverged | b.unconverged, a.stagnated | b.stagnated)
 
 
 # --- running a study -------------------------------------------------------------------------------

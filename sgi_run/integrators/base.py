@@ -34,8 +34,16 @@ class SolverStats(NamedTuple):
 
     def add(self, result: solvers.SolveResult) -> "SolverStats":
         failed = ~result.converged & ~result.stagnated
-        return SolverStats(self.iterations + result.iterations, self.unconverged | failed,
-                           self.stagnated | result.stagnated)
+        return self.merge(SolverStats(result.iterations, failed, result.stagnated))
+
+    def merge(self, other: "SolverStats") -> "SolverStats":
+        """Two solves of one step: iterations summed, any failure or stagnation."""
+        return SolverStats(self.iterations + other.iterations, self.unconverged | other.unconverged,
+                           self.stagnated | other.stagnated)
+
+    def over_steps(self) -> "SolverStats":
+        """Stats stacked over steps (a scan's output) as one step's."""
+        return SolverStats(self.iterations.sum(), self.unconverged.any(), self.stagnated.any())
 
 
 @dataclasses.dataclass(frozen=True)

@@ -13,6 +13,7 @@ state's components.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Callable, ClassVar
 
 import jax
@@ -291,10 +292,6 @@ class SineEuler(LiePoissonSystem):
         return {"H": self.energy, "C2": lambda w: casimirs(w)["C2"], "C3": lambda w: casimirs(w)["C3"]}
 
 
-_BASES: dict[int, ZeitlinBasis] = {}
-
-
+@functools.cache
 def _zeitlin_basis(n: int) -> ZeitlinBasis:
-    if n not in _BASES:
-        _BASES[n] = ZeitlinBasis(n)
-    return _BASES[n]
+    return ZeitlinBasis(n)
