@@ -5,20 +5,26 @@ Run with ``make bench`` (or ``.venv/bin/python benchmarks/throughput.py``). Writ
 all, one markdown table each, 10^5 paths): ``kubo`` (sgi-run heun and midpoint against diffrax Heun),
 ``van_der_pol`` (every canonical integrator in conf/integrator/ against diffrax Heun),
 ``langevin_double_well`` (SVIA/B/C against diffrax Heun), ``spherical_pendulum`` (CSVIA/B/C; CSVIA's
-SHAKE in closed form and by Newton) and ``circle_pendulum`` (CSVIA/B/C, Newton SHAKE for two
-constraints).
+SHAKE in closed form and by Newton), ``circle_pendulum`` (CSVIA/B/C, Newton SHAKE for two
+constraints) and ``heavy_top`` (paper 001's stochastic heavy top, I = diag(4, 2, 1): TMK and IM/TRAP
+applied directly against diffrax Heun on eq. 39, 10^3 steps, one timed run each, with each method's
+largest Casimir drift at T).
 
 What is measured
 ----------------
 * sgi-run: the ensemble engine itself, ``sgi_run.engine.simulate.Simulator.run_shard`` called for
   every shard of the plan, with the shard moments merged (no HDF5, no config composition). The
   engine's statistics are reduced on the device and fetched with ``device_get``, so each call has
-  finished when it returns. Newton iterations per path-step (mean, and the most in one step of any
-  path) come from the engine's counters.
+  finished when it returns. Solver iterations per path-step (Newton, chord or fixed-point, as the
+  integrator's config says; mean, and the most in one step of any path) come from the engine's counters.
+  A workload with conserved observables (``CONSERVED``: the heavy top's Casimirs) also observes their
+  change since t = 0 per path at T (the plan's per-path ``time_average`` over the one output time T),
+  and reports the largest |change| over all paths.
 * diffrax: ``jax.jit(jax.vmap(solve))`` over per-path keys, where ``solve`` is one
   ``diffrax.diffeqsolve`` of ``MultiTerm(ODETerm(drift), ControlTerm(diffusion, brownian))`` with
   ``diffrax.Heun()`` (converges to the Stratonovich solution), a constant step ``dt0 = dt``, and
-  ``SaveAt(t1=True)``; the result is ``block_until_ready``-ed.
+  ``SaveAt(t1=True)``; the result is ``block_until_ready``-ed. A state pytree (the heavy top's
+  ``{pi, gamma}``) is stepped as one flat vector (``ravel_pytree``).
 
 Each entry is run once to compile (the warm-up); then all entries are timed round-robin,
 ``--repeats`` rounds, and the best repeat is the reported run time. The runs use every core, so
@@ -35,7 +41,8 @@ Adding a benchmark
 shard layout; the faster one is reported), ``sgi_entry`` for the default layout alone, and
 ``diffrax_entry(...)`` for diffrax peers. A new system needs a line in ``WORKLOADS`` and, for a
 diffrax peer, nothing else (the generic vector fields come from the sgi-run system; hand-written
-ones can be registered in ``DIFFRAX_FIELDS``).
+ones can be registered in ``DIFFRAX_FIELDS``). Conserved observables to watch go in ``CONSERVED``;
+``Entry.max_repeats`` caps the timed runs of an expensive entry.
 """
 from __future__ import annotations
 
@@ -61,7 +68,8 @@ def main(argv=None) -> int:
     ap.add_argument("--repeats", type=int, default=3, help="timed runs per entry after the warm-up (best is kept)")
     ap.add_argument("--paths", type=int, default=100_000, help="paths (the reported benchmark uses 10^5)")
     ap.add_argument("--steps", type=int, default=None,
-                    help="steps for every workload (default: kubo 1000, van_der_pol 100, the Langevin ones 200; smaller for a smoke run)")
+                    help="steps for every workload (default: kubo 1000, van_der_pol 100, the Langevin ones 200, "
+                         "heavy_top 1000; smaller for a smoke run)")
     ap.add_argument("--vbt-paths", type=int, default=2_000,
                     help="paths for the diffrax VirtualBrownianTree entry (0 to skip)")
     ap.add_argument("--only", nargs="*", default=None, help="entry ids to run (default: all)")

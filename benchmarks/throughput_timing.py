@@ -96,7 +96,7 @@ def result(tm: _Timing) -> dict:
     best = tm.runs[i]
     return {
         "id": entry.id, "group": entry.group, "method": entry.method, "engine": entry.engine,
-        "setting": entry.setting, "note": entry.note, "reference": entry.reference,
+        "setting": entry.setting, "note": entry.note, "reference": entry.reference, "solver": entry.solver,
         "system": w.system, "params": w.params, "paths": w.paths, "steps": w.steps, "dt": w.dt, "T": w.T,
         "path_steps": w.path_steps,
         "first_call_s": tm.first, "warmup_fraction": tm.prep.warmup_fraction,
@@ -112,6 +112,9 @@ def result(tm: _Timing) -> dict:
         "newton_per_step": (stats.newton_iterations / w.path_steps
                             if stats.newton_iterations is not None else None),
         "newton_max_per_step": stats.newton_max,
+        "unconverged_steps": stats.unconverged_steps,
+        # Workload.conserved: name -> max over paths of |g(z_T) - g(z_0)| (absent for other workloads)
+        **({"conserved_max_change_T": stats.max_change} if stats.max_change is not None else {}),
     }
 
 

@@ -14,6 +14,7 @@ import yaml
 import sgi_run.core  # noqa: F401  (enables float64 before any array is made)
 import jax
 import jax.numpy as jnp
+from jax.flatten_util import ravel_pytree
 
 from sgi_run.engine.plan import Plan
 from sgi_run.engine.simulate import Simulator
@@ -39,6 +40,9 @@ class Workload:
     sde: str = ""
     id_prefix: str = ""
     observable: str = "H"
+    # Observables conserved by the SDE (Casimirs): each entry reports its largest change over paths at T,
+    # max |g(z_T) - g(z_0)|, from every path's final state.
+    conserved: tuple[str, ...] = ()
 
     @property
     def steps(self) -> int:
@@ -62,8 +66,20 @@ class Stats:
     mean: float
     se: float
     count: int
-    newton_iterations: int | None = None   # the solver's (Newton, SHAKE) iterations, summed over paths and steps
+    # The solver's iterations (Newton, chord, fixed-point, SHAKE), summed over paths and steps; the name
+    # is historical (the JSON keys keep it).
+    newton_iterations: int | None = None
     newton_max: int | None = None          # most any path took in one step
+    unconverged_steps: int | None = None   # steps whose solve failed (on_fail: count keeps the iterate)
+    # Workload.conserved: name -> max over finite paths of |g(z_T) - g(z_0)| (NaN if no path is finite)
+    max_change: dict[str, float] | None = None
+
+
+def _max_abs(values: np.ndarray) -> list[float]:
+    """Per column: the largest |value| over the finite rows (NaN where none is finite)."""
+    values = np.abs(np.asarray(values, dtype=np.float64).reshape(len(values), -1))
+    finite = np.isfinite(values)
+    return [float(values[finite[:, j], j].max()) if finite[:, j].any() else math.nan for j in range(values.shape[1])]
 
 
 @dataclasses.dataclass
@@ -87,6 +103,7 @@ class Entry:
     reference: bool = False   # the peer that ratios are taken against
     note: str = ""
     max_repeats: int | None = None   # cap on timed runs for slow, secondary entries
+    solver: str = ""          # an implicit sgi-run method's solver (newton, chord, fixed_point), as configured
 
 
 # ------------------------------------------------------------------------------------------------
@@ -98,26 +115,39 @@ def _integrator_cfg(name: str) -> dict:
 
 
 def sgi_entry(w: Workload, integrator: str, shards: int | str = "auto", shard_size: int = 10000,
-              options: dict | None = None) -> Entry:
-    """``options``: integrator keys to change (e.g. ``{"shake": "newton"}``); they name the entry."""
+              options: dict | None = None, max_repeats: int | None = None) -> Entry:
+    """``options``: integrator keys to change (e.g. ``{"shake": "newton"}``); they name the entry.
+
+    ``w.conserved``: the plan also observes ``<name>_change`` (g(z) - g(z_0) on each path) with a
+    per-path "time average" over the single output time T, so the engine hands back every path's
+    change at T (``ShardResult.time_averages``) and the largest |change| is taken over all paths."""
     options = options or {}
     variant = "".join(f"-{v}" for v in options.values())
-    plan = Plan(paths=w.paths, dt=w.dt, T=w.T, output_dt=w.T, observables=(w.observable,),
-                keep_paths=0, seed=0, shards=shards, shard_size=shard_size)
+    changes = tuple(f"{name}_change" for name in w.conserved)
+    plan = Plan(paths=w.paths, dt=w.dt, T=w.T, output_dt=w.T, observables=(w.observable, *changes),
+                keep_paths=0, seed=0, shards=shards, shard_size=shard_size,
+                time_average=(w.T, w.T) if changes else None)
     setting = (f"shard_size={plan.paths_per_shard} ({plan.shard_count} shards)" if plan.shard_count > 1
                else f"one shard of {plan.paths_per_shard} paths")
 
+    cfg = {**_integrator_cfg(integrator), **options}
+
     def prepare() -> Prepared:
-        sim = Simulator(w.make_system(), make_integrator({**_integrator_cfg(integrator), **options}), plan)
+        sim = Simulator(w.make_system(), make_integrator(cfg), plan)
 
         def run() -> Stats:
-            total, newton, newton_max = None, 0, 0
+            total, newton, newton_max, unconverged, largest = None, 0, 0, 0, None
             for shard in range(plan.shard_count):
                 r = sim.run_shard(shard)     # returns host numpy: the device work is finished
                 total = r.moments if total is None else total.merge(r.moments)
                 newton, newton_max = newton + int(r.solver.iterations.sum()), max(newton_max, int(r.solver.max_iterations.max()))
+                unconverged += int(r.solver.unconverged_steps.sum())
+                if changes:     # every path's change at T: (paths of the shard, 1 + len(changes))
+                    here = _max_abs(r.time_averages[:, 1:])
+                    largest = here if largest is None else [float(np.fmax(a, b)) for a, b in zip(largest, here)]
             return Stats(float(total.mean[-1, 0]), float(total.sem[-1, 0]), int(total.count[-1, 0]),
-                         newton, newton_max)
+                         newton, newton_max, unconverged,
+                         dict(zip(w.conserved, largest)) if changes else None)
 
         # Every shard has the same padded shape, so shard 0 alone compiles everything.
         return Prepared(warmup=lambda: sim.run_shard(0), run=run, warmup_fraction=1.0 / plan.shard_count)
@@ -126,7 +156,8 @@ def sgi_entry(w: Workload, integrator: str, shards: int | str = "auto", shard_si
                  group=f"sgi-run {integrator}{variant}", method=f"sgi-run {integrator}"
                  + "".join(f" ({k}={v})" for k, v in options.items()), engine="sgi-run",
                  setting=setting, workload=w, prepare=prepare,
-                 note="engine only: Simulator.run_shard over all shards, moments merged")
+                 note="engine only: Simulator.run_shard over all shards, moments merged",
+                 max_repeats=max_repeats, solver=str(cfg.get("solver") or ""))
 
 
 def sgi_entries(w: Workload, integrator: str) -> list[Entry]:
@@ -153,9 +184,32 @@ def _kubo_fields(system):
     return drift, diffusion
 
 
+def _flat_state(system):
+    """(the initial state as one float vector, the function back to the system's state pytree):
+    diffrax steps the flat vector (``ravel_pytree``; a no-op for a vector state)."""
+    return ravel_pytree(system.initial_state(jax.random.key(0)))
+
+
 def _generic_fields(system):
-    """sgi-run's own fields (autodiff of the Hamiltonians), for systems without hand-written ones."""
-    return (lambda t, y, args: system.drift(y)), (lambda t, y, args: system.noise_fields(y).T)
+    """sgi-run's own fields (autodiff of the Hamiltonians), for systems without hand-written ones, on
+    the flattened state. Drift: ``system.drift`` on the state, or, for a Lie-Poisson system (whose
+    drift acts on the algebra's dual form), ``state(drift(dual(z)))``. Diffusion, (d, noises): the
+    system's ``noise_fields`` where it has them, else ``noise_action(z, e_i)`` for each unit
+    increment e_i (the action is linear in the increments)."""
+    _, unravel = _flat_state(system)
+    ravel = lambda z: ravel_pytree(z)[0]
+    if hasattr(system, "dual"):
+        state_drift = lambda z: system.state(system.drift(system.dual(z)))
+    else:
+        state_drift = system.drift
+    drift = lambda t, y, args: ravel(state_drift(unravel(y)))
+    if hasattr(system, "noise_fields"):
+        diffusion = lambda t, y, args: system.noise_fields(unravel(y)).T
+    else:
+        units = jnp.eye(system.noises)
+        diffusion = lambda t, y, args: jax.vmap(lambda e: ravel(system.noise_action(unravel(y), e)),
+                                                out_axes=1)(units)
+    return drift, diffusion
 
 
 def _van_der_pol_fields(system):
@@ -178,13 +232,18 @@ def diffrax_entry(w: Workload, brownian: str = "unsafe", reference: bool = False
         system = w.make_system()
         drift, diffusion = DIFFRAX_FIELDS.get(w.system, _generic_fields)(system)
         # The peer must solve the same SDE: check its fields against sgi-run's at a few points.
-        pts = jax.random.normal(jax.random.key(7), (5, 2 * system.dof))
+        y0, unravel = _flat_state(system)
+        ref_drift, ref_diffusion = _generic_fields(system)
+        pts = jax.random.normal(jax.random.key(7), (5, y0.size))
         for z in pts:
-            assert np.allclose(drift(0.0, z, None), system.drift(z), rtol=1e-13, atol=1e-13)
-            assert np.allclose(diffusion(0.0, z, None), system.noise_fields(z).T, rtol=1e-13, atol=1e-13)
+            assert np.allclose(drift(0.0, z, None), ref_drift(0.0, z, None), rtol=1e-13, atol=1e-13)
+            assert np.allclose(diffusion(0.0, z, None), ref_diffusion(0.0, z, None), rtol=1e-13, atol=1e-13)
         m = system.noises
-        y0 = system.initial_state(jax.random.key(0))
-        observe = system.observables()[w.observable]
+        named = system.observables()
+        observe = lambda y: named[w.observable](unravel(y))
+        # Changes of the conserved observables since t = 0 (every path starts at y0).
+        change = lambda y: (jnp.stack([named[c](unravel(y)) - named[c](unravel(y0)) for c in w.conserved])
+                            if w.conserved else jnp.zeros(0))
         t0, t1, steps = 0.0, w.T, w.steps
 
         def solve(key):
@@ -198,19 +257,21 @@ def diffrax_entry(w: Workload, brownian: str = "unsafe", reference: bool = False
                 saveat=diffrax.SaveAt(t1=True), stepsize_controller=diffrax.ConstantStepSize(),
                 # UnsafeBrownianPath only supports forward mode; used for both paths for like-for-like.
                 adjoint=diffrax.ForwardMode(), max_steps=steps)
-            return observe(sol.ys[-1]), sol.stats["num_steps"]
+            return observe(sol.ys[-1]), sol.stats["num_steps"], change(sol.ys[-1])
 
         batched = jax.jit(jax.vmap(solve))
         # Different random numbers from sgi-run (on purpose): the cross-check compares mean +- SE.
         keys = jax.random.split(jax.random.key(20240601), w.paths)
 
         def run() -> Stats:
-            values, nsteps = jax.block_until_ready(batched(keys))
+            values, nsteps, changes = jax.block_until_ready(batched(keys))
             values, nsteps = np.asarray(values), np.asarray(nsteps)
             assert np.all(nsteps == steps), f"diffrax took {set(nsteps.tolist())} steps, expected {steps}"
             finite = values[np.isfinite(values)]
             n = finite.size
-            return Stats(float(finite.mean()), float(finite.std(ddof=1) / math.sqrt(n)), int(n))
+            largest = dict(zip(w.conserved, _max_abs(np.asarray(changes)))) if w.conserved else None
+            return Stats(float(finite.mean()), float(finite.std(ddof=1) / math.sqrt(n)), int(n),
+                         max_change=largest)
 
         return Prepared(warmup=run, run=run, warmup_fraction=1.0)
 
@@ -241,14 +302,22 @@ WORKLOADS = {
                            "Langevin on |q| = 1 in R^3, U = q3, 3-d ambient noise (SHAKE/RATTLE)", "sph-"),
     "circle_pendulum": (dict(c=1.0, beta=1.0, mass=(1.0, 3.0, 2.0)), 0.05, 200,
                         "Langevin on |q| = 1, q3 = 0 in R^3 (two constraints), U = q2, M = diag(1, 3, 2)", "circ-"),
+    # Issue 11 (Speed): the non-integrable top of spec 001 section 2.1 (I = diag(4, 2, 1), chi = e3,
+    # alpha = (0.01, 0.02, 0.03), pi0 = gamma0 = (-1, 1, 0)/sqrt(2): the system's defaults), 10^3 steps.
+    "heavy_top": (dict(inertia=(4.0, 2.0, 1.0), alpha=(0.01, 0.02, 0.03)), 0.01, 1000,
+                  "Stratonovich SDE (paper 001 eq. 39) dpi = (pi x omega + chi x gamma) dt + pi x alpha∘dW, "
+                  "dgamma = gamma x omega dt + gamma x alpha∘dW, omega = I^-1 pi, chi = e3", "top-"),
 }
+# Observables conserved by a workload's SDE (Casimirs): their largest change over paths at T is reported.
+CONSERVED = {"heavy_top": ("C1", "C2")}
 # Every integrator in conf/integrator/: implicit (Newton) LDA methods, explicit strong, then weak.
 VDP_INTEGRATORS = ("midpoint", "stormer_verlet", "dirk", "heun", "r2", "e1", "srkw1", "srkw2", "rs1", "rs2")
 
 
 def make_workload(name: str, args) -> Workload:
     params, dt, steps, sde, prefix = WORKLOADS[name]
-    return Workload(name, params, args.paths, dt, (args.steps or steps) * dt, sde, prefix)
+    return Workload(name, params, args.paths, dt, (args.steps or steps) * dt, sde, prefix,
+                    conserved=CONSERVED.get(name, ()))
 
 
 def build_entries(args) -> list[Entry]:
@@ -281,4 +350,15 @@ def build_entries(args) -> list[Entry]:
     if "circle_pendulum" in args.workload:
         circle = make_workload("circle_pendulum", args)
         entries += [sgi_entry(circle, i) for i in ("csvia", "csvib", "csvic")]
+    if "heavy_top" in args.workload:
+        # 10^8 path-steps per entry (TMK ~130 s a run on the 2-core development machine): the sgi-run
+        # methods in the default layout only, timed once each (their warm-up is shard 0 alone).
+        # diffrax Heun (~6 s a run) keeps --repeats: the reference, less exposed to a passing load.
+        # TMK as configured (chord, the paper's solver) and with the fixed-point solve of the same
+        # equation (same tolerance; every iterate stays on the coadjoint orbit either way).
+        top = make_workload("heavy_top", args)
+        entries += [diffrax_entry(top, "unsafe", reference=True),
+                    sgi_entry(top, "tmk", max_repeats=1),
+                    sgi_entry(top, "tmk", options={"solver": "fixed_point"}, max_repeats=1),
+                    *(sgi_entry(top, i, max_repeats=1) for i in ("lp_midpoint", "lp_trapezoidal"))]
     return entries

@@ -217,3 +217,27 @@ def test_the_largest_paper_experiment_fits_in_1_gib(monkeypatch):
     monkeypatch.setenv("SGI_RUN_MEMORY_LIMIT", "1GiB")
     [exp] = discover(ROOT / "experiments", only=["fig4_7"])
     assert max(cfg.plan.paths for cfg in compose_runs(exp, "paper").values()) == 10**7
+
+
+# --- Lie-Poisson systems (paper 001): the bad inputs, through compose as a user types them --------
+@pytest.mark.parametrize("overrides, message", [
+    (["system=sine_euler", "integrator=tmk", "system.n=4"], "system.n=4 is not allowed: an odd integer >= 3"),
+    (["system=sine_euler", "integrator=tmk", "system.n=1"], "system.n=1 is not allowed: an odd integer >= 3"),
+    (["system=sine_euler", "integrator=tmk", "system.ic_kind=foo"],
+     "system.ic_kind='foo' is not allowed: one of ['real_even', 'complex']"),
+    (["system=heavy_top", "integrator=tmk", "system.alpha=[1,2]"], "system.alpha=(1.0, 2.0) is not allowed: 3 numbers"),
+    (["system=heavy_top", "integrator=tmk", "system.alpha=[1,2,3,4]"],
+     "system.alpha=(1.0, 2.0, 3.0, 4.0) is not allowed: 3 numbers"),
+    (["system=heavy_top", "integrator=tmk", "system.inertia=[4,4]"], "system.inertia=(4.0, 4.0) is not allowed: 3 numbers"),
+    (["system=heavy_top", "integrator=tmk", "system.inertia=[1,0,1]"],
+     "system.inertia=(1.0, 0.0, 1.0) is not allowed: three numbers > 0"),
+    (["system=rigid_body", "integrator=tmk", "system.inertia=[2,-1,1]"],
+     "system.inertia=(2.0, -1.0, 1.0) is not allowed: three numbers > 0"),
+    (["system=kubo", "integrator=tmk"],
+     "integrator='tmk' is not allowed: system 'Kubo' has structure 'canonical'; lie_poisson integrators fit ['lie_poisson']"),
+    (["system=heavy_top", "integrator=midpoint"],
+     "integrator='midpoint' is not allowed: system 'HeavyTop' has structure 'lie_poisson'; lda_prk integrators fit ['canonical']"),
+], ids=["even-n", "n-1", "ic_kind", "alpha-2", "alpha-4", "inertia-2", "inertia-zero", "inertia-negative",
+        "tmk-on-kubo", "midpoint-on-heavy_top"])
+def test_lie_poisson_bad_inputs_are_refused_naming_key_value_and_what_is_allowed(overrides, message):
+    assert refused(overrides) == message

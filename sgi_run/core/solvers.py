@@ -35,7 +35,7 @@ import numpy as np
 from jax.flatten_util import ravel_pytree
 
 from sgi_run.core.errors import ConfigError
-from sgi_run.core.linalg import solve
+from sgi_run.core.linalg import inverse_operator, solve
 
 DEFAULT_TOL = 1e-12
 DEFAULT_MAX_ITER = 50
@@ -94,23 +94,28 @@ def newton_solve(residual: Callable, x0, tol: float = DEFAULT_TOL, max_iter: int
     r = lambda v: real_coordinates(residual(back(v)))[0]
     small = lambda value, v: _norm(norm, value) <= tol * (1.0 + _norm(norm, v))
     # One forward-mode pass gives both the Jacobian and the residual value.
-    jac_and_value = jax.jacfwd(lambda v: (r(v), r(v)), has_aux=True)
+    jacobian_and_value = jax.jacfwd(lambda v: (r(v), r(v)), has_aux=True)
     if frozen_jacobian:
-        lu = jax.scipy.linalg.lu_factor(jax.jacfwd(r)(flat0))
-        update = lambda v: jax.scipy.linalg.lu_solve(lu, r(v))
+        # The chord update reuses the residual of the last stopping test: one evaluation per iteration.
+        jacobian0, value0 = jacobian_and_value(flat0)
+        chord = inverse_operator(jacobian0)
+        update = lambda v, value: chord(value)
     else:
-        update = lambda v: solve(*jac_and_value(v))
+        # Newton's Jacobian pass computes the residual at v anyway.
+        value0 = jnp.zeros_like(flat0)
+        update = lambda v, value: solve(*jacobian_and_value(v))
 
     def keep_going(state):
-        v, it, done = state
+        v, _, it, done = state
         return (it < max_iter) & ~done & jnp.all(jnp.isfinite(v))
 
     def iterate(state):
-        v, it, _ = state
-        v = v - update(v)
-        return v, it + 1, small(r(v), v)
+        v, value, it, _ = state
+        v = v - update(v, value)
+        value = r(v)
+        return v, value, it + 1, small(value, v)
 
-    v, it, done = jax.lax.while_loop(keep_going, iterate, (flat0, jnp.int32(0), jnp.bool_(False)))
+    v, _, it, done = jax.lax.while_loop(keep_going, iterate, (flat0, value0, jnp.int32(0), jnp.bool_(False)))
     return _finish(SolveResult(back(v), it, done, jnp.bool_(False)), on_fail)
 
 

@@ -30,8 +30,8 @@ from typing import Callable, Mapping
 import numpy as np
 
 from sgi_run.core.errors import ConfigError
-from sgi_run.figures.results import (FAIL, PASS, SKIP, Band, CheckResult, Measurement, RunData, Series, StudyData,
-                                     as_run_data)
+from sgi_run.figures.results import (FAIL, PASS, SKIP, SOLVER_STATISTICS, Band, CheckResult, Measurement, RunData,
+                                     Series, StudyData, as_run_data)
 from sgi_run.figures.statistics import (_difference_se, _nanargmax, bin_averages, histogram_density,
                                         window_average)
 
@@ -318,6 +318,20 @@ def path_deviation(series: Series, *, min: float | None = None, max: float | Non
     x = series.require_kept("path_deviation", path)
     origin = f"x(0) = {x[0]:.17g}" if reference is None else f"reference {reference:g}"
     return Measurement(float(deviation[i]), None, float(series.t[i]), band, f"path {path}; {origin}")
+
+
+@check_kind("solver_statistic")
+def solver_statistic(series: Series, *, data: RunData, statistic: str, min: float | None = None,
+                     max: float | None = None) -> Measurement:
+    """What the run's implicit solves did, over all its paths and steps (``statistic``: one of
+    results.SOLVER_STATISTICS: iterations per step, the most in one step, the unconverged path-steps or
+    their fraction) lies in [min, max] (spec 001: chord iterations against dt, TMK's non-convergence at
+    large dt). A count, no Monte Carlo SE."""
+    value = data.solver_statistic(statistic)
+    if math.isnan(value):
+        raise ConfigError("checks.statistic", statistic, "a statistic of an implicit method's solves (this run's "
+                          "method has none)")
+    return Measurement(value, None, None, Band(min, max), f"{SOLVER_STATISTICS[statistic]}; dt = {data.dt:g}")
 
 
 @check_kind("path_deviation_ratio")
@@ -627,6 +641,10 @@ def _typed(value, annotation: str) -> bool:
             "str": isinstance(value, str), "str | None": isinstance(value, str)}.get(annotation, True)
 
 
+# Parameters that name one of a few things: refused at load, before any compute.
+_CHOICES = {("path_extent", "statistic"): _STATISTICS, ("solver_statistic", "statistic"): SOLVER_STATISTICS}
+
+
 def validate(spec: Mapping, where: str) -> None:
     """Refuse an unknown kind, a parameter the kind does not take or of the wrong type, or a missing
     one, before any compute."""
@@ -645,6 +663,9 @@ def validate(spec: Mapping, where: str) -> None:
         annotation = signature.parameters[name].annotation
         if not _typed(spec[name], annotation):
             raise ConfigError(f"{where}.{name}", spec[name], f"{_TYPES[annotation]} ({kind}.{name})")
+    for (name_kind, name), allowed in _CHOICES.items():
+        if name_kind == kind and name in spec and spec[name] not in allowed:
+            raise ConfigError(f"{where}.{name}", spec[name], f"one of {sorted(allowed)} ({kind}.{name})")
     tolerance = spec.get("tolerance_se", 0)
     if not (isinstance(tolerance, (int, float)) and tolerance >= 0):
         raise ConfigError(f"{where}.tolerance_se", tolerance, "a number >= 0")

@@ -26,7 +26,7 @@ from sgi_run.config import build, compose
 from sgi_run.core.errors import ConfigError
 from sgi_run.engine.linear_oracle import method_moments
 from sgi_run.figures import checks as checks_mod
-from sgi_run.figures.results import FAIL, PASS, SKIP, CheckResult, RunData, Series, StudyData
+from sgi_run.figures.results import FAIL, PASS, SKIP, SOLVER_STATISTICS, CheckResult, RunData, Series, StudyData
 from sgi_run.figures.statistics import has_path_averages, window_average
 from sgi_run.runner import ConvergenceRun, RunResult, run
 from sgi_run.summary import max_relative_error
@@ -34,7 +34,11 @@ from sgi_run.summary import max_relative_error
 FIDELITIES = ("smoke", "reduced", "paper")
 # "project choice": a diagnostic whose step size neither the paper nor its spec sets.
 DT_SOURCES = ("paper", "inferred", "spec choice", "project choice")
-PANEL_QUANTITIES = ("mean", "error", "density", "convergence", "path", "sphere")
+PANEL_QUANTITIES = ("mean", "error", "density", "convergence", "path", "sphere", "scan")
+# A `scan` panel: one value per run against its dt, a curve per series (e.g. per method).
+_SCAN_KEYS = ("quantity", "series", "runs", "measure", "observable", "path", "relative", "title", "ylabel", "ylim",
+              "yscale")
+SCAN_MEASURES = ("path_deviation", *SOLVER_STATISTICS)
 # A `sphere` panel (3-D): state views along one kept path, one on the sphere of its initial radius.
 _SPHERE_KEYS = ("quantity", "runs", "solid", "dashed", "path", "title", "colours")
 # A `path` panel: observables along one kept path (a single realisation), their deviation from t = 0.
@@ -222,6 +226,8 @@ def load(path) -> Experiment:
 
 def _check_panel(panel, k, where: str, runs: dict, studies: frozenset) -> None:
     """Refuse a panel that cannot be drawn, in one line naming its key."""
+    if isinstance(panel, dict) and panel.get("quantity") == "scan":
+        _check_scan(panel, k, where)
     _need(isinstance(panel, dict) and panel.get("quantity") in PANEL_QUANTITIES, k(f"{where}.quantity"),
           panel.get("quantity") if isinstance(panel, dict) else panel, f"one of {list(PANEL_QUANTITIES)}")
     convergence = panel["quantity"] == "convergence"
@@ -277,6 +283,24 @@ def _check_panel(panel, k, where: str, runs: dict, studies: frozenset) -> None:
                   f"{list(_DENSITY_KEYS)}; the runs need plan.snapshots with that time)")
 
 
+def _check_scan(panel: dict, k, where: str) -> None:
+    """A scan panel's series, measure and keys; its ``runs`` are those of its series."""
+    series = panel.get("series")
+    _need(isinstance(series, list) and len(series) > 0
+          and all(isinstance(e, dict) and set(e) == {"label", "runs"} and isinstance(e["label"], str)
+                  and isinstance(e["runs"], list) and e["runs"] for e in series),
+          k(f"{where}.series"), series, "a list of {label: text, runs: [run ids]}, one curve each")
+    _need("runs" not in panel, k(f"{where}.runs"), panel.get("runs"), "nothing: a scan panel's runs are its series'")
+    panel["runs"] = [r for e in series for r in e["runs"]]
+    for key in panel:
+        _need(key in _SCAN_KEYS, k(f"{where}.{key}"), panel[key], f"a key of a scan panel: {list(_SCAN_KEYS)}")
+    _need(panel.get("measure") in SCAN_MEASURES, k(f"{where}.measure"), panel.get("measure"),
+          f"one of {list(SCAN_MEASURES)}")
+    _need(isinstance(panel.get("relative", False), bool), k(f"{where}.relative"), panel.get("relative"),
+          "true or false")
+    _need(panel.get("yscale", "log") in ("log", "linear"), k(f"{where}.yscale"), panel.get("yscale"), "log or linear")
+
+
 def discover(directory, only: list[str] | None = None) -> list[Experiment]:
     """Every ``<paper>/<figure>.yaml`` under ``directory``; ``only`` keeps figure ids or paper/figure."""
     directory = Path(directory)
@@ -304,7 +328,8 @@ class FigureOutcome:
 
 TABLE_COLUMNS = ["run", "label", "integrator", "dt", "dt_source", "paths", "T", "mean_T", "sem_T",
                  "exact_T", "ratio_T", "max_abs_error", "t_max_abs_error", "window_mean", "window_se", "window_se_exact",
-                 "max_rel_mc_error", "nonfinite_paths", "solver_per_step", "wall_time_s", "cached", "stale"]
+                 "max_rel_mc_error", "nonfinite_paths", "solver_per_step", "solver_max_iterations",
+                 "unconverged_steps", "wall_time_s", "cached", "stale"]
 
 
 # A convergence study's rows: one per step size, its fitted order on each.
@@ -332,16 +357,31 @@ def _run_data(result: RunResult, cfg, observable: str, oracle: str | None) -> Ru
         series[name] = Series(ens.t, ens.mean(name), ens.sem(name), None if exact is None else exact(ens.t),
                               oracle_mean, oracle_sem, ens.time_averages.get(name), window, ens.paths.get(name))
     return RunData(series, observable, setup.system, lambda t: ens.snapshot(t) if ens.has_snapshot(t) else None, setup.plan.paths,
-                   ens.diagnostics.get("nonfinite_paths"), dict(ens.paths))
+                   ens.diagnostics.get("nonfinite_paths"), dict(ens.paths), float(setup.plan.dt), _solver_statistics(ens))
 
 
-def _table_row(exp: Experiment, spec: RunSpec, cfg, result: RunResult, s: Series) -> dict:
+def _solver_statistics(ens) -> dict[str, float]:
+    """results.SOLVER_STATISTICS of a run from its per-interval solver diagnostics (none for explicit methods)."""
+    solver = ens.attrs.get("solver", "none")
+    if solver == "none" or f"{solver}_iterations" not in ens.diagnostics:
+        return {}
+    d, path_steps = ens.diagnostics, float(ens.attrs["path_steps"])
+    unconverged = float(np.sum(d[f"{solver}_unconverged_steps"]))
+    return {"per_step": float(np.sum(d[f"{solver}_iterations"])) / path_steps,
+            "max_iterations": float(np.max(d[f"{solver}_max_iterations"])),
+            "unconverged_steps": unconverged, "unconverged_fraction": unconverged / path_steps}
+
+
+def _table_row(exp: Experiment, spec: RunSpec, cfg, result: RunResult, data: RunData) -> dict:
+    s = data.curve(None)
     row = {"run": spec.id, "label": spec.label, "integrator": cfg.integrator.name, "dt": cfg.plan.dt,
            "dt_source": spec.dt_source, "paths": cfg.plan.paths, "T": cfg.plan.T,
            "mean_T": float(s.mean[-1]), "sem_T": float(s.sem[-1]),
            "max_rel_mc_error": max_relative_error(s.mean, s.sem),
            "nonfinite_paths": int(np.max(result.ensemble.diagnostics["nonfinite_paths"])),
-           "solver_per_step": float(result.ensemble.attrs.get("solver_iterations_per_step", math.nan)),
+           "solver_per_step": data.solver_statistic("per_step"),
+           "solver_max_iterations": data.solver_statistic("max_iterations"),
+           "unconverged_steps": data.solver_statistic("unconverged_steps"),
            "wall_time_s": float(result.ensemble.attrs.get("wall_time_s", math.nan)), "cached": result.cached,
            "stale": result.stale}
     if s.exact is not None:
@@ -398,7 +438,7 @@ def make_figure(exp: Experiment, fidelity: str, output_dir, runs_root: str | Non
         log(f"    cached (computed in {seconds:.1f} s{stale}): {r.run_dir}" if r.cached
             else f"    ran in {seconds:.1f} s: {r.run_dir}")
 
-    table = [_table_row(exp, exp.runs[i], configs[i], results[i], data[i].curve(None))
+    table = [_table_row(exp, exp.runs[i], configs[i], results[i], data[i])
              for i in exp.runs if i not in exp.studies]
     studies = [row for i in exp.runs if i in exp.studies for row in _study_rows(exp.runs[i], configs[i], results[i])]
     per_run = {row["run"]: row for row in table + studies}     # a row of each run: its label, paths and T
@@ -440,7 +480,7 @@ def fmt(x, digits: int = 4) -> str:
 
 
 MD_HEADER = ["run", "Δt (source)", "paths", "E(T) ± SE", "exact(T)", "ratio", "max_t abs error (at t)",
-             "window mean ± SE", "max_t SE/E", "non-finite paths", "Newton it./step", "wall s"]
+             "window mean ± SE", "max_t SE/E", "non-finite paths", "solver it./step (max)", "wall s"]
 
 
 def md_cells(row: dict) -> list[str]:
@@ -452,8 +492,19 @@ def md_cells(row: dict) -> list[str]:
             f"{fmt(row['max_abs_error'])} ({fmt(row['t_max_abs_error'])})" if row["max_abs_error"] != "" else "",
             (f"{fmt(row['window_mean'], 5)} ± {'' if row.get('window_se_exact') else '≤ '}{fmt(window_se, 2)}"
              if row.get("window_mean", "") != "" else ""),
-            fmt(row["max_rel_mc_error"], 3), fmt(row["nonfinite_paths"]), fmt(row.get("solver_per_step", ""), 3),
+            fmt(row["max_rel_mc_error"], 3), fmt(row["nonfinite_paths"]), _solver_cell(row),
             f"{row['wall_time_s']:.0f}" + (" (cached, other code)" if row.get("stale") else " (cached)" if row["cached"] else "")]
+
+
+def _solver_cell(row: dict) -> str:
+    """"3.02 (max 5)", with the unconverged path-steps when there are any; empty for explicit methods and for
+    records written before these columns existed."""
+    per_step = row.get("solver_per_step", "")
+    if per_step == "" or (isinstance(per_step, float) and math.isnan(per_step)):
+        return ""
+    most, failed = row.get("solver_max_iterations", ""), row.get("unconverged_steps", "")
+    text = fmt(per_step, 3) + (f" (max {fmt(most)})" if most != "" else "")
+    return text + (f"; {fmt(failed)} unconverged" if failed not in ("", 0, 0.0) else "")
 
 
 STUDY_MD_HEADER = ["run", "error of", "Δt", "error ± SE", "local slope", "fitted order [95% CI]", "paths", "T",

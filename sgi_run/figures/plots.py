@@ -9,7 +9,9 @@ above the Monte Carlo noise, the fitted order [95% CI] in each legend label, and
 single realisation: x(t) - x(0) by default, ``deviation`` a number or null, ``absolute: true`` for
 |x(t) - x(0)| on a ``yscale: log`` axis; ``observable`` may list several, one line style each, and
 ``path`` picks the kept path, default 0), ``sphere`` (3-D: the kept state view ``solid``, e.g.
-gamma, on the shaded sphere of its initial radius, and ``dashed``, e.g. pi). Optional panel keys: ``observable`` (default: the experiment's),
+gamma, on the shaded sphere of its initial radius, and ``dashed``, e.g. pi), ``scan`` (one value per
+run against its dt, log-log, one curve per entry of ``series: [{label, runs}]``: ``measure`` a solver
+statistic, e.g. ``per_step``, or ``path_deviation`` of ``observable`` along a kept path). Optional panel keys: ``observable`` (default: the experiment's),
 ``reference`` (a horizontal line at a system reference value, e.g. ``ergodic_energy``), ``xlim``,
 ``ylim``, ``yscale``, ``ylabel``, ``exact`` (draw the exact mean), ``colours: by_position`` (the
 n-th curve of every such panel has the same colour, e.g. one curve per friction value per method),
@@ -40,7 +42,7 @@ import numpy as np  # noqa: E402
 from matplotlib.ticker import (FixedFormatter, FixedLocator, FormatStrFormatter, LogLocator,  # noqa: E402
                                MaxNLocator, NullFormatter, NullLocator, SymmetricalLogLocator)
 
-from sgi_run.figures.results import RunData, StudyData  # noqa: E402
+from sgi_run.figures.results import SOLVER_STATISTICS, RunData, StudyData  # noqa: E402
 from sgi_run.figures.statistics import histogram_density  # noqa: E402
 
 BAND_SE = 2          # shaded band: ±2 Monte Carlo standard errors
@@ -393,6 +395,58 @@ def _sphere_panel(ax, exp, panel: dict, data: dict[str, RunData], colours: dict)
 MARKERS = "os^Dv<>PX*"   # one per curve of a convergence panel: curves that coincide stay visible
 
 
+def scan_value(run: RunData, panel: dict, observable: str | None) -> float:
+    """What a ``scan`` panel draws of one run: a solver statistic (results.SOLVER_STATISTICS) or, for
+    ``measure: path_deviation``, max_t |x(t) - x(0)| of ``observable`` along kept path ``path`` (divided
+    by |x(0)| with ``relative: true``); inf for a path that went non-finite."""
+    if panel["measure"] != "path_deviation":
+        return run.solver_statistic(panel["measure"])
+    y = path_values(run.curve(observable), {"path": panel.get("path", 0), "relative": panel.get("relative", False),
+                                            "absolute": True})
+    return float(np.max(np.where(np.isfinite(y), y, np.inf)))
+
+
+def _scan_panel(ax, exp, panel: dict, data: dict[str, RunData], colours: dict) -> int:
+    """One value per run against its step size, log-log, one curve per entry of ``series`` (its own colour)
+    and per observable (its own line style): e.g. chord iterations per step against dt, or the largest
+    relative Casimir error against dt for two methods (spec 001's text-only statements). A run that went
+    non-finite is an x at the top edge; a zero has no place on a log axis and is named in the legend
+    (``yscale: linear`` draws it)."""
+    observables = panel.get("observable", exp.observable)
+    observables = [observables] if isinstance(observables, str) else list(observables)
+    if panel["measure"] != "path_deviation":
+        observables = [None]
+    for i, entry in enumerate(panel["series"]):
+        for n, obs in enumerate(observables):
+            dts = np.array([data[r].dt for r in entry["runs"]])
+            y = np.array([scan_value(data[r], panel, obs) for r in entry["runs"]])
+            order = np.argsort(dts)
+            dts, y = dts[order], y[order]
+            log = panel.get("yscale", "log") == "log"
+            shown = np.isfinite(y) & ((y > 0) if log else True)
+            label = entry["label"] + (f": {path_label(obs, panel | {'absolute': True})}" if obs and len(observables) > 1 else "")
+            zeros = int(np.sum(y == 0)) if log else 0
+            label += f" ({zeros} run(s) at exactly 0, not drawn)" if zeros else ""
+            ax.plot(dts[shown], y[shown], color=f"C{i}", ls=LINESTYLES[n % len(LINESTYLES)], marker=MARKERS[n],
+                    ms=4, lw=1.1, label=label)
+            blown = ~np.isfinite(y)
+            if blown.any() and n == 0:
+                ax.plot(dts[blown], np.ones(blown.sum()), "x", color=f"C{i}", ms=7, mew=1.5, clip_on=False,
+                        transform=ax.get_xaxis_transform(), label=f"{entry['label']}: non-finite path")
+    ax.set_xscale("log")
+    ax.set_yscale(panel.get("yscale", "log"))
+    if panel.get("yscale") == "linear":
+        ax.set_ylim(bottom=0)
+    if panel.get("ylim"):
+        ax.set_ylim(*panel["ylim"])
+    ax.set_xlabel("Δt")
+    measure = panel["measure"]
+    default = (f"max_t {path_label(observables[0] if len(observables) == 1 else 'C', panel | {'absolute': True})}"
+               if measure == "path_deviation" else SOLVER_STATISTICS[measure])
+    ax.set_ylabel(panel.get("ylabel", default))
+    return 0
+
+
 def order_label(label: str, study) -> str:
     """A study's legend text: "Heun: order 1.08 [1.07, 1.09]" (95% bootstrap interval), or why no
     order was fitted."""
@@ -528,8 +582,8 @@ def figure(exp, data: dict[str, RunData], table: list[dict], fidelity: str):
         if panel["quantity"] == "convergence":
             bars += _convergence_panel(ax, exp, panel, data, panel_colours)
         else:
-            draw_panel = {"density": _density_panel, "path": _path_panel,
-                          "sphere": _sphere_panel}.get(panel["quantity"], _time_panel)
+            draw_panel = {"density": _density_panel, "path": _path_panel, "sphere": _sphere_panel,
+                          "scan": _scan_panel}.get(panel["quantity"], _time_panel)
             bands += draw_panel(ax, exp, panel, data, panel_colours)
         if panel.get("title"):
             ax.set_title(panel["title"], fontsize=9)

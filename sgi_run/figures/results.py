@@ -15,6 +15,11 @@ if TYPE_CHECKING:
     from sgi_run.engine.convergence import ConvergenceResult
 
 PASS, FAIL, SKIP = "PASS", "FAIL", "SKIP"
+# What a run says of its implicit solves, over all its paths and steps.
+SOLVER_STATISTICS = {"per_step": "solver iterations per path-step",
+                     "max_iterations": "most solver iterations in one step of one path",
+                     "unconverged_steps": "path-steps whose solve did not converge",
+                     "unconverged_fraction": "fraction of path-steps whose solve did not converge"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -71,6 +76,14 @@ class RunData:
     paths: int | None = None         # paths of the run
     nonfinite: np.ndarray | None = None  # paths whose state is not finite, per output time
     kept: Mapping[str, np.ndarray] = dataclasses.field(default_factory=dict)  # view -> (kept, t, *shape)
+    dt: float | None = None          # the run's step size
+    solver: Mapping[str, float] = dataclasses.field(default_factory=dict)  # SOLVER_STATISTICS of an implicit method
+
+    def solver_statistic(self, name: str) -> float:
+        """One of SOLVER_STATISTICS over the whole run; NaN for a method without a solver."""
+        if name not in SOLVER_STATISTICS:
+            raise ConfigError("statistic", name, f"one of {list(SOLVER_STATISTICS)}")
+        return float(self.solver.get(name, math.nan))
 
     def curve(self, observable: str | None) -> Series:
         name = observable or self.default

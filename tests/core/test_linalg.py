@@ -15,3 +15,14 @@ def test_needs_pivoting():
     a = np.array([[0.0, 1.0, 2.0], [1.0, 0.0, 1.0], [2.0, 1.0, 0.0]])
     b = np.array([1.0, 2.0, 3.0])
     assert np.allclose(solve(a, b), np.linalg.solve(a, b), rtol=1e-13)
+
+
+@pytest.mark.parametrize("n", [1, 3, 6, 8, 9])
+def test_matrix_right_hand_sides_and_the_inverse_operator(n):
+    """The chord method's frozen Jacobian: an explicit inverse up to UNROLL_MAX unknowns, LU above."""
+    from sgi_run.core.linalg import inverse_operator
+    rng = np.random.default_rng(10 + n)
+    a, b = rng.normal(size=(n, n)), rng.normal(size=(n, 3))
+    assert np.allclose(solve(a, b), np.linalg.solve(a, b), rtol=1e-10, atol=1e-12)
+    apply = inverse_operator(a)
+    assert np.allclose(apply(b[:, 0]), np.linalg.solve(a, b[:, 0]), rtol=1e-10, atol=1e-12)

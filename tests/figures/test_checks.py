@@ -541,3 +541,18 @@ def test_path_extent_of_a_kept_vectors_length():
     assert evaluate({**spec, "statistic": "range", "min": 2.5, "max": None}, "run", run).verdict == FAIL
     with pytest.raises(ConfigError, match="gamma"):
         evaluate({**spec, "norm_of": "gamma"}, "run", run)
+
+
+def test_solver_statistic_reads_what_the_runs_solves_did():
+    from sgi_run.figures.results import RunData
+    solved = {"per_step": 3.2, "max_iterations": 7.0, "unconverged_steps": 4.0, "unconverged_fraction": 0.01}
+    run = RunData({"C2": kept(np.ones_like(T))}, "C2", dt=0.5, solver=solved)
+    spec = {"id": "c", "kind": "solver_statistic", "statistic": "unconverged_steps", "max": 0}
+    validate(spec, "test")
+    failed = evaluate(spec, "run", run)
+    assert failed.verdict == FAIL and failed.value == 4.0
+    assert evaluate({**spec, "statistic": "per_step", "min": 3, "max": 4}, "run", run).verdict == PASS
+    with pytest.raises(ConfigError, match=r"^test\.statistic='mean' is not allowed: one of "):
+        validate({**spec, "statistic": "mean"}, "test")
+    with pytest.raises(ConfigError, match="has none"):     # an explicit method: no solves to judge
+        evaluate(spec, "run", RunData({"C2": kept(np.ones_like(T))}, "C2", dt=0.5))

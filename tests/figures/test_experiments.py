@@ -140,6 +140,21 @@ def test_bad_sphere_panels_are_refused_in_one_line(tmp_path, edit, key):
     assert str(err.value).startswith(f"fig1.yaml:{key}=") and "\n" not in str(err.value)
 
 
+@pytest.mark.parametrize("edit, key", [
+    (lambda s: s["panels"][0].update(measure="iterations"), "panels[0].measure"),
+    (lambda s: s["panels"][0].update(runs=["tmk_dt1"]), "panels[0].runs"),
+    (lambda s: s["panels"][0].update(series=[{"label": "TMK", "runs": ["tmk_dt7"]}]), "panels[0].runs"),
+    (lambda s: s["panels"][0].update(series=[{"runs": ["tmk_dt1"]}]), "panels[0].series"),
+    (lambda s: s["panels"][0].update(yscale="symlog"), "panels[0].yscale"),
+    (lambda s: s["panels"][0].update(slopes=[1]), "panels[0].slopes"),
+    (lambda s: s["checks"][2].update(statistic="mean"), "checks[2].statistic"),
+])
+def test_bad_scan_panels_and_solver_checks_are_refused_in_one_line(tmp_path, edit, key):
+    with pytest.raises(ConfigError) as err:
+        load(_variant(tmp_path, edit, "luesink_2023/sine_euler_dt_scan.yaml", "sine_euler_dt_scan.yaml"))
+    assert str(err.value).startswith(f"sine_euler_dt_scan.yaml:{key}=") and "\n" not in str(err.value)
+
+
 @pytest.mark.parametrize("name", [None, "Figure 6.1"])
 def test_a_diagnostic_must_say_it_is_not_a_figure(tmp_path, name):
     def edit(spec):

@@ -39,7 +39,10 @@ def test_rigid_body_fields_are_paper_004s_vector_sde():
 
 
 @pytest.mark.parametrize("cls, key, value", [(HeavyTop, "inertia", (1.0, 2.0)), (HeavyTop, "inertia", (1.0, -2.0, 1.0)),
-                                             (HeavyTop, "gravity_sign", 0.5), (RigidBody, "noise_kind", "cubic")])
+                                             (HeavyTop, "inertia", (1.0, 0.0, 1.0)), (HeavyTop, "alpha", (1.0, 2.0)),
+                                             (HeavyTop, "gravity_sign", 0.5), (RigidBody, "noise_kind", "cubic"),
+                                             (RigidBody, "inertia", (0.0, 1.0, 1.0)), (SineEuler, "n", 4),
+                                             (SineEuler, "n", 1), (SineEuler, "ic_kind", "foo")])
 def test_bad_parameters_are_refused(cls, key, value):
     with pytest.raises(ConfigError, match=f"^{key}="):
         cls(**{key: value}).check()
