@@ -16,11 +16,16 @@ Elements and duals are kept in the algebra's own form, never through a dense bas
   n x n matrices, :math:`[A, B] = AB - BA`, pairing :math:`\mathrm{Re\,tr}(A^\dagger B)`, exponential by
   ``eigh`` of the Hermitian :math:`iA`; Casimirs :math:`\mathrm{tr}((i\mu)^k)` (su(N)), :math:`\mathrm{tr}(\mu^{2k})` (so(n)).
 - ``Product``: a direct product of algebras, elements as tuples, everything componentwise.
+
+``matrix_form``: whether the algebra has a matrix representation ``to_matrix`` (a Lie algebra
+isomorphism onto matrices, with ``from_matrix`` its inverse) in which the coadjoint action is the
+commutator, :math:`M(\mathrm{ad}^*_s\mu) = [M(\mu), M(s)]`: so(3) by ``hat``, so(n) and su(N) as they
+are, products block by block; what the isospectral methods (paper 004) integrate. se(3) has none.
 """
 from __future__ import annotations
 
 import dataclasses
-from typing import Sequence
+from typing import ClassVar, Sequence
 
 import jax
 import jax.numpy as jnp
@@ -84,6 +89,15 @@ class SO3:
     def project(self, a):
         return a
 
+    # The 3 x 3 representation: hat(ad*_s mu) = [hat mu, hat s].
+    matrix_form: ClassVar[bool] = True
+
+    def to_matrix(self, x):
+        return hat(x)
+
+    def from_matrix(self, m):
+        return vee(m)
+
 
 @dataclasses.dataclass(frozen=True)
 class SE3:
@@ -116,6 +130,9 @@ class SE3:
 
     def project(self, a):
         return a
+
+    # ad* on se(3)* is no commutator of matrices representing mu and s: no isospectral methods here.
+    matrix_form: ClassVar[bool] = False
 
 
 @jax.custom_jvp
@@ -178,6 +195,15 @@ class MatrixAlgebra:
         g = self.exp(s)
         return jnp.conj(g).T @ mu @ g
 
+    # Elements are their own matrices: ad*_s mu = [mu, s].
+    matrix_form: ClassVar[bool] = True
+
+    def to_matrix(self, x):
+        return x
+
+    def from_matrix(self, m):
+        return m
+
     def casimirs(self, mu) -> dict:
         """su(N): C_k = tr((i mu)^k), k = 2 .. N, the power sums of the eigenvalues of the Hermitian
         i mu (real). so(n): C_k = tr(mu^k) for even k (odd powers of an antisymmetric matrix are
@@ -193,7 +219,8 @@ class MatrixAlgebra:
 
 @dataclasses.dataclass(frozen=True)
 class Product:
-    """A direct product of algebras: elements and duals are tuples, one entry per factor."""
+    """A direct product of algebras: elements and duals are tuples, one entry per factor; Casimirs are
+    named by factor, ``C2_1``, ``C2_2``, ... (1-based, names a command line can type)."""
     factors: tuple
 
     def __init__(self, factors: Sequence):
@@ -216,8 +243,19 @@ class Product:
         return tuple(f.coadjoint_exp(x, y) for f, x, y in zip(self.factors, s, mu))
 
     def casimirs(self, mu) -> dict:
-        return {f"{name}[{i}]": c for i, (f, x) in enumerate(zip(self.factors, mu))
+        return {f"{name}_{i + 1}": c for i, (f, x) in enumerate(zip(self.factors, mu))
                 for name, c in f.casimirs(x).items()}
 
     def project(self, a):
         return tuple(f.project(x) for f, x in zip(self.factors, a))
+
+    @property
+    def matrix_form(self) -> bool:
+        return all(f.matrix_form for f in self.factors)
+
+    def to_matrix(self, x):
+        """One matrix per factor (block-diagonal, kept as its blocks)."""
+        return tuple(f.to_matrix(y) for f, y in zip(self.factors, x))
+
+    def from_matrix(self, m):
+        return tuple(f.from_matrix(y) for f, y in zip(self.factors, m))

@@ -297,7 +297,9 @@ def _deviation(series: Series, kind: str, reference: float | None, path: int, st
         return None, skipped
     origin = x[0] if reference is None else reference
     with np.errstate(divide="ignore", invalid="ignore"):
-        deviation = np.abs(x - origin) / (abs(origin) if relative else 1.0)
+        deviation = np.abs(x - origin) / (np.max(np.abs(origin)) if relative else 1.0)
+    if deviation.ndim == 2:       # a vector observable (a spectrum): its largest entry's departure
+        deviation = np.where(np.isfinite(deviation).all(axis=1), np.max(deviation, axis=1), np.inf)
     # A non-finite value is the largest deviation there is (a blown-up path), never ignored.
     return np.where(inside, np.where(np.isfinite(deviation), deviation, np.inf), -np.inf), ""
 
@@ -309,14 +311,16 @@ def path_deviation(series: Series, *, min: float | None = None, max: float | Non
     """One realisation: max_t |x(t) - x(0)| along kept path ``path`` (or |x(t) - reference|; divided by
     |x(0)| with ``relative``), over the output times in [start, end] (default: the whole run), lies in
     [min, max], e.g. the drift of a Casimir or of the energy (spec 001, Figs 4-9). A single path has no
-    Monte Carlo SE."""
+    Monte Carlo SE. A vector observable (e.g. ``spectrum``) counts its largest entry's departure,
+    relative to its largest |entry| at t = 0 (spec 004: max_k |lambda_k(t) - lambda_k(0)| / max|lambda(0)|)."""
     band = Band(min, max)
     deviation, skipped = _deviation(series, "path_deviation", reference, path, start, end, relative)
     if skipped:
         return Measurement(math.nan, None, end, band, skipped=skipped)
     i = _nanargmax(deviation)
     x = series.require_kept("path_deviation", path)
-    origin = f"x(0) = {x[0]:.17g}" if reference is None else f"reference {reference:g}"
+    origin = (f"x(0) = {x[0]:.17g}" if x.ndim == 1 else f"max |x(0)| = {np.max(np.abs(x[0])):.17g}") \
+        if reference is None else f"reference {reference:g}"
     return Measurement(float(deviation[i]), None, float(series.t[i]), band, f"path {path}; {origin}")
 
 
@@ -349,6 +353,26 @@ def path_deviation_ratio(series: Series, *, other: Series, min: float | None = N
 
 _STATISTICS = {"max": np.max, "min": np.min, "range": np.ptp, "max_abs": lambda x: np.max(np.abs(x)),
                "min_abs": lambda x: np.min(np.abs(x))}
+
+
+@check_kind("path_difference")
+def path_difference(series: Series, *, other: Series, min: float | None = None, max: float | None = None,
+                    path: int = 0, end: float | None = None) -> Measurement:
+    """Two runs, one realisation each: max_t |x(t) - x_other(t)| along kept path ``path`` of both, over
+    their common output times up to ``end`` (SKIP when a run stops before it), lies in [min, max] (e.g. a
+    stochastic path departs visibly from the deterministic one, spec 004 Figure 1)."""
+    band = Band(min, max)
+    if end is not None and builtins.min(series.t[-1], other.t[-1]) < end - 1e-9:
+        return Measurement(math.nan, None, end, band, skipped=f"t={end:g} is beyond T={series.t[-1]:g}")
+    mine, theirs = series.require_kept("path_difference", path), other.require_kept("path_difference", path)
+    n = builtins.min(len(mine), len(theirs))
+    if not np.allclose(series.t[:n], other.t[:n]):
+        raise ConfigError("checks.other", "", "a run with the same output times")
+    gap = np.abs(mine[:n] - theirs[:n])
+    gap = np.where(np.isfinite(gap), gap, np.inf)
+    gap = gap.max(axis=tuple(range(1, gap.ndim))) if gap.ndim > 1 else gap
+    i = int(np.argmax(gap))
+    return Measurement(float(gap[i]), None, float(series.t[i]), band, f"path {path}, {n} output times")
 
 
 @check_kind("path_extent")

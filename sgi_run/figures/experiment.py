@@ -40,7 +40,7 @@ _SCAN_KEYS = ("quantity", "series", "runs", "measure", "observable", "path", "re
               "yscale")
 SCAN_MEASURES = ("path_deviation", *SOLVER_STATISTICS)
 # A `sphere` panel (3-D): state views along one kept path, one on the sphere of its initial radius.
-_SPHERE_KEYS = ("quantity", "runs", "solid", "dashed", "path", "title", "colours")
+_SPHERE_KEYS = ("quantity", "runs", "solid", "dashed", "path", "title", "colours", "black")
 # A `path` panel: observables along one kept path (a single realisation), their deviation from t = 0.
 _PATH_KEYS = ("quantity", "runs", "observable", "path", "deviation", "absolute", "relative", "title", "ylabel", "ylim",
               "yscale", "xlim", "colours")
@@ -277,6 +277,8 @@ def _check_panel(panel, k, where: str, runs: dict, studies: frozenset) -> None:
                   "a state view the runs keep along their paths (e.g. gamma, pi)")
         _need(isinstance(panel.get("path", 0), int) and panel.get("path", 0) >= 0, k(f"{where}.path"),
               panel.get("path"), "the index of a kept path (an integer >= 0)")
+        _need(isinstance(panel.get("black", []), list) and all(r in panel["runs"] for r in panel.get("black", [])),
+              k(f"{where}.black"), panel.get("black"), "a list of this panel's runs, drawn black")
     if panel["quantity"] == "density":
         for key in _DENSITY_KEYS:
             _need(key in panel, k(f"{where}.{key}"), None, "a value (density panels need "

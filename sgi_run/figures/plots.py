@@ -311,11 +311,15 @@ LINESTYLES = ("-", "-.", "--", ":")   # one per observable of a path panel (the 
 def path_values(series, panel: dict) -> np.ndarray:
     """What a ``path`` panel draws of one observable: its values along kept path ``path``, minus
     x(0) (``deviation: initial``, the default), a number, or nothing (``deviation: null``), in
-    absolute value with ``absolute: true``, divided by |x(0)| (or the number) with ``relative: true``."""
+    absolute value with ``absolute: true``, divided by |x(0)| (or the number) with ``relative: true``.
+    A vector observable (e.g. ``spectrum``) is drawn as its largest entry in absolute value, relative to
+    its largest |entry| at t = 0."""
     x = series.require_kept("a path panel", panel.get("path", 0))
     deviation = panel.get("deviation", "initial")
     origin = x[0] if deviation == "initial" else 0.0 if deviation is None else float(deviation)
-    y = (x - origin) / (abs(origin) if panel.get("relative") else 1.0)
+    y = (x - origin) / (np.max(np.abs(origin)) if panel.get("relative") else 1.0)
+    if y.ndim == 2:      # a vector observable (a spectrum): its largest entry in absolute value
+        return np.max(np.abs(y), axis=1)
     return np.abs(y) if panel.get("absolute") else y
 
 
@@ -365,17 +369,26 @@ def _path_panel(ax, exp, panel: dict, data: dict[str, RunData], colours: dict) -
 def _sphere_panel(ax, exp, panel: dict, data: dict[str, RunData], colours: dict) -> int:
     """A 3-D panel (``ax`` has ``projection="3d"``): the state view ``solid`` (e.g. gamma) along one
     kept path, drawn solid on the grey-shaded sphere of its initial radius, and ``dashed`` (e.g. pi)
-    dashed, of each run (spec 001, Figs 1-3)."""
+    dashed, of each run (spec 001, Figs 1-3). A view of several vectors (point vortices: (t, k, 3)) draws
+    one curve per vector, one colour each; the runs listed in ``black`` are drawn black (e.g. the
+    deterministic paths of spec 004 Figure 1)."""
     solid, dashed, path = panel.get("solid", "gamma"), panel.get("dashed"), panel.get("path", 0)
     radius = 0.0
     for run_id in panel["runs"]:
         run, colour, label = data[run_id], colours[run_id], exp.runs[run_id].label
+        black = run_id in panel.get("black", [])
         x = run.kept_view(solid, path)
-        radius = max(radius, float(np.linalg.norm(x[0])))
-        ax.plot(*x.T, color=colour, lw=1.0, label=f"{label}: {solid} (solid)")
+        vectors = [x] if x.ndim == 2 else [x[:, i] for i in range(x.shape[1])]   # (t, 3) or (t, k, 3)
+        for i, v in enumerate(vectors):
+            radius = max(radius, float(np.linalg.norm(v[0])))
+            # Several vectors (point vortices): one colour each, unless the run is drawn black.
+            tone = "k" if black else colour if len(vectors) == 1 else f"C{i % 10}"
+            text = (f"{label}: {solid}" + (" (solid)" if dashed else "")
+                    + (f", vector {i + 1}" if len(vectors) > 1 and not black else ""))
+            ax.plot(*v.T, color=tone, lw=1.0, label=text if i == 0 or not black else "_nolegend_")
         if dashed:
             y = run.kept_view(dashed, path)
-            ax.plot(*y.T, color=colour, lw=0.9, ls="--", alpha=0.8, label=f"{label}: {dashed} (dashed)")
+            ax.plot(*y.T, color="k" if black else colour, lw=0.9, ls="--", alpha=0.8, label=f"{label}: {dashed} (dashed)")
     u, v = np.meshgrid(np.linspace(0, 2 * np.pi, 41), np.linspace(0, np.pi, 21))
     ax.plot_surface(radius * np.cos(u) * np.sin(v), radius * np.sin(u) * np.sin(v), radius * np.cos(v),
                     color="0.6", alpha=0.18, lw=0, shade=False)

@@ -3,6 +3,8 @@ from sgi_run.systems.base import System
 from sgi_run.systems.canonical import CanonicalSystem
 from sgi_run.systems.kubo import Kubo
 from sgi_run.systems.lie_poisson import HeavyTop, LiePoissonSystem, RigidBody, SineEuler
+from sgi_run.systems.manakov import Manakov
+from sgi_run.systems.point_vortices import PointVortices
 from sgi_run.systems.langevin import (CirclePendulum, ConstrainedLangevinSystem, LangevinDoubleWell, LangevinHarmonic,
                                      LangevinSystem, SphericalPendulum)
 from sgi_run.systems.van_der_pol import VanDerPol
@@ -20,8 +22,10 @@ SYSTEMS: dict[str, type[System]] = {
     "heavy_top": HeavyTop,
     "rigid_body": RigidBody,
     "sine_euler": SineEuler,
+    "manakov": Manakov,
+    "point_vortices": PointVortices,
 }
 
 __all__ = ["SYSTEMS", "CanonicalSystem", "CirclePendulum", "ConstrainedLangevinSystem", "HeavyTop", "Kubo",
-           "LangevinDoubleWell", "LiePoissonSystem", "RigidBody", "SineEuler",
+           "LangevinDoubleWell", "LiePoissonSystem", "Manakov", "PointVortices", "RigidBody", "SineEuler",
            "LangevinHarmonic", "LangevinSystem", "SphericalPendulum", "System", "VanDerPol", "VlasovLenardBernstein", "VlasovLorentz"]

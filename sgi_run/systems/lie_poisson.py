@@ -25,6 +25,10 @@ from sgi_run.core.space import Leaf, StateSpace
 from sgi_run.systems.base import System, require
 
 
+# A view with more entries than this (a 10 x 10 matrix) is read back as itself, not entry by entry.
+COMPONENTS_MAX = 12
+
+
 @dataclasses.dataclass(frozen=True)
 class LiePoissonSystem(System):
     structure: ClassVar[str] = "lie_poisson"
@@ -75,13 +79,30 @@ class LiePoissonSystem(System):
     def energy(self, z):
         return self.hamiltonian(self.dual(z))
 
+    def spectrum(self, z):
+        """The sorted eigenvalues of the Hermitian i M(mu) (spec 004 section 0.3; M the algebra's matrix
+        form, block by block for a product): kept by isospectral methods to round-off."""
+        blocks = self.algebra.to_matrix(self.dual(z))
+        blocks = blocks if isinstance(blocks, tuple) else (blocks,)
+        return jnp.sort(jnp.concatenate([jnp.linalg.eigvalsh(1j * m) for m in blocks]))
+
     def observables(self) -> dict[str, Callable]:
+        """``H``, the algebra's Casimirs, ``spectrum`` (matrix algebras; with at most COMPONENTS_MAX
+        eigenvalues also each one, ``lambda1``, ...) and the components of every view with at most
+        COMPONENTS_MAX entries (real)."""
         named = {"H": self.energy}
         named.update({name: (lambda z, name=name: self.algebra.casimirs(self.dual(z))[name])
                       for name in self.algebra.casimirs(self.dual(self.zero_state()))})
+        if self.algebra.matrix_form:
+            named["spectrum"] = self.spectrum
+            size = jax.eval_shape(self.spectrum, self.zero_state()).shape[0]
+            if size <= COMPONENTS_MAX:      # lambda1 <= lambda2 <= ...: each eigenvalue's departure drawn apart
+                named.update({f"lambda{k + 1}": (lambda z, k=k: self.spectrum(z)[k]) for k in range(size)})
         for view, f in self.space.view_functions().items():
-            shape = jax.eval_shape(f, self.zero_state()).shape
-            for index in np.ndindex(shape):
+            spec = jax.eval_shape(f, self.zero_state())
+            if np.prod(spec.shape, dtype=int) > COMPONENTS_MAX or jnp.issubdtype(spec.dtype, jnp.complexfloating):
+                continue
+            for index in np.ndindex(spec.shape):
                 suffix = "".join(str(i + 1) for i in index)
                 named[f"{view}{suffix}"] = lambda z, f=f, index=index: f(z)[index]
         return named
@@ -132,6 +153,11 @@ class RigidBody(LiePoissonSystem):
 
     def initial_state(self, key):
         return jnp.asarray(self.pi0, dtype=jnp.float64)
+
+    def observables(self) -> dict[str, Callable]:
+        """Also ``sin2pi_sum`` = sin 2 pi x1 + sin 2 pi x2 + sin 2 pi x3, the weak test function of paper 004
+        (Figure 5 right, spec 3.3, after Brehier-Cohen-Jahnke)."""
+        return super().observables() | {"sin2pi_sum": lambda x: jnp.sum(jnp.sin(2 * jnp.pi * x))}
 
 
 @dataclasses.dataclass(frozen=True)

@@ -23,7 +23,7 @@ def runs_root(tmp_path_factory):
     return str(tmp_path_factory.mktemp("runs"))
 
 
-@pytest.mark.parametrize("exp", [e for e in ALL if e.figure not in SMOKE_DONE_ELSEWHERE], ids=lambda e: e.figure)
+@pytest.mark.parametrize("exp", [e for e in ALL if e.figure not in SMOKE_DONE_ELSEWHERE], ids=lambda e: f"{e.paper}/{e.figure}")
 def test_smoke_profile_makes_the_figure_without_a_fail(exp, runs_root, tmp_path):
     outcome = make_figure(exp, "smoke", tmp_path, runs_root, log=lambda line: None)
     for key in ("png", "csv", "md", "checks", "json"):
@@ -33,21 +33,26 @@ def test_smoke_profile_makes_the_figure_without_a_fail(exp, runs_root, tmp_path)
     assert any(c.verdict == PASS for c in outcome.checks)
 
 
-PAPER_COUNTS = {   # figure: (paths, T) of every run at paper fidelity, from the paper's text
-    "fig4_1": (50000, 5000), "fig4_2": (50000, 5000), "fig4_3": (10**6, 5000), "fig4_4": (10**6, 5000),
-    "fig4_6": (10**7, None), "fig4_7": (10**7, None), "fig4_8": (10**7, None), "fig4_9": (10**7, None),
-    "fig4_10": (1, 100000), "fig4_11": (10**6, 10000),
-    "fig2_1": (400**2, 200), "fig2_2": (400**2, 200),    # Bou-Rabee & Owhadi: 400^2 realizations
-    # Luesink et al.: single realisations, dt = 0.01, T = 100 (10^4 steps)
-    "fig1": (1, 100), "fig2": (1, 100), "fig3": (1, 100), "fig4": (1, 100), "fig5": (1, 100), "fig6": (1, 100),
-    "fig7": (1, 100),
-    "fig8": (1, 10000), "fig9": (1, 10000),    # sine-Euler: dt = 0.5, T = 10^4 (2 x 10^4 steps)
+PAPER_COUNTS = {   # paper/figure: (paths, T) of every run at paper fidelity, from the paper's text
+    **{f"kraus_tyranowski_2021/{f}": counts for f, counts in {
+        "fig4_1": (50000, 5000), "fig4_2": (50000, 5000), "fig4_3": (10**6, 5000), "fig4_4": (10**6, 5000),
+        "fig4_6": (10**7, None), "fig4_7": (10**7, None), "fig4_8": (10**7, None), "fig4_9": (10**7, None),
+        "fig4_10": (1, 100000), "fig4_11": (10**6, 10000)}.items()},
+    # Bou-Rabee & Owhadi: 400^2 realizations
+    "bou_rabee_owhadi/fig2_1": (400**2, 200), "bou_rabee_owhadi/fig2_2": (400**2, 200),
+    # Luesink et al.: single realisations, dt = 0.01, T = 100 (10^4 steps); sine-Euler dt = 0.5, T = 10^4
+    **{f"luesink_2023/fig{n}": (1, 100) for n in range(1, 8)},
+    "luesink_2023/fig8": (1, 10000), "luesink_2023/fig9": (1, 10000),
+    # Ephrati et al.: single realisations over T = 1000 (h = 2^-8); 500 realisations at T = 13 * 2^-7
+    **{f"ephrati_2023/fig{n}": (1, 1000) for n in (4, 6, 8)},
+    **{f"ephrati_2023/fig{n}": (500, 0.1015625) for n in (5, 7, 9)},
 }
 
 
-@pytest.mark.parametrize("exp", [e for e in ALL if e.figure in PAPER_COUNTS], ids=lambda e: e.figure)
+@pytest.mark.parametrize("exp", [e for e in ALL if f"{e.paper}/{e.figure}" in PAPER_COUNTS],
+                         ids=lambda e: f"{e.paper}/{e.figure}")
 def test_paper_profile_has_the_papers_counts(exp, tmp_path):
-    paths, T = PAPER_COUNTS[exp.figure]
+    paths, T = PAPER_COUNTS[f"{exp.paper}/{exp.figure}"]
     for run_id, cfg in compose_runs(exp, "paper", str(tmp_path)).items():
         assert cfg.plan.paths == paths, run_id
         if T is not None:
@@ -58,10 +63,10 @@ def test_paper_profile_has_the_papers_counts(exp, tmp_path):
 
 # --- how each experiment is named ------------------------------------------------------------------------
 PAPER_NAMES = {"kraus_tyranowski_2021": "Kraus & Tyranowski (2021)", "bou_rabee_owhadi": "Bou-Rabee & Owhadi (2007)",
-               "luesink_2023": "Luesink et al. (2023)"}
+               "luesink_2023": "Luesink et al. (2023)", "ephrati_2023": "Ephrati et al. (2024)"}
 
 
-@pytest.mark.parametrize("exp", ALL, ids=lambda e: e.figure)
+@pytest.mark.parametrize("exp", ALL, ids=lambda e: f"{e.paper}/{e.figure}")
 def test_every_heading_cites_the_paper_and_the_papers_figure_name(exp):
     assert exp.paper_name == PAPER_NAMES[exp.paper]
     number = re.fullmatch(r"fig(\d+)(?:_(\d+))?", exp.figure)
@@ -133,6 +138,7 @@ def test_bad_path_panels_and_checks_are_refused_in_one_line(tmp_path, edit, key)
     (lambda s: s["panels"][0].update(ylim=[0, 1]), "panels[0].ylim"),
     (lambda s: s["panels"][0].update(path=1.5), "panels[0].path"),
     (lambda s: s["checks"][5].update(norm_of=3), "checks[5].norm_of"),
+    (lambda s: s["panels"][0].update(black=["tmk_442"]), "panels[0].black"),
 ])
 def test_bad_sphere_panels_are_refused_in_one_line(tmp_path, edit, key):
     with pytest.raises(ConfigError) as err:
