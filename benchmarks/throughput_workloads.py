@@ -307,9 +307,13 @@ WORKLOADS = {
     "heavy_top": (dict(inertia=(4.0, 2.0, 1.0), alpha=(0.01, 0.02, 0.03)), 0.01, 1000,
                   "Stratonovich SDE (paper 001 eq. 39) dpi = (pi x omega + chi x gamma) dt + pi x alpha∘dW, "
                   "dgamma = gamma x omega dt + gamma x alpha∘dW, omega = I^-1 pi, chi = e3", "top-"),
+    # Issue 12 (Speed): paper 004's stochastic rigid body (I = diag(2, 1, 2/3), noise 0.1 x_i^2 on each axis,
+    # x0 = (sin 1.1, 0, cos 1.1): the system's defaults) at the paper's h = 2^-8, 10^3 steps.
+    "rigid_body": (dict(), 2.0**-8, 1000,
+                   "Stratonovich SDE (paper 004 section 6.1) dx = x x I^-1 x dt - 0.1 sum_i x_i (e_i x x)∘dW^i", "rb-"),
 }
 # Observables conserved by a workload's SDE (Casimirs): their largest change over paths at T is reported.
-CONSERVED = {"heavy_top": ("C1", "C2")}
+CONSERVED = {"heavy_top": ("C1", "C2"), "rigid_body": ("C2",)}
 # Every integrator in conf/integrator/: implicit (Newton) LDA methods, explicit strong, then weak.
 VDP_INTEGRATORS = ("midpoint", "stormer_verlet", "dirk", "heun", "r2", "e1", "srkw1", "srkw2", "rs1", "rs2")
 
@@ -361,4 +365,9 @@ def build_entries(args) -> list[Entry]:
                     sgi_entry(top, "tmk", max_repeats=1),
                     sgi_entry(top, "tmk", options={"solver": "fixed_point"}, max_repeats=1),
                     *(sgi_entry(top, i, max_repeats=1) for i in ("lp_midpoint", "lp_trapezoidal"))]
+    if "rigid_body" in args.workload:
+        # IsoMP against paper 001's methods on the same system, and diffrax Heun on its vector SDE.
+        body = make_workload("rigid_body", args)
+        entries += [diffrax_entry(body, "unsafe", reference=True),
+                    *(sgi_entry(body, i, max_repeats=1) for i in ("isomp", "tmk", "lp_midpoint"))]
     return entries

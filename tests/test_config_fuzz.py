@@ -21,12 +21,15 @@ def _fitting(choice: str) -> tuple[str, ...]:
     so that an override of any key goes through every check, past the system/integrator pairing."""
     group = choice.split("=")[0]
     other = {"system": "integrator", "integrator": "system"}.get(group)
-    for partner in [()] + [(f"{other}={o}",) for o in (group_options(other) if other else [])]:
-        try:
-            sgi_run.compose([choice, *partner])
-            return (choice, *partner)
-        except sgi_run.ConfigError:
-            pass
+    partners = [()] + [(f"{other}={o}",) for o in (group_options(other) if other else [])]
+    # A large state (Zeitlin su(128)) fits the default 10^4-path shards in no memory: one path then.
+    for plan in ((), ("plan.paths=1", "plan.keep_paths=1")):
+        for partner in partners:
+            try:
+                sgi_run.compose([choice, *partner, *plan])
+                return (choice, *partner, *plan)
+            except sgi_run.ConfigError:
+                pass
     raise AssertionError(f"no option of {other} fits {choice}")
 
 

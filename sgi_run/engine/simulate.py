@@ -131,10 +131,11 @@ def memory_estimate(system, integrator, plan: Plan | ConvergencePlan) -> MemoryE
 def _words_per_path(system, integrator) -> int:
     """Device memory of one path in float64 words, as measured (peak resident memory on a CPU, per
     10^6 paths: Heun 17, midpoint 49, SRKw2 383 words for d = 2): the state and its start, keys,
-    increments and observables (~10 d + d^2), and an implicit solve's Jacobian and forward-mode
-    temporaries (~24 + 3 u^2 for u unknowns solved together)."""
-    d, u = state_words(system.space), integrator.newton_unknowns(system)
-    return 10 * d + d * d + (24 + 3 * u * u if u else 0)
+    increments and observables (~10 d), and an implicit solve's Jacobians and forward-mode temporaries
+    (~24 + d^2 + 3 u^2 for u unknowns solved together; none for fixed-point iteration: an N x N matrix
+    state of d = 2 N^2 words is never squared)."""
+    d, u = state_words(system.space), integrator.jacobian_unknowns(system)
+    return 10 * d + (24 + d * d + 3 * u * u if u else 0)
 
 
 def _convergence_estimate(system, integrator, plan: ConvergencePlan) -> MemoryEstimate:

@@ -78,6 +78,10 @@ class Integrator:
         and forward-mode temporaries grow as their square: the engine's memory estimate counts them."""
         return 0
 
+    def jacobian_unknowns(self, system) -> int:
+        """The unknowns of the Jacobians its solves build (what the memory estimate counts)."""
+        return self.newton_unknowns(system)
+
     def advance(self, system, z, dt, xi: jax.Array) -> tuple[Any, SolverStats]:
         raise NotImplementedError
 
@@ -119,6 +123,10 @@ class ImplicitIntegrator(Integrator):
 
     def solver_name(self, system) -> str | None:
         return self.solver if self.newton_unknowns(system) else None
+
+    def jacobian_unknowns(self, system) -> int:
+        """Fixed-point iteration builds no Jacobian."""
+        return 0 if self.solver == "fixed_point" else self.newton_unknowns(system)
 
 
 def combine(coefficients, values):

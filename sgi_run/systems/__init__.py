@@ -9,6 +9,7 @@ from sgi_run.systems.langevin import (CirclePendulum, ConstrainedLangevinSystem,
                                      LangevinSystem, SphericalPendulum)
 from sgi_run.systems.van_der_pol import VanDerPol
 from sgi_run.systems.vlasov import VlasovLenardBernstein, VlasovLorentz
+from sgi_run.systems.zeitlin import ZeitlinEuler
 
 SYSTEMS: dict[str, type[System]] = {
     "kubo": Kubo,
@@ -24,6 +25,7 @@ SYSTEMS: dict[str, type[System]] = {
     "sine_euler": SineEuler,
     "manakov": Manakov,
     "point_vortices": PointVortices,
+    "zeitlin_euler": ZeitlinEuler,
 }
 
 __all__ = ["SYSTEMS", "CanonicalSystem", "CirclePendulum", "ConstrainedLangevinSystem", "HeavyTop", "Kubo",

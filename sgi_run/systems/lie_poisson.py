@@ -134,6 +134,7 @@ class RigidBody(LiePoissonSystem):
         require("inertia", self.inertia, all(i > 0 for i in self.inertia), "three numbers > 0")
         _vector("pi0", self.pi0)
         require("noise_kind", self.noise_kind, self.noise_kind in self.NOISE_KINDS, f"one of {list(self.NOISE_KINDS)}")
+        require("noise_amplitude", self.noise_amplitude, self.noise_amplitude >= 0, "a number >= 0")
 
     @property
     def algebra(self):
@@ -262,6 +263,7 @@ class SineEuler(LiePoissonSystem):
     def check(self):
         require("n", self.n, self.n >= 3 and self.n % 2 == 1, "an odd integer >= 3")
         require("ic_kind", self.ic_kind, self.ic_kind in self.IC_KINDS, f"one of {list(self.IC_KINDS)}")
+        require("noise_amplitude", self.noise_amplitude, self.noise_amplitude >= 0, "a number >= 0")
 
     @property
     def basis(self) -> ZeitlinBasis:

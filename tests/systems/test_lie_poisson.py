@@ -42,7 +42,8 @@ def test_rigid_body_fields_are_paper_004s_vector_sde():
                                              (HeavyTop, "inertia", (1.0, 0.0, 1.0)), (HeavyTop, "alpha", (1.0, 2.0)),
                                              (HeavyTop, "gravity_sign", 0.5), (RigidBody, "noise_kind", "cubic"),
                                              (RigidBody, "inertia", (0.0, 1.0, 1.0)), (SineEuler, "n", 4),
-                                             (SineEuler, "n", 1), (SineEuler, "ic_kind", "foo")])
+                                             (SineEuler, "n", 1), (SineEuler, "ic_kind", "foo"),
+                                             (RigidBody, "noise_amplitude", -0.1), (SineEuler, "noise_amplitude", -1.0)])
 def test_bad_parameters_are_refused(cls, key, value):
     with pytest.raises(ConfigError, match=f"^{key}="):
         cls(**{key: value}).check()

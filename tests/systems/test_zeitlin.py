@@ -1,0 +1,207 @@
+"""Euler-Zeitlin on su(N) (paper 004 section 6.4, spec 004 section 1.4): the Hoppe-Yau basis and its fast
+transforms (P10), the drift's sign (P4), the noise as a per-mode weight (P1, P2), the initial condition,
+the parameters' refusals, and a short IsoMP run through the runner."""
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+import scipy.special
+
+import sgi_run
+from sgi_run.core.errors import ConfigError
+from sgi_run.systems import SYSTEMS
+from sgi_run.systems.zeitlin import (ZeitlinEuler, coefficients_quflow, degrees, flat_index, hbar, hoppe_yau,
+                                     laplacian, render, spectra, spin_matrices)
+
+
+def dense_basis(n):
+    """All N^2 basis matrices T_lm at flat positions (small N only: tests)."""
+    return np.asarray(hoppe_yau(n).backward_numbers(np.eye(n * n)))          # leading batch axes allowed
+
+
+def random_su(n, seed=0):
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((n, n)) + 1j * rng.standard_normal((n, n))
+    x = 0.5 * (x - x.conj().T)
+    return x - np.trace(x) / n * np.eye(n)
+
+
+@pytest.mark.parametrize("n", [2, 9, 16])
+def test_laplacian_eigen_relation_on_every_basis_matrix(n):
+    """P10 (a): Delta_N T_lm = -l(l+1) T_lm, Delta_N by its commutator form -sum_a [J_a, [J_a, .]]."""
+    t = dense_basis(n)
+    ll = (degrees(n) * (degrees(n) + 1.0))[:, None, None]
+    assert np.abs(laplacian(t) + ll * t).max() <= 1e-14 * n**2
+
+
+def test_laplacian_eigen_relation_through_the_transforms_at_128():
+    """P10 (a) at N = 128 without a dense basis: forward(Delta_N X) = -l(l+1) forward(X)."""
+    b, x = hoppe_yau(128), random_su(128)
+    ll = degrees(128) * (degrees(128) + 1.0)
+    c, c_lap = np.asarray(b.forward_numbers(x)), np.asarray(b.forward_numbers(laplacian(x)))
+    assert np.abs(c_lap + ll * c).max() <= 1e-13 * np.abs(ll * c).max()
+
+
+@pytest.mark.parametrize("n", [2, 3, 9, 16])
+def test_basis_is_orthonormal_and_skew_hermitian(n):
+    """P10 (b): Gram matrix Re tr(T^* T') = I, every T_lm exactly skew-Hermitian, T_00 = i I / sqrt(N)."""
+    t = dense_basis(n)
+    gram = np.real(np.einsum("aij,bij->ab", t.conj(), t))
+    assert np.abs(gram - np.eye(n * n)).max() <= 1e-14
+    assert np.abs(t + t.conj().transpose(0, 2, 1)).max() == 0
+    assert np.abs(t[0] - 1j * np.eye(n) / math.sqrt(n)).max() <= 1e-15
+
+
+@pytest.mark.parametrize("n", [2, 9, 12, 128])
+def test_t10_is_the_scaled_spin_matrix(n):
+    """P10 (c): T_10 = sqrt(3/N) hbar i J_3, hbar = 2/sqrt(N^2 - 1)."""
+    t10 = hoppe_yau(n).dense(1, 0)
+    assert np.abs(t10 - math.sqrt(3 / n) * hbar(n) * 1j * spin_matrices(n)[2]).max() <= 1e-15
+
+
+def test_coherent_state_symbols_are_the_real_spherical_harmonics():
+    """P10 (d), N = 9: the Berezin symbol of sqrt(N) T_lm correlates with sqrt(4 pi) Y^re_lm at >= 0.9999, ratio
+    b_l = sqrt(N!(N-1)!/((N-l-1)!(N+l)!)) (every l >= 1, m: a sign slip in one (l, m) fails here)."""
+    n = 9
+    b = hoppe_yau(n)
+    _, lat, lon = render(np.zeros((n, n)), 18, 36)
+    theta, phi = np.meshgrid(np.pi / 2 - lat, lon, indexing="ij")
+    for l in range(1, n):
+        b_l = math.sqrt(math.factorial(n) * math.factorial(n - 1) / (math.factorial(n - l - 1) * math.factorial(n + l)))
+        for m in range(-l, l + 1):
+            y = scipy.special.sph_harm_y(l, abs(m), theta, phi)      # scipy >= 1.15: (degree, order, polar, azimuth)
+            y_re = y.real if m == 0 else math.sqrt(2) * (-1) ** m * (y.real if m > 0 else -y.imag)
+            y_re = math.sqrt(4 * np.pi) * y_re
+            symbol = render(math.sqrt(n) * b.dense(l, m), 18, 36)[0]
+            correlation = np.sum(symbol * y_re) / math.sqrt(np.sum(symbol**2) * np.sum(y_re**2))
+            assert correlation >= 0.9999, (l, m, correlation)
+            assert abs(np.sum(symbol * y_re) / np.sum(y_re**2) / b_l - 1) <= 1e-10, (l, m)
+
+
+def test_transforms_round_trip_and_are_adjoint_at_128():
+    """Spec 6: ||backward(forward(X)) - X|| <= 1e-13 ||X|| at N = 128; <forward X, c> = <X, backward c>;
+    backward's output exactly skew-Hermitian."""
+    b, x = hoppe_yau(128), random_su(128)
+    back = np.asarray(b.backward_numbers(b.forward_numbers(x)))
+    assert np.linalg.norm(back - x) <= 1e-13 * np.linalg.norm(x)
+    assert np.abs(back + back.conj().T).max() == 0
+    c = np.random.default_rng(1).standard_normal(128**2)
+    lhs = np.dot(np.asarray(b.forward_numbers(x)), c)
+    rhs = np.real(np.sum(x.conj() * np.asarray(b.backward_numbers(c))))
+    assert abs(lhs - rhs) <= 1e-12 * abs(lhs)
+
+
+def test_drift_is_eq_40_and_the_energy_positive():
+    """P4: the derived drift (jax.grad of h, LP convention [X, grad h]) is exactly [Delta^-1 X, X]; H > 0 equals
+    -1/2 <Delta^-1 X, X>; C2 = tr(X^2) < 0."""
+    system = ZeitlinEuler(N=16)
+    x = system.initial_state(None)
+    p = np.asarray(laplacian_inverse_dense(16) @ np.asarray(x).reshape(-1)).reshape(16, 16)
+    assert np.abs(np.asarray(jax.jit(system.inverse_laplacian)(x)) - p).max() <= 1e-13 * np.abs(p).max()
+    expected = p @ np.asarray(x) - np.asarray(x) @ p
+    assert np.abs(np.asarray(jax.jit(system.drift)(x)) - expected).max() <= 1e-13 * np.abs(expected).max()
+    energy = float(system.observables()["H"](x))
+    assert energy > 0 and abs(energy + 0.5 * np.real(np.sum(p.conj() * np.asarray(x)))) <= 1e-13 * energy
+    c2 = float(system.observables()["C2"](x))
+    assert c2 < 0 and abs(c2 - np.real(np.trace(np.asarray(x) @ np.asarray(x)))) <= 1e-13 * abs(c2)
+
+
+def laplacian_inverse_dense(n):
+    """Delta_N^-1 on su(N) (n^2 x n^2, on the flattened matrix) from the commutator-form Laplacian, l = 0 removed."""
+    t = dense_basis(n)[1:].reshape(n * n - 1, -1)
+    lap = laplacian(np.eye(n * n).reshape(n * n, n, n)).reshape(n * n, n * n).T     # columns: Delta of e_j
+    restricted = np.real(t.conj() @ lap @ t.T)          # the Laplacian in the basis (real orthonormal on su(N))
+    return t.T @ np.linalg.inv(restricted) @ t.conj()
+
+
+@pytest.mark.parametrize("kind", ["projection", "constant"])
+def test_noise_generator_is_the_per_mode_weight(kind):
+    """P1, P2: sum_k dW_k grad h_k (derived by jax.grad) = backward(w * forward(X)), w_lm = c dW_lm/(l(l+1))
+    for l >= lmin (projection), or sum c dW_lm/(l(l+1)) T_lm (constant)."""
+    system = ZeitlinEuler(N=16, noise_amplitude=0.7, noise_kind=kind)
+    x = system.initial_state(None)
+    dw = np.asarray(jax.random.normal(jax.random.PRNGKey(0), (system.noises,)))
+    w = np.zeros(16**2)
+    w[system.lmin**2:] = 0.7 * dw / (degrees(16) * (degrees(16) + 1.0))[system.lmin**2:]
+    expected = system.basis.apply(x, w) if kind == "projection" else system.basis.backward_numbers(w)
+    expected = np.asarray(expected)
+    derived = np.asarray(jax.jit(system.noise_generator)(x, jnp.asarray(dw)))
+    assert np.abs(derived - expected).max() <= 1e-14 * np.abs(expected).max()
+
+
+def test_number_of_noises():
+    """M = sum_{l=lmin}^{N-1} (2l+1): 12288 at N = 128, 108 at N = 12 (spec 1.4.4); lmin = ceil(N/2) for odd N."""
+    assert ZeitlinEuler(N=128).noises == 12288 and ZeitlinEuler(N=12).noises == 108
+    assert ZeitlinEuler(N=9).noises == sum(2 * l + 1 for l in range(5, 9))
+    system = ZeitlinEuler(N=16, noise_lmin=3)
+    assert system.noises == sum(2 * l + 1 for l in range(3, 16))
+    assert system.noise_hamiltonians(system.initial_state(None)).shape == (system.noises,)
+
+
+def test_initial_condition():
+    """Spec 1.4.4: omega_lm ~ N(0, 1) for 1 <= l <= ic_lmax, zero above, sum omega^2 = ic_rms^2 (quflow
+    normalisation of X^q = hbar X); su(N); the same for every path key, another for another seed."""
+    system = ZeitlinEuler(N=32, ic_lmax=5, ic_rms=2.0, ic_seed=3)
+    x = np.asarray(system.initial_state(jax.random.PRNGKey(0)))
+    s, e = system.enstrophy_spectrum(x)
+    assert np.all(s[6:] <= 1e-28) and np.all(s[1:6] > 0) and s[0] <= 1e-28
+    assert abs(s.sum() - 4.0) <= 1e-13 and np.allclose(e[1:], s[1:] / (np.arange(1, 32) * np.arange(2, 33)))
+    assert np.abs(x + x.conj().T).max() == 0 and abs(np.trace(x)) <= 1e-15 * np.linalg.norm(x)
+    np.testing.assert_allclose(system.coefficients(x), coefficients_quflow(hbar(32) * x))
+    assert np.array_equal(x, np.asarray(system.initial_state(jax.random.PRNGKey(1))))
+    assert not np.allclose(x, np.asarray(ZeitlinEuler(N=32, ic_lmax=5, ic_rms=2.0, ic_seed=4).initial_state(None)))
+
+
+def test_observables_and_registration():
+    """H, C2 and the sorted spectrum of iX (each eigenvalue too for N <= 12), no N - 1 power sums; registered."""
+    assert SYSTEMS["zeitlin_euler"] is ZeitlinEuler
+    system = ZeitlinEuler(N=12, ic_lmax=11)
+    x = system.initial_state(None)
+    named = system.observables()
+    assert sorted(named) == sorted(["C2", "H", "spectrum"] + [f"lambda{k}" for k in range(1, 13)])
+    assert sorted(ZeitlinEuler(N=16).observables()) == ["C2", "H", "spectrum"]
+    assert float(named["lambda12"](x)) == pytest.approx(float(named["spectrum"](x)[-1]))
+    lam = np.asarray(named["spectrum"](x))
+    np.testing.assert_allclose(lam, np.linalg.eigvalsh(1j * np.asarray(x)), atol=1e-12 * np.abs(lam).max())
+    assert abs(np.sum(lam**2) + float(named["C2"](x))) <= 1e-12 * np.sum(lam**2)
+    omega = system.coefficients(x)
+    assert np.allclose(spectra(omega)[0][1:], [np.sum(omega[l * l:(l + 1) ** 2] ** 2) for l in range(1, 12)])
+    assert omega[flat_index(0, 0)] == pytest.approx(0, abs=1e-15)
+
+
+@pytest.mark.parametrize("override, key", [
+    ("system.N=1", "system.N="),
+    ("system.N=1000000000", "system.N="),
+    ("system.noise_amplitude=-0.1", "system.noise_amplitude="),
+    ("system.noise_kind=additive", "system.noise_kind="),
+    ("system.noise_lmin=16", "system.noise_lmin="),
+    ("system.ic_lmax=16", "system.ic_lmax="),
+    ("system.ic_rms=0", "system.ic_rms="),
+    ("system.ic_seed=-1", "system.ic_seed="),
+])
+def test_bad_parameters_are_refused(override, key):
+    with pytest.raises(ConfigError) as err:
+        sgi_run.compose(["system=zeitlin_euler", "system.N=16", "integrator=isomp", override])
+    assert str(err.value).startswith(key) and "\n" not in str(err.value)
+
+
+def test_isomp_through_the_runner(runs_root):
+    """Spec 3.8 at N = 16 (the smoke size of spec 4): 200 IsoMP steps of dt = 0.1 hbar, two paths, truncated
+    increments: C2 to 1e-12 relative, the spectrum to 1e-12 max|lambda|, exactly skew, traceless to 1e-12 ||X||,
+    every fixed point converged; the noise acts (the paths differ) and H moves."""
+    dt = 0.1 * hbar(16)
+    result = sgi_run.run(sgi_run.compose(runs_root + [
+        "system=zeitlin_euler", "system.N=16", "integrator=isomp", "plan.paths=2", f"plan.dt={dt!r}",
+        f"plan.T={200 * dt!r}", f"plan.output_dt={20 * dt!r}", "plan.observables=[H,C2,spectrum]",
+        "plan.keep_paths=2", "plan.truncate=log_dt"]))
+    ens = result.ensemble
+    c2, lam, x = ens.paths["C2"], ens.paths["spectrum"], ens.paths["X"]
+    assert np.abs(c2 / c2[:, :1] - 1).max() <= 1e-12
+    assert np.abs(lam - lam[:, :1]).max() <= 1e-12 * np.abs(lam[:, 0]).max()
+    assert np.abs(x + np.conj(np.swapaxes(x, -1, -2))).max() == 0
+    assert np.abs(np.trace(x, axis1=-2, axis2=-1)).max() <= 1e-12 * np.linalg.norm(x[0, 0])
+    assert ens.diagnostics["fixed_point_unconverged_steps"].sum() == 0
+    assert ens.diagnostics["fixed_point_max_iterations"].max() <= 12
+    assert np.abs(x[0, -1] - x[1, -1]).max() > 1e-3 and np.abs(ens.paths["H"] / ens.paths["H"][:, :1] - 1).max() > 1e-4
