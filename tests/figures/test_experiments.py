@@ -45,7 +45,8 @@ PAPER_COUNTS = {   # paper/figure: (paths, T) of every run at paper fidelity, fr
     "luesink_2023/fig8": (1, 10000), "luesink_2023/fig9": (1, 10000),
     # Ephrati et al.: single realisations over T = 1000 (h = 2^-8); 500 realisations at T = 13 * 2^-7
     **{f"ephrati_2023/fig{n}": (1, 1000) for n in (4, 6, 8)},
-    **{f"ephrati_2023/fig{n}": (500, 0.1015625) for n in (5, 7, 9)},
+    **{f"ephrati_2023/fig{n}": (500, 0.1015625) for n in (5, 7, 9, 11)},
+    "ephrati_2023/fig10": (1, 50.001525948759),     # N = 128: 32000 steps of 0.1 hbar (T = 50)
 }
 
 
