@@ -31,7 +31,8 @@ import jax
 import jax.numpy as jnp
 
 from sgi_run.core.errors import ConfigError
-from sgi_run.integrators.base import ImplicitIntegrator, SolverStats
+from sgi_run.integrators.base import SolverStats
+from sgi_run.integrators.lie_poisson import LiePoissonIntegrator
 
 SCHEMES = ("isospectral_midpoint",)
 
@@ -57,9 +58,9 @@ def _skew_part2(a):
 
 
 @dataclasses.dataclass(frozen=True)
-class IsospectralIntegrator(ImplicitIntegrator):
+class IsospectralIntegrator(LiePoissonIntegrator):
+    """Paper 001's Lie-Poisson family's noise, unknowns and solver naming; its own step."""
     family: ClassVar[str] = "isospectral"
-    fits: ClassVar[tuple[str, ...]] = ("lie_poisson",)
     solver: str = "fixed_point"
 
     def __post_init__(self):
@@ -69,10 +70,6 @@ class IsospectralIntegrator(ImplicitIntegrator):
             raise ConfigError("integrator.solver", self.solver,
                               "fixed_point (IsoMP's iterates are exactly skew-Hermitian only under its fixed-point map)")
 
-    @property
-    def noise_kind(self) -> str:
-        return "gaussian"
-
     def check_fits(self, system) -> None:
         super().check_fits(system)
         algebra = system.algebra
@@ -81,13 +78,6 @@ class IsospectralIntegrator(ImplicitIntegrator):
                               f"a method for system '{type(system).__name__}' on {algebra.name}: {self.name} needs "
                               "a matrix Lie algebra (so(3), so(n), su(N) or products of them); tmk, lp_midpoint "
                               "and lp_trapezoidal fit every Lie-Poisson system")
-
-    def newton_unknowns(self, system) -> int:
-        leaves = jax.tree.leaves(system.dual(system.zero_state()))
-        return sum(x.size * (2 if jnp.iscomplexobj(x) else 1) for x in leaves)
-
-    def solver_name(self, system) -> str | None:
-        return self.solver
 
     def advance(self, system, z, dt, xi):
         algebra, dw = system.algebra, xi[0]
