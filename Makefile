@@ -27,10 +27,11 @@ test: $(VENV)/.installed
 figures: $(VENV)/.installed
 	$(BIN)/sgi-figures --fidelity $(FIDELITY) $(if $(FIGURE),--only $(FIGURE))
 
-## bench: throughput benchmarks and the engine's overhead on a matrix state, written to outputs/bench/
+## bench: throughput benchmarks, the engine's overhead on a matrix state, one Zeitlin su(128) IsoMP step; outputs/bench/
 bench: $(VENV)/.installed
 	$(BIN)/python benchmarks/throughput.py
 	$(BIN)/python benchmarks/pytree_overhead.py
+	$(BIN)/python benchmarks/zeitlin_step.py
 
 clean:
 	rm -rf $(VENV) outputs/runs outputs/figures outputs/bench

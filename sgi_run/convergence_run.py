@@ -45,7 +45,8 @@ def write_study(path: Path, run_dir: Path, sim, engine_result, ens: store.Ensemb
     result = result_of(sim, engine_result)
     ens.attrs |= {"error_kind": result.error_kind, "reference": result.reference, "samples": result.samples,
                   "observable": plan.observable if plan.error == "weak" else "state",
-                  "reference_dt": plan.reference_dt or 0.0, "T": plan.T, "note": result.note}
+                  "reference_dt": plan.reference_dt or 0.0, "T": plan.T, "note": result.note,
+                  "resolvable_se": result.resolvable_se}
     rows = table_rows_of(result, ens.attrs)
     write_tables(rows, run_dir, result, ens.attrs)
     plot(result, ens.attrs, run_dir / "convergence.png")
@@ -82,7 +83,8 @@ def load(path) -> tuple[ConvergenceResult, dict]:
             dts=data["dts"], error=data["error"], se=data["se"], resolvable=data["resolvable"],
             order=float(data["order"]), order_ci=tuple(float(x) for x in data["order_ci"]),
             nonfinite=data["nonfinite_paths"], paths=int(attrs["paths"]), note=attrs["note"],
-            sup_error=data.get("sup_error"), sup_se=data.get("sup_se"))
+            sup_error=data.get("sup_error"), sup_se=data.get("sup_se"),
+            resolvable_se=float(attrs.get("resolvable_se", RESOLVABLE_SE)))   # files before the option: 2
     except KeyError as err:
         raise store.DamagedFile(f"{path}: missing {err.args[0]}") from None
     return result, attrs
@@ -128,7 +130,7 @@ def render(run):
     from rich.table import Table
     r = run.result
     table = Table(title=title(r, run.attrs))
-    for c in ("dt", "error", "± SE", "local slope", f"|error| > {RESOLVABLE_SE:g} SE"):
+    for c in ("dt", "error", "± SE", "local slope", f"|error| > {r.resolvable_se:g} SE"):
         table.add_column(c, justify="right")
     for row in run.summary:
         table.add_row(f"{row['dt']:g}", f"{row['error']:.4g}", f"{row['se']:.2g}",
@@ -155,7 +157,7 @@ def plot(r: ConvergenceResult, attrs: dict, path: Path) -> Path:
     ax.plot(r.dts[r.resolvable], err[r.resolvable], "o-", color="C0", label=f"|error|, ±{ERROR_BAR_SE} SE")
     if (~r.resolvable).any():
         ax.plot(r.dts[~r.resolvable], err[~r.resolvable], "o", mfc="none", color="C0",
-                label=f"not resolvable (|error| <= {RESOLVABLE_SE:g} SE)")
+                label=f"not resolvable (|error| <= {r.resolvable_se:g} SE)")
     if np.isfinite(r.order):
         # Reference slope: the nearest whole order, through the finest resolvable point.
         p = max(1, round(r.order))

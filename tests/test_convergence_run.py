@@ -41,6 +41,18 @@ def test_run_writes_the_study_and_caches_it(runs_root):
     assert load(first.run_dir)[0].order == first.result.order
 
 
+def test_the_resolvability_threshold_is_a_plan_option(runs_root):
+    """plan.resolvable_se: an error enters the fitted order only above that many SEs (spec 004: 3
+    half-widths); far above every error, no order is fitted and the note says why; it is kept in the file."""
+    strict = sgi_run.run(sgi_run.compose(runs_root + SMALL + ["plan.resolvable_se=1e9"]))
+    assert not strict.result.resolvable.any() and np.isnan(strict.result.order)
+    assert "<= 1e+09 SE" in strict.result.note and load(strict.run_dir)[0].resolvable_se == 1e9
+    plain = sgi_run.run(sgi_run.compose(runs_root + SMALL))
+    assert plain.result.resolvable.all() and np.array_equal(plain.result.error, strict.result.error)
+    with pytest.raises(sgi_run.ConfigError, match=r"^plan.resolvable_se=0 is not allowed"):
+        sgi_run.compose(SMALL + ["plan.resolvable_se=0"])
+
+
 def test_cli_prints_the_table_and_writes_the_files(tmp_path):
     out = sgi_run_cli(tmp_path, "integrator=rs2", "plan.error=weak", *SMALL)
     assert out.returncode == 0, out.stderr

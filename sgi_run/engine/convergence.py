@@ -37,7 +37,7 @@ from sgi_run.engine.convergence_plan import ConvergencePlan
 from sgi_run.engine.plan import _whole_ratio
 from sgi_run.systems.base import System
 
-RESOLVABLE_SE = 2.0     # an error counts as resolved when |error| > RESOLVABLE_SE * SE
+RESOLVABLE_SE = 2.0     # by default an error counts as resolved when |error| > RESOLVABLE_SE * SE (plan.resolvable_se)
 CI_LEVEL = 95.0
 
 
@@ -58,7 +58,7 @@ class ConvergenceResult:
     dts: np.ndarray          # coarse to fine
     error: np.ndarray        # strong: RMS final-state error; weak: E(obs)_dt(T) - reference
     se: np.ndarray           # Monte Carlo standard error of each error
-    resolvable: np.ndarray   # |error| > RESOLVABLE_SE * se: the points the order is fitted on
+    resolvable: np.ndarray   # |error| > resolvable_se * se: the points the order is fitted on
     order: float             # slope of log|error| against log dt; nan when < 2 points resolvable
     order_ci: tuple[float, float]  # 95% path-bootstrap interval (nan without bootstrap or order)
     nonfinite: np.ndarray    # paths excluded at each dt because a state went non-finite
@@ -67,6 +67,7 @@ class ConvergenceResult:
     # Strong studies: sqrt(E sup_k |z_dt(t_k) - z_ref(t_k)|^2) over the level's step times, and its SE.
     sup_error: np.ndarray | None = None
     sup_se: np.ndarray | None = None
+    resolvable_se: float = RESOLVABLE_SE   # the threshold of ``resolvable`` (plan.resolvable_se)
 
     @property
     def local_slopes(self) -> np.ndarray:
@@ -84,17 +85,19 @@ def _slope(dts: np.ndarray, errors: np.ndarray) -> float:
 
 
 def _fit(dts, error, se, resampled_errors: Callable[[np.random.Generator], np.ndarray],
-         bootstrap: int, seed: int) -> tuple[np.ndarray, float, tuple[float, float], str]:
-    """Resolvable points, fitted order, its bootstrap CI, and a note on what was fitted."""
+         bootstrap: int, seed: int, resolvable_se: float = RESOLVABLE_SE
+         ) -> tuple[np.ndarray, float, tuple[float, float], str]:
+    """Resolvable points (|error| > resolvable_se SE), fitted order, its bootstrap CI, and a note on what
+    was fitted."""
     with np.errstate(invalid="ignore"):
-        resolvable = np.abs(error) > RESOLVABLE_SE * se
+        resolvable = np.abs(error) > resolvable_se * se
     unresolved = ", ".join(f"{d:g}" for d in dts[~resolvable])
     if resolvable.sum() < 2:
-        note = (f"errors not resolvable above Monte Carlo noise (|error| <= {RESOLVABLE_SE:g} SE at "
+        note = (f"errors not resolvable above Monte Carlo noise (|error| <= {resolvable_se:g} SE at "
                 f"dt = {unresolved}): no order fitted; use more paths or larger steps")
         return resolvable, float("nan"), (float("nan"), float("nan")), note
     note = "" if resolvable.all() else (f"order fitted on the {resolvable.sum()} step sizes resolvable above "
-                                        f"Monte Carlo noise; |error| <= {RESOLVABLE_SE:g} SE at dt = {unresolved}")
+                                        f"Monte Carlo noise; |error| <= {resolvable_se:g} SE at dt = {unresolved}")
     order = _slope(dts[resolvable], error[resolvable])
     if bootstrap == 0:
         return resolvable, order, (float("nan"), float("nan")), note
@@ -334,7 +337,7 @@ def result_of(sim, ensemble) -> "ConvergenceResult":
             reference = _pick(rng, values[n_levels]).mean()
             return np.array([_pick(rng, v).mean() for v in values[:n_levels]]) - reference
     resolvable, order, ci, note = _fit(dts, error, se, resampled, plan.bootstrap if per_path is not None else 0,
-                                       plan.seed)
+                                       plan.seed, plan.resolvable_se)
     nonfinite = np.full(n_levels, int(ensemble.nonfinite[-1]))
     sup = None
     if levels.strong:
@@ -342,7 +345,7 @@ def result_of(sim, ensemble) -> "ConvergenceResult":
         sup = (np.sqrt(sup_mean), np.sqrt(sup_var / count) / (2 * np.sqrt(sup_mean)))
     return ConvergenceResult(plan.error, plan.reference, "shared" if levels.shared else "independent", dts,
                              error[:n_levels], se[:n_levels], resolvable, order, ci, nonfinite, plan.paths, note,
-                             *(sup or (None, None)))
+                             *(sup or (None, None)), resolvable_se=plan.resolvable_se)
 
 
 def _pick(rng, v):

@@ -44,6 +44,7 @@ class ConvergencePlan:
     shard_size: int = 10000
     checkpoint_every: int = 0       # a shard saves its progress every this many coarse steps (0: when finished)
     truncate: float | str | None = None   # null, a bound on |dW|, or log_dt: each level truncated after summing
+    resolvable_se: float = 2.0      # the order is fitted on the errors above this many SEs (spec 004: 3 x 1.96)
 
     def __post_init__(self):
         self.check()
@@ -93,6 +94,8 @@ class ConvergencePlan:
         need("shards", self.shards == "auto" or (is_int(self.shards) and 1 <= self.shards <= self.paths),
              f"'auto' or an integer in [1, paths = {self.paths}]")
         need("shard_size", is_int(self.shard_size) and self.shard_size >= 1, "an integer >= 1")
+        need("resolvable_se", is_num(self.resolvable_se) and self.resolvable_se > 0,
+             "a number > 0 (an error enters the fitted order when it exceeds this many standard errors)")
         need("checkpoint_every", is_int(self.checkpoint_every) and self.checkpoint_every >= 0,
              "an integer >= 0 (coarse steps between a shard's progress checkpoints; 0: none)")
 

@@ -581,6 +581,42 @@ def ks_test(series: Series, *, data: RunData, coordinate: str, at: float | None 
                        f"KS statistic {result.statistic:.3g} over {x.size} samples")
 
 
+# --- spectra of a snapshot (spec 004 section 3.9) ------------------------------------------------------
+SPECTRUM_QUANTITIES = ("enstrophy", "energy")
+# Check kinds that call a method of the run's system: refused before any compute where it has none.
+SYSTEM_METHODS = {"spectrum_fraction": "enstrophy_spectrum"}
+
+
+def _degrees_text(above: int | None, at_most: int | None) -> str:
+    """"l > 10", "l <= 10", "10 < l <= 20" or "every l"."""
+    if above is not None and at_most is not None:
+        return f"{above} < l <= {at_most}"
+    return f"l > {above}" if above is not None else f"l <= {at_most}" if at_most is not None else "every l"
+
+
+@check_kind("spectrum_fraction")
+def spectrum_fraction(series: Series, *, data: RunData, quantity: str, at: float | None = None,
+                      above: int | None = None, at_most: int | None = None, min: float | None = None,
+                      max: float | None = None, path: int = 0) -> Measurement:
+    """One path's state at snapshot time ``at`` (default: the last snapshot): the fraction of its
+    ``quantity`` (``enstrophy``: S_l = sum_m omega_lm^2; ``energy``: E_l = S_l / (l(l+1))) in the degrees
+    ``above`` < l <= ``at_most`` (either end open), from the system's ``enstrophy_spectrum(state) -> (S_l,
+    E_l)``, lies in [min, max] (spec 004 section 3.9: the cascade to small scales, the large-scale
+    condensate). One realisation: no Monte Carlo SE. SKIP when the run stored no snapshot at ``at``."""
+    band = Band(min, max)
+    state = data.state(at, path)
+    if state is None:
+        return _no_snapshot(at, band)
+    spectrum = np.asarray(data.system.enstrophy_spectrum(state)[SPECTRUM_QUANTITIES.index(quantity)], float)
+    l = np.arange(spectrum.size)
+    chosen = (l > (-1 if above is None else above)) & (l <= (spectrum.size if at_most is None else at_most))
+    part, total = float(np.sum(spectrum[chosen])), float(np.sum(spectrum))
+    t = at if at is not None else (data.snapshot_times[-1] if data.snapshot_times else None)
+    return Measurement(part / total if total > 0 else math.nan, None, t, band,
+                       f"path {path}: {quantity} in {_degrees_text(above, at_most)} = {part:.4g} of {total:.6g} "
+                       f"(l = 0..{spectrum.size - 1})")
+
+
 # --- convergence studies (plan=convergence) ---------------------------------------------------------
 Z_95 = 1.959964   # a 95% interval of a normal estimate is ±Z_95 SE
 
@@ -597,7 +633,7 @@ def _dts_text(dts) -> str:
 @check_kind("fitted_order", study=True)
 def fitted_order(study, *, min: float | None = None, max: float | None = None) -> Measurement:
     """The fitted order (least-squares slope of log|error| against log dt over the step sizes whose
-    error is resolvable, |error| > 2 SE) lies in [min, max]. Its SE is read off the 95% path-bootstrap
+    error is resolvable, |error| > plan.resolvable_se SE, 2 by default) lies in [min, max]. Its SE is read off the 95% path-bootstrap
     interval (width / 3.92); none without a bootstrap. SKIP when no order could be fitted (fewer than
     two resolvable errors), with the study's reason."""
     band = Band(min, max)
@@ -609,6 +645,19 @@ def fitted_order(study, *, min: float | None = None, max: float | None = None) -
     ci = f"95% CI [{low:.3f}, {high:.3f}] (path bootstrap)" if interval else "no bootstrap interval"
     return Measurement(float(study.order), se, None, band,
                        f"{ci}; fitted on dt = {_dts_text(study.dts[study.resolvable])}")
+
+
+@check_kind("resolved_levels", study=True)
+def resolved_levels(study, *, min: float | None = None, max: float | None = None) -> Measurement:
+    """How many step sizes have an error resolvable above the Monte Carlo noise (|error| > plan.resolvable_se
+    SE): the ones the order is fitted on (spec 004: at least three at reduced fidelity). SKIP when the
+    study has fewer step sizes than ``min`` (a smoke profile)."""
+    if min is not None and len(study.dts) < min:
+        return Measurement(math.nan, None, None, Band(min, max),
+                           skipped=f"this profile runs {len(study.dts)} step sizes, fewer than {min:g}")
+    resolved = study.dts[study.resolvable]
+    return Measurement(float(len(resolved)), None, None, Band(min, max),
+                       f"resolved at dt = {_dts_text(resolved) or 'none'} (|error| > {study.resolvable_se:g} SE)")
 
 
 @check_kind("error_at", study=True)
@@ -666,7 +715,8 @@ def _typed(value, annotation: str) -> bool:
 
 
 # Parameters that name one of a few things: refused at load, before any compute.
-_CHOICES = {("path_extent", "statistic"): _STATISTICS, ("solver_statistic", "statistic"): SOLVER_STATISTICS}
+_CHOICES = {("path_extent", "statistic"): _STATISTICS, ("solver_statistic", "statistic"): SOLVER_STATISTICS,
+            ("spectrum_fraction", "quantity"): SPECTRUM_QUANTITIES}
 
 
 def validate(spec: Mapping, where: str) -> None:

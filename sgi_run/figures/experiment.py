@@ -34,7 +34,7 @@ from sgi_run.summary import max_relative_error
 FIDELITIES = ("smoke", "reduced", "paper")
 # "project choice": a diagnostic whose step size neither the paper nor its spec sets.
 DT_SOURCES = ("paper", "inferred", "spec choice", "project choice")
-PANEL_QUANTITIES = ("mean", "error", "density", "convergence", "path", "sphere", "scan")
+PANEL_QUANTITIES = ("mean", "error", "density", "convergence", "path", "sphere", "scan", "field")
 # A `scan` panel: one value per run against its dt, a curve per series (e.g. per method).
 _SCAN_KEYS = ("quantity", "series", "runs", "measure", "observable", "path", "relative", "title", "ylabel", "ylim",
               "yscale")
@@ -44,6 +44,9 @@ _SPHERE_KEYS = ("quantity", "runs", "solid", "dashed", "path", "title", "colours
 # A `path` panel: observables along one kept path (a single realisation), their deviation from t = 0.
 _PATH_KEYS = ("quantity", "runs", "observable", "path", "deviation", "absolute", "relative", "title", "ylabel", "ylim",
               "yscale", "xlim", "colours")
+# A `field` panel: one row of maps, path `path`'s state at each snapshot time `at` (default: every snapshot
+# the run stored) drawn on a latitude-longitude grid by the system's `render_field(state, n_lat, n_lon)`.
+_FIELD_KEYS = ("quantity", "runs", "at", "path", "grid", "title", "label")
 _DENSITY_KEYS = ("coordinate", "at", "bins", "range")
 _CONVERGENCE_KEYS = ("quantity", "runs", "title", "ylabel", "ylim", "slopes", "colours")   # all a convergence panel takes
 _LABEL_KEYS = ("reference_label", "density_label")   # per-panel overrides of the derived legend labels
@@ -279,10 +282,54 @@ def _check_panel(panel, k, where: str, runs: dict, studies: frozenset) -> None:
               panel.get("path"), "the index of a kept path (an integer >= 0)")
         _need(isinstance(panel.get("black", []), list) and all(r in panel["runs"] for r in panel.get("black", [])),
               k(f"{where}.black"), panel.get("black"), "a list of this panel's runs, drawn black")
+    if panel["quantity"] == "field":
+        _check_field(panel, k, where)
     if panel["quantity"] == "density":
         for key in _DENSITY_KEYS:
             _need(key in panel, k(f"{where}.{key}"), None, "a value (density panels need "
                   f"{list(_DENSITY_KEYS)}; the runs need plan.snapshots with that time)")
+
+
+def _is_int(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _check_field(panel: dict, k, where: str) -> None:
+    """A field panel's keys: one run, snapshot times, a path index, the grid, texts."""
+    for key in panel:
+        _need(key in _FIELD_KEYS, k(f"{where}.{key}"), panel[key], f"a key of a field panel: {list(_FIELD_KEYS)}")
+    _need(len(panel["runs"]) == 1, k(f"{where}.runs"), panel["runs"], "a list of one run id (a field panel draws "
+          "one run's snapshots)")
+    at = panel.get("at")
+    _need(at is None or (isinstance(at, list) and len(at) > 0 and len(set(at)) == len(at)
+                         and all(isinstance(t, (int, float)) and not isinstance(t, bool) and t >= 0 for t in at)),
+          k(f"{where}.at"), at, "a list of distinct snapshot times >= 0 (plan.snapshots), or absent: every snapshot")
+    _need(_is_int(panel.get("path", 0)) and panel.get("path", 0) >= 0, k(f"{where}.path"), panel.get("path"),
+          "the index of a path (an integer >= 0)")
+    grid = panel.get("grid", [2, 2])
+    _need(isinstance(grid, list) and len(grid) == 2 and all(_is_int(n) and n >= 2 for n in grid),
+          k(f"{where}.grid"), grid, "[n_lat, n_lon]: two integers >= 2 (default [256, 512])")
+    for key in ("title", "label"):
+        _need(panel.get(key) is None or (isinstance(panel[key], str) and panel[key].strip() != ""),
+              k(f"{where}.{key}"), panel.get(key), "a text")
+
+
+def _check_system_methods(exp: "Experiment", configs: dict) -> None:
+    """Refuse, before any compute, a field panel or a check whose run's system lacks the method it calls."""
+    from sgi_run.config import build_system
+
+    needs = [(f"panels[{i}].quantity", "field", p["runs"][0], "render_field", "(state, n_lat, n_lon)")
+             for i, p in enumerate(exp.panels) if p["quantity"] == "field"]
+    needs += [(f"checks.{c['id']}.kind", c["kind"], c["run"], checks_mod.SYSTEM_METHODS[c["kind"]], "(state)")
+              for c in exp.checks if c["kind"] in checks_mod.SYSTEM_METHODS]
+    systems = {}
+    for key, value, run_id, method, arguments in needs:
+        if run_id not in systems:
+            systems[run_id] = build_system(configs[run_id].system)
+        system = systems[run_id]
+        _need(callable(getattr(system, method, None)), f"{exp.path.name}:{key}", value,
+              f"a {'panel' if value == 'field' else 'check kind'} run {run_id}'s system can serve: "
+              f"{type(system).__name__} has no method {method}{arguments}")
 
 
 def _check_scan(panel: dict, k, where: str) -> None:
@@ -359,7 +406,8 @@ def _run_data(result: RunResult, cfg, observable: str, oracle: str | None) -> Ru
         series[name] = Series(ens.t, ens.mean(name), ens.sem(name), None if exact is None else exact(ens.t),
                               oracle_mean, oracle_sem, ens.time_averages.get(name), window, ens.paths.get(name))
     return RunData(series, observable, setup.system, lambda t: ens.snapshot(t) if ens.has_snapshot(t) else None, setup.plan.paths,
-                   ens.diagnostics.get("nonfinite_paths"), dict(ens.paths), float(setup.plan.dt), _solver_statistics(ens))
+                   ens.diagnostics.get("nonfinite_paths"), dict(ens.paths), float(setup.plan.dt),
+                   _solver_statistics(ens), tuple(float(t) for t in ens.snapshots["t"]) if ens.snapshots else ())
 
 
 def _solver_statistics(ens) -> dict[str, float]:
@@ -429,6 +477,7 @@ def make_figure(exp: Experiment, fidelity: str, output_dir, runs_root: str | Non
     from sgi_run.figures import plots   # matplotlib only when a figure is drawn
 
     configs = compose_runs(exp, fidelity, runs_root, cache)
+    _check_system_methods(exp, configs)
     results, data = {}, {}
     for n, (run_id, cfg) in enumerate(configs.items(), 1):
         log(f"[{exp.figure} {n}/{len(configs)}] {run_id}: {_describe(cfg)}")

@@ -11,7 +11,10 @@ single realisation: x(t) - x(0) by default, ``deviation`` a number or null, ``ab
 ``path`` picks the kept path, default 0), ``sphere`` (3-D: the kept state view ``solid``, e.g.
 gamma, on the shaded sphere of its initial radius, and ``dashed``, e.g. pi), ``scan`` (one value per
 run against its dt, log-log, one curve per entry of ``series: [{label, runs}]``: ``measure`` a solver
-statistic, e.g. ``per_step``, or ``path_deviation`` of ``observable`` along a kept path). Optional panel keys: ``observable`` (default: the experiment's),
+statistic, e.g. ``per_step``, or ``path_deviation`` of ``observable`` along a kept path), ``field`` (one
+row of latitude-longitude maps of one path's state at the snapshot times ``at``, default every one the
+run stored, rendered by the system's ``render_field``, each on its own colour scale symmetric about 0).
+Optional panel keys: ``observable`` (default: the experiment's),
 ``reference`` (a horizontal line at a system reference value, e.g. ``ergodic_energy``), ``xlim``,
 ``ylim``, ``yscale``, ``ylabel``, ``exact`` (draw the exact mean), ``colours: by_position`` (the
 n-th curve of every such panel has the same colour, e.g. one curve per friction value per method),
@@ -51,7 +54,10 @@ LEGEND_FONT = 7.5
 LEGEND_WRAP = 40     # characters per legend line
 FOOTER_WRAP = 170    # characters per footer line (at the narrowest figure)
 DPI = 130            # drawn and measured at the resolution it is saved at (text extents depend on it)
-PANEL_HEIGHTS = {"error": 1.4, "convergence": 3.4, "sphere": 5.0}   # inches of data area; other panels 2.4
+PANEL_HEIGHTS = {"error": 1.4, "convergence": 3.4, "sphere": 5.0, "field": 1.5}   # inches of data area; others 2.4
+FIELD_MAP_WIDTH = 3.4   # inches per map of a field panel, its colour bar included (the figure widens to fit)
+FIELD_CMAP = "RdBu_r"   # diverging, white at 0: every map's colour scale is symmetric about 0
+FIELD_GRID = (256, 512)   # (n_lat, n_lon) of a field panel without `grid` (spec 004 section 3.9)
 
 # --- readable names ------------------------------------------------------------------------------------
 # How an observable reads inside E(.) and <.>: (factor, quantity); "two_H" is 2 H, so E(two_H) = 2 E(H).
@@ -405,6 +411,72 @@ def _sphere_panel(ax, exp, panel: dict, data: dict[str, RunData], colours: dict)
     return 0
 
 
+def field_times(panel: dict, run: RunData) -> list[float]:
+    """The snapshot times a field panel draws: its ``at``, or every snapshot the run stored."""
+    return [float(t) for t in panel["at"]] if panel.get("at") is not None else sorted(run.snapshot_times)
+
+
+_PI_TICKS = {0.0: "0", 0.5: "π/2", 1.0: "π", 1.5: "3π/2", 2.0: "2π", -0.5: "-π/2"}
+
+
+def _pi_axis(axis, multiples) -> None:
+    axis.set_major_locator(FixedLocator([m * np.pi for m in multiples]))
+    axis.set_major_formatter(FixedFormatter([_PI_TICKS[m] for m in multiples]))
+
+
+def _field_panel(ax, exp, panel: dict, data: dict[str, RunData], colours: dict) -> int:
+    """One row of maps in the panel's place (``ax`` becomes a frame without axes): path ``path``'s state at
+    each snapshot time, rendered on a latitude-longitude grid (longitude φ in [0, 2π) across, latitude
+    down from π/2 at the top) by the system's ``render_field(state, n_lat, n_lon) -> (values (n_lat, n_lon),
+    lat, lon)``, each map on its own colour scale, symmetric about 0, with its own colour bar (spec 004
+    section 3.9: vorticity snapshots)."""
+    run_id, path = panel["runs"][0], panel.get("path", 0)
+    run = data[run_id]
+    times = field_times(panel, run)
+    n_lat, n_lon = panel.get("grid", FIELD_GRID)
+    fig = ax.figure
+    ax.axis("off")
+    if not times:
+        ax.text(0.5, 0.5, f"nothing to draw: {exp.runs[run_id].label} stored no snapshots (plan.snapshots)",
+                transform=ax.transAxes, ha="center", va="center", fontsize=8.5, color="0.3")
+        return 0
+    from mpl_toolkits.axes_grid1 import make_axes_locatable
+
+    cells = ax.get_subplotspec().subgridspec(1, len(times), wspace=0.3)
+    for i, t in enumerate(times):
+        sub = fig.add_subplot(cells[0, i])
+        step = f" (step {round(t / run.dt)})" if run.dt else ""
+        sub.set_title(f"t = {t:.4g}{step}", fontsize=8.5)
+        state = run.state(t, path)
+        if state is None:
+            sub.text(0.5, 0.5, f"no snapshot at t = {t:g}\n(plan.snapshots)", transform=sub.transAxes,
+                     ha="center", va="center", fontsize=8, color="0.3")
+            sub.set_axis_off()
+            continue
+        values, lat, lon = (np.asarray(a, float) for a in run.system.render_field(state, n_lat, n_lon))
+        with np.errstate(invalid="ignore"):
+            scale = float(np.nanmax(np.abs(values))) if np.isfinite(values).any() else math.nan
+        if not math.isfinite(scale) or scale == 0:
+            sub.text(0.5, 0.5, "not finite" if not math.isfinite(scale) else "zero everywhere",
+                     transform=sub.transAxes, ha="center", va="center", fontsize=8, color="0.3")
+            scale = 1.0
+        d_lon, d_lat = 2 * np.pi / len(lon), np.pi / len(lat)
+        image = sub.imshow(values, cmap=FIELD_CMAP, vmin=-scale, vmax=scale, origin="upper", aspect="equal",
+                           interpolation="nearest",
+                           extent=(lon[0] - d_lon / 2, lon[-1] + d_lon / 2, lat[-1] - d_lat / 2, lat[0] + d_lat / 2))
+        _pi_axis(sub.xaxis, (0.0, 0.5, 1.0, 1.5, 2.0))
+        _pi_axis(sub.yaxis, (-0.5, 0.0, 0.5))
+        sub.tick_params(labelsize=7)
+        sub.set_xlabel("longitude φ", fontsize=7.5)
+        if i == 0:
+            sub.set_ylabel("latitude", fontsize=7.5)
+        bar = fig.colorbar(image, cax=make_axes_locatable(sub).append_axes("right", size="4%", pad=0.05))
+        bar.ax.tick_params(labelsize=6.5)
+        if i == len(times) - 1:
+            bar.set_label(panel.get("label", "rendered field") + " (each map its own scale)", fontsize=7)
+    return 0
+
+
 MARKERS = "os^Dv<>PX*"   # one per curve of a convergence panel: curves that coincide stay visible
 
 
@@ -596,11 +668,11 @@ def figure(exp, data: dict[str, RunData], table: list[dict], fidelity: str):
             bars += _convergence_panel(ax, exp, panel, data, panel_colours)
         else:
             draw_panel = {"density": _density_panel, "path": _path_panel, "sphere": _sphere_panel,
-                          "scan": _scan_panel}.get(panel["quantity"], _time_panel)
+                          "scan": _scan_panel, "field": _field_panel}.get(panel["quantity"], _time_panel)
             bands += draw_panel(ax, exp, panel, data, panel_colours)
-        if panel.get("title"):
-            ax.set_title(panel["title"], fontsize=9)
-        if panel["quantity"] != "sphere":
+        if panel.get("title"):     # a field panel's title stands above its maps' own titles
+            ax.set_title(panel["title"], fontsize=9, **({"pad": 18} if panel["quantity"] == "field" else {}))
+        if panel["quantity"] not in ("sphere", "field"):
             ax.grid(alpha=0.3)
         _legend(ax)
     fig.suptitle("\n".join(textwrap.wrap(exp.heading, 95)), fontsize=10.5)
@@ -614,7 +686,8 @@ def figure(exp, data: dict[str, RunData], table: list[dict], fidelity: str):
                for b, lg in zip(base, legends)]
     legend_width = max(widths, default=0)
     legend_column = legend_width + 0.35 if legend_width else 0.15
-    width = AXES_WIDTH + 1.2 + legend_column
+    maps = max((len(field_times(p, data[p["runs"][0]])) for p in exp.panels if p["quantity"] == "field"), default=0)
+    width = max(AXES_WIDTH + 1.2 + legend_column, maps * FIELD_MAP_WIDTH + 1.0)
     footer = "\n".join(textwrap.wrap(footer, int(FOOTER_WRAP * width / (AXES_WIDTH + 4))))
     footer_in = 0.16 * (footer.count("\n") + 1) + 0.15
     title_in = 0.25 * (fig.get_suptitle().count("\n") + 1) + 0.25

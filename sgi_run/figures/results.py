@@ -78,6 +78,7 @@ class RunData:
     kept: Mapping[str, np.ndarray] = dataclasses.field(default_factory=dict)  # view -> (kept, t, *shape)
     dt: float | None = None          # the run's step size
     solver: Mapping[str, float] = dataclasses.field(default_factory=dict)  # SOLVER_STATISTICS of an implicit method
+    snapshot_times: tuple[float, ...] = ()   # the times the run stored every path's state at (plan.snapshots)
 
     def solver_statistic(self, name: str) -> float:
         """One of SOLVER_STATISTICS over the whole run; NaN for a method without a solver."""
@@ -121,6 +122,22 @@ class RunData:
         with np.errstate(invalid="ignore"):
             flagged = (nonfinite > 0) | ~(np.abs(series.mean) <= mean_above)
         return float(series.t[np.argmax(flagged)]) if flagged.any() else math.inf
+
+    def state(self, t: float | None, path: int = 0):
+        """Path ``path``'s whole state at snapshot time ``t`` (None: the last snapshot), as the system's
+        space holds it (``space.from_leaves``: one array for a bare space), or None when the run stored no
+        snapshot at ``t``."""
+        snap = self.snapshot(t)
+        if snap is None:
+            return None
+        space = self.system.space
+        missing = [leaf.name for leaf in space.leaves if leaf.name not in snap]
+        if missing:
+            raise ConfigError("snapshot", missing[0], f"a leaf of the state among the snapshot's views: {sorted(snap)}")
+        count = len(snap[space.leaves[0].name])
+        if not 0 <= path < count:
+            raise ConfigError("path", path, f"a path of the run's snapshots (it stored {count})")
+        return space.from_leaves({leaf.name: np.asarray(snap[leaf.name][path]) for leaf in space.leaves})
 
     def samples(self, coordinate: str, t: float | None) -> np.ndarray | None:
         snap = self.snapshot(t)

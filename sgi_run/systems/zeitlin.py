@@ -427,6 +427,11 @@ class ZeitlinEuler(LiePoissonSystem):
         """Flat quflow coefficients :math:`\\omega_{lm} = \\mathrm{Re\\,tr}(T_{lm}^*X^q)/\\sqrt N` of the state X."""
         return coefficients_quflow(self.quflow_matrix(np.asarray(x)))
 
+    def render_field(self, x, n_lat: int = 256, n_lon: int = 512) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The vorticity of the state X on a latitude-longitude grid: the Berezin symbol of X^q = hbar X
+        (``render``, spec 3.9): (values (n_lat, n_lon), latitudes north first, longitudes in [0, 2 pi))."""
+        return render(self.quflow_matrix(np.asarray(x)), n_lat, n_lon)
+
     def enstrophy_spectrum(self, x) -> tuple[np.ndarray, np.ndarray]:
         """(S_l, E_l), l = 0..N-1, of the state X (``spectra`` of its quflow coefficients)."""
         return spectra(self.coefficients(x))

@@ -420,7 +420,7 @@ def test_study_kinds_judge_studies_and_the_others_mean_curves():
                                           r"\(run mid is not a convergence study\): \['abs_ratio_at'"):
         evaluate(spec, "mid", series(EXACT))
     with pytest.raises(ConfigError, match=r"a check kind for a convergence study \(run srkw2 is one: plan=convergence\): "
-                                          r"\['error_at', 'errors_decrease', 'fitted_order'\]"):
+                                          r"\['error_at', 'errors_decrease', 'fitted_order', 'resolved_levels'\]"):
         evaluate({"id": "c", "kind": "ratio_at", "min": 1}, "srkw2", StudyData(study(WEAK)))
 
 
@@ -556,3 +556,38 @@ def test_solver_statistic_reads_what_the_runs_solves_did():
         validate({**spec, "statistic": "mean"}, "test")
     with pytest.raises(ConfigError, match="has none"):     # an explicit method: no solves to judge
         evaluate(spec, "run", RunData({"C2": kept(np.ones_like(T))}, "C2", dt=0.5))
+
+
+def test_spectrum_fraction_of_a_snapshot_state():
+    """Spec 004 section 3.9: the enstrophy (energy) fraction in chosen degrees of one path's state, from the
+    system's enstrophy_spectrum; a synthetic su(6) state with S_l = 1, 2, 3, 4, 5 on l = 1..5."""
+    from sgi_run.figures.results import RunData
+    from sgi_run.systems.zeitlin import ZeitlinEuler, degrees, hbar, matrix_quflow
+
+    system = ZeitlinEuler(N=6)
+    l = degrees(6)
+    omega = np.where(l > 0, np.sqrt(l / np.maximum(2 * l + 1, 1)), 0.0)        # S_l = (2l+1) l / (2l+1) = l
+    x = matrix_quflow(omega) / hbar(6)
+    snaps = {0.0: {"X": x[None]}, 5.0: {"X": np.stack([x, 2 * x])}}
+    data = RunData({"H": series(EXACT, exact=None)}, "H", system, lambda t: snaps.get(5.0 if t is None else t), 1,
+                   snapshot_times=(0.0, 5.0))
+    enstrophy = {"id": "c", "kind": "spectrum_fraction", "quantity": "enstrophy", "at": 0.0, "above": 2}
+    validate(enstrophy, "test")
+    high = evaluate({**enstrophy, "min": 0.8}, "run", data)          # (3 + 4 + 5) / 15
+    assert high.verdict == PASS and high.value == pytest.approx(12 / 15, rel=1e-12) and high.t == 0.0
+    assert high.se is None and "l > 2" in high.detail
+    assert evaluate({**enstrophy, "max": 0.7}, "run", data).verdict == FAIL
+    band = evaluate({**enstrophy, "at_most": 4}, "run", data)         # 2 < l <= 4: (3 + 4) / 15
+    assert band.value == pytest.approx(7 / 15, rel=1e-12) and "2 < l <= 4" in band.detail
+    energy = {"id": "c", "kind": "spectrum_fraction", "quantity": "energy", "at_most": 1, "path": 1}
+    validate(energy, "test")
+    last = evaluate(energy, "run", data)          # the last snapshot by default; E_l = l / (l(l+1)) = 1/(l+1)
+    expected = 0.5 / sum(1 / (k + 1) for k in range(1, 6))
+    assert last.value == pytest.approx(expected, rel=1e-12) and last.t == 5.0 and last.verdict == PASS
+    assert evaluate({**enstrophy, "at": 50.0}, "run", data).verdict == SKIP
+    with pytest.raises(ConfigError, match="path"):
+        evaluate({**enstrophy, "path": 1}, "run", data)        # one path stored at t = 0
+    with pytest.raises(ConfigError, match=r"^test\.quantity='vorticity' is not allowed: one of "):
+        validate({**enstrophy, "quantity": "vorticity"}, "test")
+    with pytest.raises(ConfigError, match=r"^test\.above=10\.5 is not allowed: an integer"):
+        validate({**enstrophy, "above": 10.5}, "test")

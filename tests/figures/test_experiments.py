@@ -45,16 +45,19 @@ PAPER_COUNTS = {   # paper/figure: (paths, T) of every run at paper fidelity, fr
     "luesink_2023/fig8": (1, 10000), "luesink_2023/fig9": (1, 10000),
     # Ephrati et al.: single realisations over T = 1000 (h = 2^-8); 500 realisations at T = 13 * 2^-7
     **{f"ephrati_2023/fig{n}": (1, 1000) for n in (4, 6, 8)},
-    **{f"ephrati_2023/fig{n}": (500, 0.1015625) for n in (5, 7, 9, 11)},
+    **{f"ephrati_2023/fig{n}": (500, 0.1015625) for n in (7, 9, 11)},
+    "ephrati_2023/fig5": {"isomp": (500, 0.1015625), "isomp_weak": (10**7, 0.1015625)},   # per run
     "ephrati_2023/fig10": (1, 50.001525948759),     # N = 128: 32000 steps of 0.1 hbar (T = 50)
+    "ephrati_2023/fig2": (1, 50.001525948759),      # the run of Figure 10
 }
 
 
 @pytest.mark.parametrize("exp", [e for e in ALL if f"{e.paper}/{e.figure}" in PAPER_COUNTS],
                          ids=lambda e: f"{e.paper}/{e.figure}")
 def test_paper_profile_has_the_papers_counts(exp, tmp_path):
-    paths, T = PAPER_COUNTS[f"{exp.paper}/{exp.figure}"]
+    counts = PAPER_COUNTS[f"{exp.paper}/{exp.figure}"]
     for run_id, cfg in compose_runs(exp, "paper", str(tmp_path)).items():
+        paths, T = counts[run_id] if isinstance(counts, dict) else counts
         assert cfg.plan.paths == paths, run_id
         if T is not None:
             assert cfg.plan.T == T, run_id
@@ -145,6 +148,77 @@ def test_bad_sphere_panels_are_refused_in_one_line(tmp_path, edit, key):
     with pytest.raises(ConfigError) as err:
         load(_variant(tmp_path, edit, "luesink_2023/fig1.yaml", "fig1.yaml"))
     assert str(err.value).startswith(f"fig1.yaml:{key}=") and "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("edit, key", [
+    (lambda s: s["panels"][0].update(at=5.0), "panels[0].at"),
+    (lambda s: s["panels"][0].update(at=[0, "t = 5"]), "panels[0].at"),
+    (lambda s: s["panels"][0].update(at=[0, 0]), "panels[0].at"),
+    (lambda s: s["panels"][0].update(at=[]), "panels[0].at"),
+    (lambda s: s["panels"][0].update(grid=[256]), "panels[0].grid"),
+    (lambda s: s["panels"][0].update(grid=[0, 512]), "panels[0].grid"),
+    (lambda s: s["panels"][0].update(grid=[256.0, 512]), "panels[0].grid"),
+    (lambda s: s["panels"][0].update(path=-1), "panels[0].path"),
+    (lambda s: s["panels"][0].update(runs=["isomp", "isomp"]), "panels[0].runs"),
+    (lambda s: s["panels"][0].update(colours="by_position"), "panels[0].colours"),
+    (lambda s: s["panels"][0].update(label=""), "panels[0].label"),
+    (lambda s: s["checks"][0].update(quantity="vorticity"), "checks[0].quantity"),
+    (lambda s: s["checks"][0].update(above=10.5), "checks[0].above"),
+    (lambda s: s["checks"][0].pop("quantity"), "checks[0].quantity"),
+])
+def test_bad_field_panels_and_spectrum_checks_are_refused_in_one_line(tmp_path, edit, key):
+    with pytest.raises(ConfigError) as err:
+        load(_variant(tmp_path, edit, "ephrati_2023/fig2.yaml", "fig2.yaml"))
+    assert str(err.value).startswith(f"fig2.yaml:{key}=") and "\n" not in str(err.value)
+
+
+def test_a_field_panel_or_spectrum_check_on_a_system_without_the_method_is_refused_before_any_compute(tmp_path):
+    """The rigid body has neither render_field nor enstrophy_spectrum: refused before any run is computed."""
+    field = {"quantity": "field", "runs": ["isomp"]}
+    spectrum = {"id": "s", "kind": "spectrum_fraction", "run": "isomp", "quantity": "energy", "min": 0.5}
+    for edit, what in ((lambda s: s["panels"].append(field), "render_field"),
+                       (lambda s: s["checks"].append(spectrum), "enstrophy_spectrum")):
+        exp = load(_variant(tmp_path, edit, "ephrati_2023/fig4.yaml", "fig4.yaml"))
+        with pytest.raises(ConfigError, match=rf"has no method {what}\(") as err:
+            make_figure(exp, "smoke", tmp_path / "out", str(tmp_path / "runs"), log=lambda line: None)
+        assert "\n" not in str(err.value)
+        assert not (tmp_path / "runs").exists()
+
+
+def test_a_field_panel_draws_one_map_per_snapshot_time(tmp_path):
+    """One map per listed time, each on its own colour scale symmetric about 0; a time the run did not
+    store is named in its place (a local ZeitlinEuler with the render_field the panel calls)."""
+    import dataclasses
+
+    import numpy as np
+
+    from sgi_run.figures import plots
+    from sgi_run.figures.results import RunData, Series
+    from sgi_run.systems import zeitlin
+
+    @dataclasses.dataclass(frozen=True)
+    class Rendered(zeitlin.ZeitlinEuler):
+        def render_field(self, x, n_lat, n_lon):
+            return zeitlin.render(self.quflow_matrix(np.asarray(x)), n_lat, n_lon)
+
+    system = Rendered(N=8, ic_lmax=3)
+    x0 = np.asarray(system.initial_state(None))
+    snaps = {0.0: {"X": x0[None]}, 1.0: {"X": 3 * x0[None]}}
+    t = np.array([0.0, 1.0])
+    data = {"isomp": RunData({"H": Series(t, np.ones(2), np.zeros(2))}, "H", system, lambda s: snaps.get(s), 1,
+                             dt=0.5, snapshot_times=(0.0, 1.0))}
+    exp = load(_variant(tmp_path, lambda s: s["panels"][0].update(grid=[16, 32], at=[0, 1, 2]),
+                        "ephrati_2023/fig2.yaml", "fig2.yaml"))
+    fig = plots.figure(exp, data, [{"label": "IsoMP", "paths": 1, "T": 1.0}], "smoke")
+    images = [im for ax in fig.axes for im in ax.get_images()]
+    assert [im.get_array().shape for im in images] == [(16, 32), (16, 32)]
+    for im, factor in zip(images, (1, 3)):
+        low, high = im.get_clim()
+        assert low == -high and high == pytest.approx(factor * np.abs(images[0].get_array()).max())
+    titles = [ax.get_title() for ax in fig.axes]
+    assert {"t = 0 (step 0)", "t = 1 (step 2)", "t = 2 (step 4)"} <= set(titles)
+    assert any("no snapshot at t = 2" in text.get_text() for ax in fig.axes for text in ax.texts)
+    plots.plt.close(fig)
 
 
 @pytest.mark.parametrize("edit, key", [

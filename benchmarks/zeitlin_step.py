@@ -1,0 +1,114 @@
+"""One IsoMP step of the stochastic Euler-Zeitlin equations at N = 128 (issue 12, Speed): milliseconds per
+step and per fixed-point iteration, iterations per step, and what one step is made of (a Hoppe-Yau
+transform, the two gradients, one complex 128 x 128 product), on ONE thread (``--threads``; XLA's CPU
+thread pool is sized before JAX starts): the reference it is compared with, a numba + OpenBLAS code, runs
+on one core, and two thread pools fighting over two cores were measured 50x slower.
+
+    python benchmarks/zeitlin_step.py [--n 128] [--steps 50] [--repeats 5] [--threads 1] [--out outputs/bench]
+
+Writes ``zeitlin_step.json`` and ``zeitlin_step.md`` with the machine named.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pathlib
+import platform
+import statistics
+import sys
+import time
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+REFERENCE_MS_PER_ITERATION = 0.65     # the issue's numba + OpenBLAS figure at N = 128 on one core
+
+
+def _parse(argv):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n", type=int, default=128)
+    parser.add_argument("--steps", type=int, default=50, help="steps per timed run (one path)")
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--threads", type=int, default=1, help="XLA CPU threads (1: the reference's setting)")
+    parser.add_argument("--out", default=str(ROOT / "outputs" / "bench"))
+    return parser.parse_args(argv)
+
+
+def main(argv=None) -> int:
+    args = _parse(argv)
+    # Before JAX is imported: one intra-op thread, no Eigen thread pool.
+    if args.threads == 1:
+        os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_cpu_multi_thread_eigen=false"
+                                   " intra_op_parallelism_threads=1").strip()
+    sys.path.insert(0, str(ROOT))
+    import sgi_run.core  # noqa: F401  (float64 first)
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+    import yaml
+
+    from sgi_run.integrators import make_integrator
+    from sgi_run.systems.zeitlin import ZeitlinEuler, hbar
+
+    system = ZeitlinEuler(N=args.n)
+    isomp = make_integrator(yaml.safe_load((ROOT / "conf" / "integrator" / "isomp.yaml").read_text()))
+    dt = 0.1 * hbar(args.n)
+    x0 = system.initial_state(None)
+    dw = jnp.asarray(np.random.default_rng(0).normal(size=(args.steps, 1, system.noises)) * np.sqrt(dt))
+
+    def best(fn, *a):
+        jax.block_until_ready(fn(*a))      # compile
+        times = []
+        for _ in range(args.repeats):
+            start = time.perf_counter()
+            jax.block_until_ready(fn(*a))
+            times.append(time.perf_counter() - start)
+        return min(times), statistics.median(times)
+
+    run = jax.jit(lambda x, dw: jax.lax.scan(lambda x, d: (lambda z, s: (z, s.iterations))(*isomp.advance(system, x, dt, d)),
+                                             x, dw))
+    (_, iterations) = run(x0, dw)
+    iterations = np.asarray(iterations)
+    step_best, step_median = best(run, x0, dw)
+    per_step = step_best / args.steps * 1e3
+    per_iteration = step_best / iterations.sum() * 1e3
+
+    parts = {
+        "forward transform": jax.jit(lambda x: system.basis.forward(x)),
+        "grad h (drift generator)": jax.jit(lambda x: system.gradient(system.hamiltonian, x)),
+        "noise generator (12288 noises at N = 128)": jax.jit(lambda x: system.noise_generator(x, dw[0, 0])),
+        "complex N x N product": jax.jit(lambda x: x @ x),
+    }
+    part_ms = {name: best(fn, x0)[0] * 1e3 for name, fn in parts.items()}
+
+    record = {
+        "machine": {"processor": platform.processor() or platform.machine(), "cores": os.cpu_count(),
+                    "python": platform.python_version(), "jax": jax.__version__,
+                    "backend": jax.default_backend(), "threads": args.threads,
+                    "xla_flags": os.environ.get("XLA_FLAGS", "")},
+        "N": args.n, "dt": dt, "steps": args.steps, "repeats": args.repeats,
+        "ms_per_step": per_step, "ms_per_step_median_run": step_median / args.steps * 1e3,
+        "iterations_per_step": float(iterations.mean()), "max_iterations": int(iterations.max()),
+        "ms_per_iteration": per_iteration, "reference_ms_per_iteration": REFERENCE_MS_PER_ITERATION,
+        "ratio_to_reference": per_iteration / REFERENCE_MS_PER_ITERATION, "parts_ms": part_ms,
+    }
+    out = pathlib.Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "zeitlin_step.json").write_text(json.dumps(record, indent=1) + "\n")
+    lines = [f"# IsoMP step, Euler-Zeitlin su({args.n})", "",
+             f"- machine: {record['machine']['processor']}, {record['machine']['cores']} cores; jax "
+             f"{record['machine']['jax']} ({record['machine']['backend']}), {args.threads} XLA thread(s)",
+             f"- one path, {args.steps} steps of dt = 0.1 hbar, best of {args.repeats} runs", "",
+             "| quantity | value |", "|---|---:|",
+             f"| ms per step | {per_step:.2f} |",
+             f"| fixed-point iterations per step (max) | {iterations.mean():.2f} ({iterations.max()}) |",
+             f"| ms per iteration | {per_iteration:.3f} |",
+             f"| reference (numba + OpenBLAS, one core) ms per iteration | {REFERENCE_MS_PER_ITERATION} |",
+             f"| ratio to the reference | {per_iteration / REFERENCE_MS_PER_ITERATION:.2f} |",
+             *(f"| {name}, ms | {ms:.3f} |" for name, ms in part_ms.items())]
+    (out / "zeitlin_step.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
