@@ -31,6 +31,7 @@ import jax
 import jax.numpy as jnp
 
 from sgi_run.core.errors import ConfigError
+from sgi_run.core.tableau import coefficient_array
 from sgi_run.integrators.base import SolverStats
 from sgi_run.integrators.lie_poisson import LiePoissonIntegrator
 
@@ -39,17 +40,20 @@ SCHEMES = ("isospectral_midpoint",)
 
 @dataclasses.dataclass(frozen=True)
 class IsospectralScheme:
+    """The scheme and its Cayley weight theta: X_n = (I - theta Psi) X~ (I + theta Psi), X_n+1 =
+    (I + theta Psi) X~ (I - theta Psi), so X_n+1 - X_n = 2 theta [Psi, X~]: consistent only at theta = 1/2."""
     scheme: str
+    theta: float = 0.5
 
     @classmethod
     def from_config(cls, spec, params, key="integrator.tableau") -> "IsospectralScheme":
         scheme = spec.get("scheme")
         if scheme not in SCHEMES:
             raise ConfigError(f"{key}.scheme", scheme, f"one of {list(SCHEMES)}")
-        return cls(scheme)
+        return cls(scheme, float(coefficient_array(spec.get("theta", 0.5), params, f"{key}.theta", ())))
 
     def conditions(self) -> dict[str, float]:
-        return {}
+        return {"(consistency) 2 theta = 1": 2 * self.theta - 1}
 
 
 def _skew_part2(a):
@@ -89,13 +93,16 @@ class IsospectralIntegrator(LiePoissonIntegrator):
                              system.noise_generator(mu, dw))
             return jax.tree.map(jnp.negative, algebra.to_matrix(s))
 
+        theta = self.tableau.theta
+
         def midpoint_of(x):
+            # X~ = X_n + theta [Psi, X~] + theta^2 Psi X~ Psi, with Psi X~ Psi = (Q - Q^*) / 2 exactly skew
             def block(x_n, x, p):
                 c = p @ x
-                return x_n + 0.5 * _skew_part2(c) + 0.125 * _skew_part2(c @ p)
+                return x_n + theta * _skew_part2(c) + 0.5 * theta**2 * _skew_part2(c @ p)
             return jax.tree.map(block, x_n, x, psi(x))
 
         sol = self.solve.fixed_point(midpoint_of, x_n)
-        x_next = jax.tree.map(lambda x_n, x, p: x_n + _skew_part2(p @ x), x_n, sol.x, psi(sol.x))
+        x_next = jax.tree.map(lambda x_n, x, p: x_n + 2 * theta * _skew_part2(p @ x), x_n, sol.x, psi(sol.x))
         mu_next = algebra.from_matrix(x_next)
         return system.space.project(system.state(mu_next)), SolverStats.none().add(sol)
