@@ -31,26 +31,17 @@ import jax
 import jax.numpy as jnp
 
 from sgi_run.core.errors import ConfigError
-from sgi_run.core.tableau import coefficient_array
 from sgi_run.integrators.base import SolverStats
-from sgi_run.integrators.lie_poisson import LiePoissonIntegrator
+from sgi_run.integrators.lie_poisson import LiePoissonIntegrator, LiePoissonScheme
 
 SCHEMES = ("isospectral_midpoint",)
 
 
 @dataclasses.dataclass(frozen=True)
-class IsospectralScheme:
+class IsospectralScheme(LiePoissonScheme):
     """The scheme and its Cayley weight theta: X_n = (I - theta Psi) X~ (I + theta Psi), X_n+1 =
     (I + theta Psi) X~ (I - theta Psi), so X_n+1 - X_n = 2 theta [Psi, X~]: consistent only at theta = 1/2."""
-    scheme: str
-    theta: float = 0.5
-
-    @classmethod
-    def from_config(cls, spec, params, key="integrator.tableau") -> "IsospectralScheme":
-        scheme = spec.get("scheme")
-        if scheme not in SCHEMES:
-            raise ConfigError(f"{key}.scheme", scheme, f"one of {list(SCHEMES)}")
-        return cls(scheme, float(coefficient_array(spec.get("theta", 0.5), params, f"{key}.theta", ())))
+    schemes: ClassVar[tuple[str, ...]] = SCHEMES
 
     def conditions(self) -> dict[str, float]:
         return {"(consistency) 2 theta = 1": 2 * self.theta - 1}

@@ -36,12 +36,13 @@ SCHEMES = ("tmk", "midpoint", "trapezoidal")
 class LiePoissonScheme:
     scheme: str
     theta: float = 0.5
+    schemes: ClassVar[tuple[str, ...]] = SCHEMES
 
     @classmethod
     def from_config(cls, spec, params, key="integrator.tableau") -> "LiePoissonScheme":
         scheme = spec.get("scheme")
-        if scheme not in SCHEMES:
-            raise ConfigError(f"{key}.scheme", scheme, f"one of {list(SCHEMES)}")
+        if scheme not in cls.schemes:
+            raise ConfigError(f"{key}.scheme", scheme, f"one of {list(cls.schemes)}")
         theta = coefficient_array(spec.get("theta", 0.5), params, f"{key}.theta", ())
         return cls(scheme, float(theta))
 
