@@ -32,7 +32,7 @@ import numpy as np
 from sgi_run.core.errors import ConfigError
 from sgi_run.figures.results import (FAIL, PASS, SKIP, SOLVER_STATISTICS, Band, CheckResult, Measurement, RunData,
                                      Series, StudyData, as_run_data)
-from sgi_run.figures.statistics import (_difference_se, _nanargmax, bin_averages, histogram_density,
+from sgi_run.figures.statistics import (_difference_se, _nanargmax, bin_averages, departure, histogram_density,
                                         window_average)
 
 
@@ -295,11 +295,7 @@ def _deviation(series: Series, kind: str, reference: float | None, path: int, st
     x, inside, skipped = _along_path(series, kind, path, start, end)
     if skipped:
         return None, skipped
-    origin = x[0] if reference is None else reference
-    with np.errstate(divide="ignore", invalid="ignore"):
-        deviation = np.abs(x - origin) / (np.max(np.abs(origin)) if relative else 1.0)
-    if deviation.ndim == 2:       # a vector observable (a spectrum): its largest entry's departure
-        deviation = np.where(np.isfinite(deviation).all(axis=1), np.max(deviation, axis=1), np.inf)
+    deviation = np.abs(departure(x, x[0] if reference is None else reference, relative))
     # A non-finite value is the largest deviation there is (a blown-up path), never ignored.
     return np.where(inside, np.where(np.isfinite(deviation), deviation, np.inf), -np.inf), ""
 

@@ -46,7 +46,7 @@ from matplotlib.ticker import (FixedFormatter, FixedLocator, FormatStrFormatter,
                                MaxNLocator, NullFormatter, NullLocator, SymmetricalLogLocator)
 
 from sgi_run.figures.results import SOLVER_STATISTICS, RunData, StudyData  # noqa: E402
-from sgi_run.figures.statistics import histogram_density  # noqa: E402
+from sgi_run.figures.statistics import departure, histogram_density  # noqa: E402
 
 BAND_SE = 2          # shaded band: ±2 Monte Carlo standard errors
 AXES_WIDTH = 6.4     # inches of data area per panel; the legend column comes on top of it
@@ -323,10 +323,8 @@ def path_values(series, panel: dict) -> np.ndarray:
     x = series.require_kept("a path panel", panel.get("path", 0))
     deviation = panel.get("deviation", "initial")
     origin = x[0] if deviation == "initial" else 0.0 if deviation is None else float(deviation)
-    y = (x - origin) / (np.max(np.abs(origin)) if panel.get("relative") else 1.0)
-    if y.ndim == 2:      # a vector observable (a spectrum): its largest entry in absolute value
-        return np.max(np.abs(y), axis=1)
-    return np.abs(y) if panel.get("absolute") else y
+    y = departure(x, origin, panel.get("relative", False))
+    return np.abs(y) if panel.get("absolute") or x.ndim == 2 else y
 
 
 def path_label(observable: str, panel: dict) -> str:
@@ -501,13 +499,13 @@ def _scan_panel(ax, exp, panel: dict, data: dict[str, RunData], colours: dict) -
     observables = [observables] if isinstance(observables, str) else list(observables)
     if panel["measure"] != "path_deviation":
         observables = [None]
+    log = panel.get("yscale", "log") == "log"
     for i, entry in enumerate(panel["series"]):
         for n, obs in enumerate(observables):
             dts = np.array([data[r].dt for r in entry["runs"]])
             y = np.array([scan_value(data[r], panel, obs) for r in entry["runs"]])
             order = np.argsort(dts)
             dts, y = dts[order], y[order]
-            log = panel.get("yscale", "log") == "log"
             shown = np.isfinite(y) & ((y > 0) if log else True)
             label = entry["label"] + (f": {path_label(obs, panel | {'absolute': True})}" if obs and len(observables) > 1 else "")
             zeros = int(np.sum(y == 0)) if log else 0

@@ -1,5 +1,6 @@
 """Statistics of one run's curves that checks and plots share: window averages and their standard
-errors (per-path time averages where the run took them), histogram densities and bin averages."""
+errors (per-path time averages where the run took them), histogram densities, bin averages and the
+departure of one kept path from a value."""
 from __future__ import annotations
 
 import math
@@ -8,6 +9,14 @@ from typing import Callable
 import numpy as np
 
 from sgi_run.figures.results import Series
+
+
+def departure(x: np.ndarray, origin, relative: bool = False) -> np.ndarray:
+    """x(t) - origin along one kept path, divided by max |origin| with ``relative``; a vector observable
+    ((t, entries), e.g. a spectrum) gives its largest entry's |departure| at each time."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        y = (x - origin) / (np.max(np.abs(origin)) if relative else 1.0)
+    return np.max(np.abs(y), axis=1) if y.ndim == 2 else y
 
 
 def window_average(series: Series, start: float, end: float) -> tuple[float, float] | None:

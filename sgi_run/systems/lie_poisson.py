@@ -86,13 +86,17 @@ class LiePoissonSystem(System):
         blocks = blocks if isinstance(blocks, tuple) else (blocks,)
         return jnp.sort(jnp.concatenate([jnp.linalg.eigvalsh(1j * m) for m in blocks]))
 
+    def casimir_observables(self) -> dict[str, Callable]:
+        """The Casimirs a run can record: by default every one the algebra has (a system whose algebra has
+        too many to compute each output, su(128), names its own)."""
+        return {name: (lambda z, name=name: self.algebra.casimirs(self.dual(z))[name])
+                for name in self.algebra.casimirs(self.dual(self.zero_state()))}
+
     def observables(self) -> dict[str, Callable]:
-        """``H``, the algebra's Casimirs, ``spectrum`` (matrix algebras; with at most COMPONENTS_MAX
+        """``H``, the Casimirs (``casimir_observables``), ``spectrum`` (matrix algebras; with at most COMPONENTS_MAX
         eigenvalues also each one, ``lambda1``, ...) and the components of every view with at most
         COMPONENTS_MAX entries (real)."""
-        named = {"H": self.energy}
-        named.update({name: (lambda z, name=name: self.algebra.casimirs(self.dual(z))[name])
-                      for name in self.algebra.casimirs(self.dual(self.zero_state()))})
+        named = {"H": self.energy} | self.casimir_observables()
         if self.algebra.matrix_form:
             named["spectrum"] = self.spectrum
             size = jax.eval_shape(self.spectrum, self.zero_state()).shape[0]
