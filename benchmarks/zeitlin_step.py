@@ -1,6 +1,7 @@
 """One IsoMP step of the stochastic Euler-Zeitlin equations at N = 128 (issue 12, Speed): milliseconds per
-step and per fixed-point iteration, iterations per step, and what one step is made of (a Hoppe-Yau
-transform, the two gradients, one complex 128 x 128 product), on ONE thread (``--threads``; XLA's CPU
+step and per fixed-point iteration, iterations per step, for the deterministic step (the reference's) and
+the paper's stochastic one, and what a step is made of (a Hoppe-Yau transform, the tridiagonal Poisson
+solve, the generator, one complex 128 x 128 product), on ONE thread (``--threads``; XLA's CPU
 thread pool is sized before JAX starts): the reference it is compared with, a numba + OpenBLAS code, runs
 on one core, and two thread pools fighting over two cores were measured 50x slower.
 
@@ -49,11 +50,8 @@ def main(argv=None) -> int:
     from sgi_run.integrators import make_integrator
     from sgi_run.systems.zeitlin import ZeitlinEuler, hbar
 
-    system = ZeitlinEuler(N=args.n)
     isomp = make_integrator(yaml.safe_load((ROOT / "conf" / "integrator" / "isomp.yaml").read_text()))
     dt = 0.1 * hbar(args.n)
-    x0 = system.initial_state(None)
-    dw = jnp.asarray(np.random.default_rng(0).normal(size=(args.steps, 1, system.noises)) * np.sqrt(dt))
 
     def best(fn, *a):
         jax.block_until_ready(fn(*a))      # compile
@@ -64,18 +62,27 @@ def main(argv=None) -> int:
             times.append(time.perf_counter() - start)
         return min(times), statistics.median(times)
 
-    run = jax.jit(lambda x, dw: jax.lax.scan(lambda x, d: (lambda z, s: (z, s.iterations))(*isomp.advance(system, x, dt, d)),
-                                             x, dw))
-    (_, iterations) = run(x0, dw)
-    iterations = np.asarray(iterations)
-    step_best, step_median = best(run, x0, dw)
-    per_step = step_best / args.steps * 1e3
-    per_iteration = step_best / iterations.sum() * 1e3
+    def step_timing(system):
+        """ms per step and per fixed-point iteration of `steps` IsoMP steps of one path."""
+        x0 = system.initial_state(None)
+        dw = jnp.asarray(np.random.default_rng(0).normal(size=(args.steps, 1, system.noises)) * np.sqrt(dt))
+        run = jax.jit(lambda x, dw: jax.lax.scan(
+            lambda x, d: (lambda z, s: (z, s.iterations))(*isomp.advance(system, x, dt, d)), x, dw))
+        iterations = np.asarray(run(x0, dw)[1])
+        step_best, step_median = best(run, x0, dw)
+        return {"ms_per_step": step_best / args.steps * 1e3, "ms_per_step_median_run": step_median / args.steps * 1e3,
+                "iterations_per_step": float(iterations.mean()), "max_iterations": int(iterations.max()),
+                "ms_per_iteration": step_best / iterations.sum() * 1e3}
 
+    # The reference's step is the deterministic one; the paper's runs add 12288 noises (l >= N/2).
+    steps = {"deterministic": step_timing(ZeitlinEuler(N=args.n, noise_amplitude=0.0)),
+             "stochastic (projection noise, l >= N/2)": step_timing(ZeitlinEuler(N=args.n))}
+    system = ZeitlinEuler(N=args.n)
+    x0, dw0 = system.initial_state(None), jnp.ones(system.noises) * np.sqrt(dt)
     parts = {
-        "forward transform": jax.jit(lambda x: system.basis.forward(x)),
-        "grad h (drift generator)": jax.jit(lambda x: system.gradient(system.hamiltonian, x)),
-        "noise generator (12288 noises at N = 128)": jax.jit(lambda x: system.noise_generator(x, dw[0, 0])),
+        "Hoppe-Yau forward transform": jax.jit(system.basis.forward),
+        "Delta^-1 by tridiagonal solves": jax.jit(system.inverse_laplacian),
+        "generator dt grad h + sum dW grad h_lm (one transform pair)": jax.jit(lambda x: system.generator(x, dt, dw0)),
         "complex N x N product": jax.jit(lambda x: x @ x),
     }
     part_ms = {name: best(fn, x0)[0] * 1e3 for name, fn in parts.items()}
@@ -85,11 +92,10 @@ def main(argv=None) -> int:
                     "python": platform.python_version(), "jax": jax.__version__,
                     "backend": jax.default_backend(), "threads": args.threads,
                     "xla_flags": os.environ.get("XLA_FLAGS", "")},
-        "N": args.n, "dt": dt, "steps": args.steps, "repeats": args.repeats,
-        "ms_per_step": per_step, "ms_per_step_median_run": step_median / args.steps * 1e3,
-        "iterations_per_step": float(iterations.mean()), "max_iterations": int(iterations.max()),
-        "ms_per_iteration": per_iteration, "reference_ms_per_iteration": REFERENCE_MS_PER_ITERATION,
-        "ratio_to_reference": per_iteration / REFERENCE_MS_PER_ITERATION, "parts_ms": part_ms,
+        "N": args.n, "dt": dt, "steps": args.steps, "repeats": args.repeats, "step": steps,
+        "reference_ms_per_iteration": REFERENCE_MS_PER_ITERATION,
+        "ratio_to_reference": steps["deterministic"]["ms_per_iteration"] / REFERENCE_MS_PER_ITERATION,
+        "parts_ms": part_ms,
     }
     out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -97,14 +103,13 @@ def main(argv=None) -> int:
     lines = [f"# IsoMP step, Euler-Zeitlin su({args.n})", "",
              f"- machine: {record['machine']['processor']}, {record['machine']['cores']} cores; jax "
              f"{record['machine']['jax']} ({record['machine']['backend']}), {args.threads} XLA thread(s)",
-             f"- one path, {args.steps} steps of dt = 0.1 hbar, best of {args.repeats} runs", "",
-             "| quantity | value |", "|---|---:|",
-             f"| ms per step | {per_step:.2f} |",
-             f"| fixed-point iterations per step (max) | {iterations.mean():.2f} ({iterations.max()}) |",
-             f"| ms per iteration | {per_iteration:.3f} |",
-             f"| reference (numba + OpenBLAS, one core) ms per iteration | {REFERENCE_MS_PER_ITERATION} |",
-             f"| ratio to the reference | {per_iteration / REFERENCE_MS_PER_ITERATION:.2f} |",
-             *(f"| {name}, ms | {ms:.3f} |" for name, ms in part_ms.items())]
+             f"- one path, {args.steps} steps of dt = 0.1 hbar, best of {args.repeats} runs",
+             f"- reference (numba + OpenBLAS, deterministic step, one core): {REFERENCE_MS_PER_ITERATION} ms per "
+             f"iteration; ours / reference = {record['ratio_to_reference']:.2f}", "",
+             "| step | ms per step | iterations per step (max) | ms per iteration |", "|---|---:|---:|---:|",
+             *(f"| {name} | {r['ms_per_step']:.2f} | {r['iterations_per_step']:.2f} ({r['max_iterations']}) | "
+               f"{r['ms_per_iteration']:.3f} |" for name, r in steps.items()), "",
+             "| part | ms |", "|---|---:|", *(f"| {name} | {ms:.3f} |" for name, ms in part_ms.items())]
     (out / "zeitlin_step.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     return 0

@@ -79,10 +79,7 @@ class IsospectralIntegrator(LiePoissonIntegrator):
         x_n = algebra.to_matrix(system.dual(z))
 
         def psi(x):
-            mu = algebra.from_matrix(x)
-            s = jax.tree.map(lambda a, b: dt * a + b, system.gradient(system.hamiltonian, mu),
-                             system.noise_generator(mu, dw))
-            return jax.tree.map(jnp.negative, algebra.to_matrix(s))
+            return jax.tree.map(jnp.negative, algebra.to_matrix(system.generator(algebra.from_matrix(x), dt, dw)))
 
         theta = self.tableau.theta
 

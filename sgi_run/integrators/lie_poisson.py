@@ -84,7 +84,7 @@ class LiePoissonIntegrator(ImplicitIntegrator):
 
             def sigma_of(sigma):
                 mean = between(mu, algebra.coadjoint_exp(sigma, mu))
-                return _add(_scale(dt, system.gradient(system.hamiltonian, mean)), system.noise_generator(mean, dw))
+                return system.generator(mean, dt, dw)
             zero = jax.tree.map(jnp.zeros_like, mu)
             sol = self.solve.fixed_point(sigma_of, zero)
             mu_next = algebra.coadjoint_exp(sol.x, mu)

@@ -69,6 +69,11 @@ class LiePoissonSystem(System):
         """sum_i dW_i grad h_i(mu): the algebra element the increments move mu along."""
         return self.gradient(lambda m: jnp.dot(dw, self.noise_hamiltonians(m)), mu)
 
+    def generator(self, mu, dt, dw):
+        """dt grad h(mu) + sum_i dW_i grad h_i(mu): the algebra element one step's implicit methods (TMK's
+        sigma, IsoMP's Psi) are built from; a system may compute it at once (su(N): one transform pair)."""
+        return jax.tree.map(lambda a, b: dt * a + b, self.gradient(self.hamiltonian, mu), self.noise_generator(mu, dw))
+
     def noise_in_algebra(self, mu, dw):
         """sum_i G_i(mu) dW_i = ad*_{sum_i dW_i grad h_i(mu)} mu (linear in the generator)."""
         return self.algebra.ad_star(self.noise_generator(mu, dw), mu)

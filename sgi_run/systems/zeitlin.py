@@ -234,6 +234,66 @@ def hoppe_yau(n: int) -> HoppeYau:
     return HoppeYau(n)
 
 
+class PoissonSolver:
+    r""":math:`\Delta_N^{-1}X` on su(N) by one tridiagonal solve per diagonal (spec 1.4.3's "solve"; O(N^2)
+    instead of the O(N^3) pair of transforms): diagonal m of X (entries X[k + m, k]) goes through the block
+    of ``tridiagonal_block``. The blocks are negative definite for m >= 1, so their LDU (Thomas) factors
+    need no pivoting and are computed once; the m = 0 block is singular on the constant diagonal (the trace,
+    l = 0): its right-hand side is made traceless, its last unknown pinned to 0 (the leading block is
+    definite by interlacing), and the solution made traceless again. The two sweeps are ``lax.scan`` over k,
+    all diagonals at once: 0.11 ms at N = 128 on one core, against 0.36 ms for
+    ``lax.linalg.tridiagonal_solve`` on the same batch (LAPACK gtsv with pivoting, per system) and 0.97 ms
+    for the transform pair. Accurate to about cond * eps (1e-13 relative at N = 128)."""
+
+    def __init__(self, n: int):
+        self.n = n
+        m, k = np.indices((n, n))                      # row m: diagonal m, column k: its k-th entry
+        self.valid = k < n - m
+        self.in_lo = np.where(self.valid, (k + m) * n + k, 0)
+        self.in_up = np.where(self.valid, k * n + k + m, 0)
+        lower, upper, diagonal = np.zeros((n, n)), np.zeros((n, n)), np.ones((n, n))    # padding: identity rows
+        for b in range(n):
+            d, e = tridiagonal_block(n, b)
+            diagonal[b, :n - b], lower[b, 1:n - b], upper[b, :n - b - 1] = d, e, e
+        lower[0, n - 1], diagonal[0, n - 1] = 0.0, 1.0                            # pin y[0, N-1] = 0
+        multiplier, pivot = np.zeros((n, n)), diagonal.copy()
+        for j in range(1, n):
+            multiplier[:, j] = lower[:, j] / pivot[:, j - 1]
+            pivot[:, j] = diagonal[:, j] - multiplier[:, j] * upper[:, j - 1]
+        # Along k first (the scans' axis), one column per diagonal.
+        self.multiplier, self.upper, self.inverse_pivot = multiplier.T, upper.T, (1.0 / pivot).T
+        r, c = np.indices((n, n))
+        self.lower = r >= c
+        self.out_lo = np.where(self.lower, c * n + (r - c), 0)       # X[r, c] = Y[k = c, m = r - c], r >= c
+        self.out_up = np.where(self.lower, 0, r * n + (c - r))       # above: -conj(Y[k = r, m = c - r])
+
+    def __call__(self, x):
+        n, xf = self.n, x.reshape(-1)
+        b = 0.5 * (jnp.take(xf, self.in_lo) - jnp.conj(jnp.take(xf, self.in_up)))      # skew part, (m, k)
+        b = jnp.where(self.valid, b, 0.0)
+        b = b.at[0].add(-jnp.sum(b[0]) / n).at[0, n - 1].set(0.0).T                  # (k, m)
+
+        def forward(z, row):
+            b, multiplier = row
+            z = b - multiplier * z
+            return z, z
+
+        def backward(y, row):
+            z, upper, inverse_pivot = row
+            y = (z - upper * y) * inverse_pivot
+            return y, y
+        zero = jnp.zeros(n, b.dtype)
+        _, z = jax.lax.scan(forward, zero, (b, self.multiplier))
+        _, y = jax.lax.scan(backward, zero, (z, self.upper, self.inverse_pivot), reverse=True)
+        y = y.at[:, 0].add(-jnp.sum(y[:, 0]) / n).reshape(-1)                         # traceless again
+        return jnp.where(self.lower, jnp.take(y, self.out_lo), -jnp.conj(jnp.take(y, self.out_up)))
+
+
+@functools.cache
+def poisson_solver(n: int) -> PoissonSolver:
+    return PoissonSolver(n)
+
+
 def spin_matrices(n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Hermitian spin-s matrices :math:`J_1, J_2, J_3` (s = (N-1)/2, spec 1.4.1): :math:`[J_1, J_2] = iJ_3`."""
     s = (n - 1) / 2
@@ -400,8 +460,22 @@ class ZeitlinEuler(LiePoissonSystem):
         return 0.5 * w * c * c if self.noise_kind == "projection" else w * c
 
     def inverse_laplacian(self, x):
-        """:math:`\\Delta_N^{-1}X` (weights :math:`-1/(l(l+1))`, 0 at l = 0)."""
-        return self.basis.apply(x, -self._inverse_degrees()[degrees(self.N)])
+        """:math:`\\Delta_N^{-1}X` (weights :math:`-1/(l(l+1))`, 0 at l = 0) by tridiagonal solves."""
+        return poisson_solver(self.N)(x)
+
+    def generator(self, x, dt, dw):
+        """:math:`\\Delta t\\nabla h + \\sum dW_{lm}\\nabla h_{lm}` at the cost of the drift alone: without noise
+        :math:`-\\Delta t\\Delta_N^{-1}X` by the tridiagonal solves; with it one forward and one backward
+        transform, every mode weighted at once (the derived form transforms twice for each term)."""
+        if self.noise_amplitude == 0:
+            return -dt * self.inverse_laplacian(x)
+        p, q = self.basis.forward_slots(x)
+        drift_p, drift_q = self.basis.slot_weights(self._inverse_degrees())
+        flat = jnp.concatenate([jnp.zeros(dw.shape[:-1] + (self.lmin**2,)), self.noise_weights() * dw], -1)
+        noise_p, noise_q = self.basis.from_flat(flat)
+        if self.noise_kind == "projection":
+            return self.basis.backward_slots((dt * drift_p + noise_p) * p, (dt * drift_q + noise_q) * q)
+        return self.basis.backward_slots(dt * drift_p * p + noise_p, dt * drift_q * q + noise_q)
 
     def initial_state(self, key):
         return jnp.asarray(_initial_matrix(self.N, self.ic_lmax, float(self.ic_rms), self.ic_seed))

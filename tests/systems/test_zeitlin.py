@@ -12,6 +12,7 @@ import scipy.special
 import sgi_run
 from sgi_run.core.errors import ConfigError
 from sgi_run.systems import SYSTEMS
+from sgi_run.systems.lie_poisson import LiePoissonSystem
 from sgi_run.systems.zeitlin import (ZeitlinEuler, coefficients_quflow, degrees, flat_index, hbar, hoppe_yau,
                                      laplacian, render, spectra, spin_matrices)
 
@@ -129,6 +130,30 @@ def test_noise_generator_is_the_per_mode_weight(kind):
     expected = np.asarray(expected)
     derived = np.asarray(jax.jit(system.noise_generator)(x, jnp.asarray(dw)))
     assert np.abs(derived - expected).max() <= 1e-14 * np.abs(expected).max()
+
+
+def test_poisson_solve_at_128_is_the_transform_pair():
+    """The tridiagonal Delta_N^-1 (Thomas factors, m = 0 pinned) equals the eigenbasis weights -1/(l(l+1)) to
+    cond * eps, and is exactly skew-Hermitian and traceless to round-off."""
+    system = ZeitlinEuler(N=128)
+    x = random_su(128)
+    solved = np.asarray(jax.jit(system.inverse_laplacian)(x))
+    weighted = np.asarray(system.basis.apply(x, -system._inverse_degrees()[degrees(128)]))
+    assert np.abs(solved - weighted).max() <= 1e-12 * np.abs(weighted).max()
+    assert np.abs(solved + solved.conj().T).max() == 0 and abs(np.trace(solved)) <= 1e-13 * np.abs(solved).max() * 128
+
+
+@pytest.mark.parametrize("kind", ["projection", "constant"])
+@pytest.mark.parametrize("amplitude", [0.0, 0.7])
+def test_generator_is_the_derived_sum(kind, amplitude):
+    """The one-transform-pair (or, without noise, tridiagonal) generator equals dt grad h + sum dW grad h_lm
+    derived by jax.grad term by term."""
+    system = ZeitlinEuler(N=16, noise_amplitude=amplitude, noise_kind=kind)
+    x = random_su(16)
+    dw = jax.random.normal(jax.random.PRNGKey(2), (system.noises,)) * 0.1
+    fast = np.asarray(jax.jit(lambda x, dw: system.generator(x, 0.01, dw))(x, dw))
+    derived = np.asarray(jax.jit(lambda x, dw: LiePoissonSystem.generator(system, x, 0.01, dw))(x, dw))
+    assert np.abs(fast - derived).max() <= 1e-13 * np.abs(derived).max()
 
 
 def test_number_of_noises():
