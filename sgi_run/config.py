@@ -186,6 +186,11 @@ _PARAMETER_TYPES = {
         lambda v: _finite(v) or (isinstance(v, (list, tuple)) and len(v) > 0 and all(_finite(x) for x in v)),
         lambda v: float(v) if _finite(v) else tuple(float(x) for x in v),
         "a finite number, or a list of finite numbers (one per coordinate)"),
+    "tuple[tuple[float, ...], ...] | None": (
+        lambda v: v is None or (isinstance(v, (list, tuple)) and len(v) > 0 and all(
+            isinstance(row, (list, tuple)) and len(row) > 0 and all(_finite(x) for x in row) for row in v)),
+        lambda v: None if v is None else tuple(tuple(float(x) for x in row) for row in v),
+        "a matrix as a list of rows of finite numbers, or null"),
     "int": (lambda v: isinstance(v, int) and not isinstance(v, bool), int, "an integer"),
     "bool": (lambda v: isinstance(v, bool), bool, "true or false"),
     "str": (lambda v: isinstance(v, str), str, "a string"),

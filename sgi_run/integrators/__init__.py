@@ -15,6 +15,7 @@ from sgi_run.integrators.explicit_srk import ExplicitSRK, SERKTableau
 from sgi_run.integrators.langevin_splitting import LangevinSplitting, LangevinSplittingTableau
 from sgi_run.integrators.lda_prk import LdAPartitionedRK, LdAPRKTableau
 from sgi_run.integrators.isospectral import IsospectralIntegrator, IsospectralScheme
+from sgi_run.integrators.lie_group_variational import CayleyLGVI, CayleyTableau
 from sgi_run.integrators.lie_poisson import LiePoissonIntegrator, LiePoissonScheme
 from sgi_run.integrators.weak_lda_rk import WeakLdARK, WeakLdATableau
 from sgi_run.integrators.weak_srk import WeakSRK, WeakSRKTableau
@@ -27,6 +28,7 @@ FAMILIES: dict[str, tuple[type[Integrator], Any]] = {
     "langevin_splitting": (LangevinSplitting, LangevinSplittingTableau),
     "lie_poisson": (LiePoissonIntegrator, LiePoissonScheme),
     "isospectral": (IsospectralIntegrator, IsospectralScheme),
+    "lie_group_variational": (CayleyLGVI, CayleyTableau),
 }
 
 

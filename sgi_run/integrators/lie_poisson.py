@@ -68,6 +68,17 @@ class LiePoissonIntegrator(ImplicitIntegrator):
     def noise_kind(self) -> str:
         return "gaussian"
 
+    # Whether its step also moves the attitude a state may carry (system.R0): only the Lie-group variational
+    # integrator reconstructs it; the others evolve the momentum alone.
+    evolves_attitude: ClassVar[bool] = False
+
+    def check_fits(self, system) -> None:
+        super().check_fits(system)
+        if system.carries_attitude and not self.evolves_attitude:
+            raise ConfigError("system.R0", list(map(list, system.R0)),
+                              f"null with {self.name}, which evolves the momentum only (the attitude R is "
+                              "reconstructed by lgvi_cayley)")
+
     def newton_unknowns(self, system) -> int:
         leaves = jax.tree.leaves(system.dual(system.zero_state()))
         return sum(x.size * (2 if jnp.iscomplexobj(x) else 1) for x in leaves)

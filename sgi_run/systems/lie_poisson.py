@@ -53,6 +53,11 @@ class LiePoissonSystem(System):
         """The state of a dual element (the inverse of ``dual``)."""
         return mu
 
+    @property
+    def carries_attitude(self) -> bool:
+        """Whether the state also carries a group element (only the Lie-group variational integrator moves it)."""
+        return False
+
     # --- derived ------------------------------------------------------------------------------------
     def gradient(self, f, mu):
         """The gradient of a real function under the algebra's pairing: jax.grad gives df/dx - i df/dy for a
@@ -124,34 +129,115 @@ def _vector(key: str, value, n: int = 3) -> None:
     require(key, value, np.ndim(value) == 1 and len(value) == n, f"{n} numbers")
 
 
+# How far from orthogonal an initial attitude may be (a rotation typed with 16 digits is within 1e-15).
+ROTATION_TOL = 1e-12
+
+
+def euler_angles(r):
+    r"""z-x-z Euler angles :math:`(\phi, \theta, \psi)` of :math:`R = R_z(\phi)R_x(\theta)R_z(\psi)` (spec 002
+    2.8, P9): :math:`\theta = \arccos R_{33}`, :math:`\phi = \mathrm{atan2}(R_{13}, -R_{23})`,
+    :math:`\psi = \mathrm{atan2}(R_{31}, R_{32})`, both mod :math:`2\pi`."""
+    theta = jnp.arccos(jnp.clip(r[2, 2], -1.0, 1.0))
+    phi = jnp.mod(jnp.arctan2(r[0, 2], -r[1, 2]), 2 * jnp.pi)
+    psi = jnp.mod(jnp.arctan2(r[2, 0], r[2, 1]), 2 * jnp.pi)
+    return phi, theta, psi
+
+
+# Where Euler-angle diagnostics divide by sin(theta) they use at least this (spec 002 P10).
+SIN_THETA_MIN = 1e-8
+
+
+def effective_potential(theta, p_psi, p_phi, i1: float, mgh: float):
+    r""":math:`V(\theta; p_\psi, p_\phi) = \frac{(p_\phi - p_\psi\cos\theta)^2}{2I_1\sin^2\theta} + Mgh\cos\theta`
+    of the symmetric heavy top (spec 002 2.8), with :math:`\sin\theta` at least ``SIN_THETA_MIN``."""
+    s = jnp.maximum(jnp.abs(jnp.sin(theta)), SIN_THETA_MIN)
+    return (p_phi - p_psi * jnp.cos(theta)) ** 2 / (2 * i1 * s**2) + mgh * jnp.cos(theta)
+
+
 @dataclasses.dataclass(frozen=True)
-class RigidBody(LiePoissonSystem):
-    r"""The free rigid body on so(3)* (paper 004 section 6.1, paper 002 section 6.1): momentum
+class AttitudeCarrier(LiePoissonSystem):
+    """A body on SO(3) whose state may also carry its attitude R (body to space; paper 002): with ``R0`` set the
+    state is the momentum leaves and ``R``, which only the Lie-group variational integrator evolves (its
+    reconstruction); without it, the momentum alone, as papers 001 and 004 integrate it."""
+    R0: tuple[tuple[float, ...], ...] | None = None
+
+    momentum_leaves: ClassVar[tuple[str, ...]]
+
+    def check(self):
+        if self.R0 is not None:
+            r, shown = np.asarray(self.R0), [list(row) for row in self.R0]
+            require("R0", shown, r.ndim == 2 and r.shape == (3, 3), "a 3 x 3 rotation matrix (three rows of three), or null")
+            require("R0", shown, np.abs(r.T @ r - np.eye(3)).max() <= ROTATION_TOL and np.linalg.det(r) > 0,
+                    f"a rotation matrix: R^T R = I (to {ROTATION_TOL:g}) and det R = +1")
+
+    @property
+    def carries_attitude(self) -> bool:
+        return self.R0 is not None
+
+    @property
+    def space(self) -> StateSpace:
+        leaves = tuple(Leaf(name, (3,)) for name in self.momentum_leaves)
+        if self.carries_attitude:
+            leaves += (Leaf("R", (3, 3)),)
+        return StateSpace(leaves, bare=len(leaves) == 1)
+
+    def dual(self, z):
+        names = self.momentum_leaves
+        if len(self.space.leaves) == 1:
+            return z
+        return z[names[0]] if len(names) == 1 else tuple(z[name] for name in names)
+
+    def state(self, mu, attitude=None):
+        names = self.momentum_leaves
+        z = dict(zip(names, (mu,) if len(names) == 1 else mu))
+        if self.carries_attitude:
+            z["R"] = attitude
+        return z if len(z) > 1 else z[names[0]]
+
+    def attitude(self, z):
+        return z["R"] if self.carries_attitude else None
+
+    def initial_momentum(self):
+        raise NotImplementedError
+
+    def initial_state(self, key):
+        r0 = None if self.R0 is None else jnp.asarray(self.R0, dtype=jnp.float64)
+        return self.state(self.initial_momentum(), r0)
+
+
+@dataclasses.dataclass(frozen=True)
+class RigidBody(AttitudeCarrier):
+    r"""The free rigid body on so(3)* (paper 004 section 6.1, paper 002 sections 6.1 and 7): momentum
     :math:`\pi`, :math:`h = \tfrac12\pi\cdot I^{-1}\pi`. Noise ``quadratic`` (paper 004):
     :math:`h_i = \tfrac{a}{2}\pi_i^2`, so :math:`\nabla h_i = a\,\pi_i e_i`; ``linear`` (paper 002):
-    :math:`h_i = a\,e_i\cdot\pi`. Casimir :math:`|\pi|^2`."""
-    noises: ClassVar[int] = 3
+    :math:`h_i = a\,e_i\cdot\pi`; ``vector`` (paper 002's commuting case, spec 3.15): one noise
+    :math:`h_1 = a\,\chi\cdot\pi`, :math:`\chi` = ``noise_vector``. Casimir :math:`|\pi|^2`. With the attitude
+    (``R0``): the spatial momentum :math:`J = R\pi` (Noether; ``J1``..``J3``)."""
     inertia: float | tuple[float, ...] = (2.0, 1.0, 2.0 / 3.0)
     noise_amplitude: float = 0.1
     noise_kind: str = "quadratic"
+    noise_vector: float | tuple[float, ...] = (0.0, 0.0, 1.0)
     pi0: float | tuple[float, ...] = (float(np.sin(1.1)), 0.0, float(np.cos(1.1)))
 
-    NOISE_KINDS: ClassVar[tuple[str, ...]] = ("quadratic", "linear")
+    NOISE_KINDS: ClassVar[tuple[str, ...]] = ("quadratic", "linear", "vector")
+    momentum_leaves: ClassVar[tuple[str, ...]] = ("pi",)
 
     def check(self):
+        super().check()
         _vector("inertia", self.inertia)
         require("inertia", self.inertia, all(i > 0 for i in self.inertia), "three numbers > 0")
         _vector("pi0", self.pi0)
+        _vector("noise_vector", self.noise_vector)
         require("noise_kind", self.noise_kind, self.noise_kind in self.NOISE_KINDS, f"one of {list(self.NOISE_KINDS)}")
         require("noise_amplitude", self.noise_amplitude, self.noise_amplitude >= 0, "a number >= 0")
 
     @property
-    def algebra(self):
-        return lie.SO3()
+    def noises(self) -> int:
+        return 1 if self.noise_kind == "vector" else 3
 
     @property
-    def space(self) -> StateSpace:
-        return StateSpace((Leaf("pi", (3,)),), bare=True)
+    def algebra(self):
+        return lie.SO3()
 
     def hamiltonian(self, mu):
         return 0.5 * jnp.sum(mu**2 / jnp.asarray(self.inertia))
@@ -159,24 +245,40 @@ class RigidBody(LiePoissonSystem):
     def noise_hamiltonians(self, mu):
         if self.noise_kind == "quadratic":
             return 0.5 * self.noise_amplitude * mu**2
+        if self.noise_kind == "vector":
+            return self.noise_amplitude * jnp.dot(jnp.asarray(self.noise_vector), mu)[None]
         return self.noise_amplitude * mu
 
-    def initial_state(self, key):
+    def initial_momentum(self):
         return jnp.asarray(self.pi0, dtype=jnp.float64)
 
     def observables(self) -> dict[str, Callable]:
         """Also ``sin2pi_sum`` = sin 2 pi x1 + sin 2 pi x2 + sin 2 pi x3, the weak test function of paper 004
-        (Figure 5 right, spec 3.3, after Brehier-Cohen-Jahnke)."""
-        return super().observables() | {"sin2pi_sum": lambda x: jnp.sum(jnp.sin(2 * jnp.pi * x))}
+        (Figure 5 right, spec 3.3, after Brehier-Cohen-Jahnke); with the attitude, ``J`` = R pi and its
+        components."""
+        named = super().observables() | {"sin2pi_sum": lambda z: jnp.sum(jnp.sin(2 * jnp.pi * self.dual(z)))}
+        if self.carries_attitude:
+            spatial = lambda z: self.attitude(z) @ self.dual(z)
+            named |= {"J": spatial} | {f"J{k + 1}": (lambda z, k=k: spatial(z)[k]) for k in range(3)}
+        return named
 
 
 @dataclasses.dataclass(frozen=True)
-class HeavyTop(LiePoissonSystem):
-    r"""The stochastic heavy top on se(3)* (paper 001 section 5, spec 001 section 2.1): state
-    :math:`(\pi, \gamma)`, :math:`h = k\,\pi\cdot I^{-1}\pi + s\,\chi\cdot\gamma` with ``kinetic_factor``
-    k = 1/2 and ``gravity_sign`` s = -1 (P2: eq. (39) is authoritative), one noise
-    :math:`h_1 = \alpha\cdot\pi`. Casimirs :math:`C_1 = \pi\cdot\gamma`, :math:`C_2 = |\gamma|^2`."""
-    noises: ClassVar[int] = 1
+class HeavyTop(AttitudeCarrier):
+    r"""The stochastic heavy top on se(3)* (paper 001 section 5, spec 001 section 2.1; paper 002 section 8,
+    spec 002 section 1.4): state :math:`(\pi, \gamma)`, :math:`h = k\,\pi\cdot I^{-1}\pi + s\,\chi\cdot\gamma`
+    with ``kinetic_factor`` k = 1/2 and ``gravity_sign`` s = -1 (paper 001, P2: eq. (39) is authoritative;
+    paper 002 has s = +1 and :math:`\chi = mga`). Casimirs :math:`C_1 = \pi\cdot\gamma`, :math:`C_2 = |\gamma|^2`.
+
+    Noise Hamiltonians by ``noise_case`` (``NOISE_CASES``; mg = :math:`|\chi|`, paper 002's :math:`|a| = 1`):
+    ``alpha`` (paper 001) :math:`\alpha\cdot\pi`; paper 002's table: ``det`` none (one zero noise),
+    ``piz`` (case 1) :math:`k\pi_z`, ``gz`` (case 2) :math:`mgk\gamma_z`, ``normpi2`` (2') :math:`k|\pi|^2`,
+    ``gxgy`` (case 3) :math:`mgk_1\gamma_x, mgk_2\gamma_y`, ``pixpiy`` (3') :math:`k_1\pi_x, k_2\pi_y`.
+
+    With the attitude (``R0``, :math:`\gamma_0 = R_0^\top e_z` required): the body axis in space
+    :math:`Re_3`, the z-x-z Euler angles and their rates from :math:`\omega = I^{-1}\pi` (spec 2.8; the
+    :math:`\sin\theta` division guarded at 1e-8, P10), :math:`p_\psi = \pi_z`, :math:`p_\phi = \pi\cdot\gamma`,
+    :math:`E' = E - p_\psi^2/(2I_3)` and the effective potential at the current angle."""
     inertia: float | tuple[float, ...] = (4.0, 4.0, 1.0)
     chi: float | tuple[float, ...] = (0.0, 0.0, 1.0)
     alpha: float | tuple[float, ...] = (0.01, 0.02, 0.03)
@@ -184,26 +286,39 @@ class HeavyTop(LiePoissonSystem):
     gamma0: float | tuple[float, ...] = (-float(np.sqrt(0.5)), float(np.sqrt(0.5)), 0.0)
     kinetic_factor: float = 0.5
     gravity_sign: float = -1.0
+    noise_case: str = "alpha"
+    k: float = 0.1
+    k1: float = 0.1
+    k2: float = 0.1
+
+    NOISE_CASES: ClassVar[dict[str, int]] = {"alpha": 1, "det": 1, "piz": 1, "gz": 1, "normpi2": 1, "gxgy": 2,
+                                             "pixpiy": 2}
+    momentum_leaves: ClassVar[tuple[str, ...]] = ("pi", "gamma")
 
     def check(self):
+        super().check()
         for name in ("inertia", "chi", "alpha", "pi0", "gamma0"):
             _vector(name, getattr(self, name))
         require("inertia", self.inertia, all(i > 0 for i in self.inertia), "three numbers > 0")
         require("gravity_sign", self.gravity_sign, self.gravity_sign in (-1.0, 1.0), "-1 or 1")
+        require("noise_case", self.noise_case, self.noise_case in self.NOISE_CASES,
+                f"one of {list(self.NOISE_CASES)} (paper 001: alpha; paper 002's table: the others)")
+        if self.R0 is not None:
+            expected = np.asarray(self.R0).T @ np.array([0.0, 0.0, 1.0])
+            require("gamma0", self.gamma0, np.abs(np.asarray(self.gamma0) - expected).max() <= ROTATION_TOL,
+                    f"R0^T e_z = {np.round(expected, 15).tolist()} (the vertical seen in the body of attitude R0)")
+
+    @property
+    def noises(self) -> int:
+        return self.NOISE_CASES[self.noise_case]
 
     @property
     def algebra(self):
         return lie.SE3()
 
     @property
-    def space(self) -> StateSpace:
-        return StateSpace((Leaf("pi", (3,)), Leaf("gamma", (3,))))
-
-    def dual(self, z):
-        return z["pi"], z["gamma"]
-
-    def state(self, mu):
-        return {"pi": mu[0], "gamma": mu[1]}
+    def mg(self) -> float:
+        return float(np.linalg.norm(self.chi))
 
     def hamiltonian(self, mu):
         pi, gamma = mu
@@ -211,10 +326,42 @@ class HeavyTop(LiePoissonSystem):
                 + self.gravity_sign * jnp.dot(jnp.asarray(self.chi), gamma))
 
     def noise_hamiltonians(self, mu):
-        return jnp.dot(jnp.asarray(self.alpha), mu[0])[None]
+        pi, gamma = mu
+        case, mgk = self.noise_case, self.mg * self.k
+        values = {"alpha": lambda: [jnp.dot(jnp.asarray(self.alpha), pi)],
+                  "det": lambda: [0.0 * pi[2]],
+                  "piz": lambda: [self.k * pi[2]],
+                  "gz": lambda: [mgk * gamma[2]],
+                  "normpi2": lambda: [self.k * jnp.dot(pi, pi)],
+                  "gxgy": lambda: [self.mg * self.k1 * gamma[0], self.mg * self.k2 * gamma[1]],
+                  "pixpiy": lambda: [self.k1 * pi[0], self.k2 * pi[1]]}[case]()
+        return jnp.stack(values)
 
-    def initial_state(self, key):
-        return {"pi": jnp.asarray(self.pi0, dtype=jnp.float64), "gamma": jnp.asarray(self.gamma0, dtype=jnp.float64)}
+    def initial_momentum(self):
+        return jnp.asarray(self.pi0, dtype=jnp.float64), jnp.asarray(self.gamma0, dtype=jnp.float64)
+
+    def euler_diagnostics(self, z) -> dict:
+        """Euler angles, their rates and the conjugate momenta of a state with its attitude (spec 2.8)."""
+        pi, gamma = self.dual(z)
+        phi, theta, psi = euler_angles(self.attitude(z))
+        omega = pi / jnp.asarray(self.inertia)
+        s, c = jnp.sin(theta), jnp.cos(theta)
+        omega_theta = omega[0] * jnp.cos(psi) - omega[1] * jnp.sin(psi)
+        omega_phi = (omega[0] * jnp.sin(psi) + omega[1] * jnp.cos(psi)) / jnp.maximum(s, SIN_THETA_MIN)
+        p_psi, p_phi = pi[2], jnp.dot(pi, gamma)
+        e_prime = self.hamiltonian((pi, gamma)) - p_psi**2 / (2 * self.inertia[2])
+        return {"phi": phi, "theta": theta, "psi": psi, "omega_phi": omega_phi, "omega_theta": omega_theta,
+                "omega_psi": omega[2] - omega_phi * c, "p_psi": p_psi, "p_phi": p_phi, "E_prime": e_prime,
+                "V": effective_potential(theta, p_psi, p_phi, self.inertia[0], self.mg)}
+
+    def observables(self) -> dict[str, Callable]:
+        named = super().observables()
+        if self.carries_attitude:
+            axis = lambda z: self.attitude(z)[:, 2]
+            named |= {"body_axis": axis} | {f"body_axis{k + 1}": (lambda z, k=k: axis(z)[k]) for k in range(3)}
+            for name in self.euler_diagnostics(self.initial_state(None)):
+                named[name] = lambda z, name=name: self.euler_diagnostics(z)[name]
+        return named
 
 
 class ZeitlinBasis:
