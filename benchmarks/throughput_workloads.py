@@ -364,10 +364,11 @@ def build_entries(args) -> list[Entry]:
         entries += [diffrax_entry(top, "unsafe", reference=True),
                     sgi_entry(top, "tmk", max_repeats=1),
                     sgi_entry(top, "tmk", options={"solver": "fixed_point"}, max_repeats=1),
-                    *(sgi_entry(top, i, max_repeats=1) for i in ("lp_midpoint", "lp_trapezoidal"))]
+                    *(sgi_entry(top, i, max_repeats=1) for i in ("lp_midpoint", "lp_trapezoidal", "lgvi_cayley"))]
     if "rigid_body" in args.workload:
-        # IsoMP against paper 001's methods on the same system, and diffrax Heun on its vector SDE.
+        # IsoMP and the Cayley LGVI against paper 001's methods on the same system, and diffrax Heun on its
+        # vector SDE.
         body = make_workload("rigid_body", args)
         entries += [diffrax_entry(body, "unsafe", reference=True),
-                    *(sgi_entry(body, i, max_repeats=1) for i in ("isomp", "tmk", "lp_midpoint"))]
+                    *(sgi_entry(body, i, max_repeats=1) for i in ("isomp", "lgvi_cayley", "tmk", "lp_midpoint"))]
     return entries

@@ -69,6 +69,12 @@ class ConvergenceResult:
     sup_se: np.ndarray | None = None
     resolvable_se: float = RESOLVABLE_SE   # the threshold of ``resolvable`` (plan.resolvable_se)
 
+    def sup_fit(self) -> tuple[np.ndarray, float, str]:
+        """The sup-in-time errors' resolvable points, their fitted order (no bootstrap) and its note; a strong
+        study only (paper 002's e_sup, spec 3.15)."""
+        resolvable, order, _, note = _fit(self.dts, self.sup_error, self.sup_se, None, 0, 0, self.resolvable_se)
+        return resolvable, order, note
+
     @property
     def local_slopes(self) -> np.ndarray:
         """Slope between each dt and the next coarser one; nan for the coarsest and wherever

@@ -32,8 +32,8 @@ import numpy as np
 from sgi_run.core.errors import ConfigError
 from sgi_run.figures.results import (FAIL, PASS, SKIP, SOLVER_STATISTICS, Band, CheckResult, Measurement, RunData,
                                      Series, StudyData, as_run_data)
-from sgi_run.figures.statistics import (_difference_se, _nanargmax, bin_averages, departure, histogram_density,
-                                        window_average)
+from sgi_run.figures.statistics import (POTENTIAL_STATISTICS, _difference_se, _nanargmax, bin_averages, departure,
+                                       histogram_density, potential_from_run, potential_statistic, window_average)
 
 
 # --- the registry ---------------------------------------------------------------------------------
@@ -613,6 +613,32 @@ def spectrum_fraction(series: Series, *, data: RunData, quantity: str, at: float
                        f"(l = 0..{spectrum.size - 1})")
 
 
+# --- the heavy top's effective potential from a run's momenta (spec 002 section 2.8, Figs 3, 10, 13) -------
+@check_kind("effective_potential")
+def effective_potential(series: Series, *, data: RunData, statistic: str, at: float | None = 0.0,
+                        minus_at: float | None = None, absolute: bool = False, min: float | None = None,
+                        max: float | None = None, path: int = 0, window: list | None = None) -> Measurement:
+    """The symmetric heavy top's effective potential V(theta; p_psi(t), p_phi(t)) and reduced energy E'(t),
+    both from kept path ``path`` of the run at output time ``at`` (its observables p_psi, p_phi, E_prime):
+    ``statistic`` (one of POTENTIAL_STATISTICS, see ``potential_statistic``) lies in [min, max]. With
+    ``minus_at`` the value is the statistic at ``at`` minus the one at ``minus_at`` (its absolute value with
+    ``absolute: true``), e.g. |E'(20) - E'(0)| (spec 002 Figs 3, 10, 13). One realisation: no SE. SKIP when
+    the run has no output time ``at`` (or ``minus_at``)."""
+    band = Band(min, max)
+    window = tuple(window) if window else (0.2, 1.0)
+    values, details = [], []
+    for when in (at, minus_at) if minus_at is not None else (at,):
+        found = potential_from_run(data, when, path)
+        if found is None:
+            return _skip(when, series, band)
+        v, e_prime, t = found
+        values.append(potential_statistic(v, e_prime, statistic, window))
+        details.append(f"{statistic}(t={t:g}) = {values[-1]:.6g} (E' = {e_prime:.6g})")
+    value = values[0] - values[1] if len(values) == 2 else values[0]
+    value = abs(value) if absolute else value
+    return Measurement(float(value), None, float(series.t[series.index_at(at)]), band, f"path {path}: " + "; ".join(details))
+
+
 # --- convergence studies (plan=convergence) ---------------------------------------------------------
 Z_95 = 1.959964   # a 95% interval of a normal estimate is ±Z_95 SE
 
@@ -627,12 +653,21 @@ def _dts_text(dts) -> str:
 
 
 @check_kind("fitted_order", study=True)
-def fitted_order(study, *, min: float | None = None, max: float | None = None) -> Measurement:
+def fitted_order(study, *, min: float | None = None, max: float | None = None, norm: str = "terminal") -> Measurement:
     """The fitted order (least-squares slope of log|error| against log dt over the step sizes whose
     error is resolvable, |error| > plan.resolvable_se SE, 2 by default) lies in [min, max]. Its SE is read off the 95% path-bootstrap
     interval (width / 3.92); none without a bootstrap. SKIP when no order could be fitted (fewer than
-    two resolvable errors), with the study's reason."""
+    two resolvable errors), with the study's reason. ``norm: sup`` fits a strong study's sup-in-time
+    errors sqrt(E max_k |z_k - z_ref(t_k)|^2) instead (no bootstrap interval)."""
     band = Band(min, max)
+    if norm == "sup":
+        if study.sup_error is None:
+            return Measurement(math.nan, None, None, band, skipped="a weak study has no sup-in-time error")
+        resolvable, order, note = study.sup_fit()
+        if not math.isfinite(order):
+            return Measurement(math.nan, None, None, band, skipped=note or "no order fitted")
+        return Measurement(order, None, None, band, f"sup-in-time RMS errors; no bootstrap interval; fitted on dt = "
+                           f"{_dts_text(study.dts[resolvable])}")
     if not math.isfinite(study.order):
         return Measurement(math.nan, None, None, band, skipped=study.note or "no order fitted")
     low, high = study.order_ci
@@ -712,7 +747,8 @@ def _typed(value, annotation: str) -> bool:
 
 # Parameters that name one of a few things: refused at load, before any compute.
 _CHOICES = {("path_extent", "statistic"): _STATISTICS, ("solver_statistic", "statistic"): SOLVER_STATISTICS,
-            ("spectrum_fraction", "quantity"): SPECTRUM_QUANTITIES}
+            ("spectrum_fraction", "quantity"): SPECTRUM_QUANTITIES, ("fitted_order", "norm"): ("terminal", "sup"),
+            ("effective_potential", "statistic"): POTENTIAL_STATISTICS}
 
 
 def validate(spec: Mapping, where: str) -> None:

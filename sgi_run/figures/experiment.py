@@ -34,7 +34,7 @@ from sgi_run.summary import max_relative_error
 FIDELITIES = ("smoke", "reduced", "paper")
 # "project choice": a diagnostic whose step size neither the paper nor its spec sets.
 DT_SOURCES = ("paper", "inferred", "spec choice", "project choice")
-PANEL_QUANTITIES = ("mean", "error", "density", "convergence", "path", "sphere", "scan", "field")
+PANEL_QUANTITIES = ("mean", "error", "density", "convergence", "path", "sphere", "scan", "field", "potential")
 # A `scan` panel: one value per run against its dt, a curve per series (e.g. per method).
 _SCAN_KEYS = ("quantity", "series", "runs", "measure", "observable", "path", "relative", "title", "ylabel", "ylim",
               "yscale")
@@ -47,6 +47,9 @@ _PATH_KEYS = ("quantity", "runs", "observable", "path", "deviation", "absolute",
 # A `field` panel: one row of maps, path `path`'s state at each snapshot time `at` (default: every snapshot
 # the run stored) drawn on a latitude-longitude grid by the system's `render_field(state, n_lat, n_lon)`.
 _FIELD_KEYS = ("quantity", "runs", "at", "path", "grid", "title", "label")
+# A `potential` panel: the heavy top's effective potential V(theta; p_psi(t), p_phi(t)) of kept path `path`
+# at each time `at` (solid) and the level of E'(t) (dashed), theta over `xlim` (spec 002 Figs 3, 10, 13).
+_POTENTIAL_KEYS = ("quantity", "runs", "at", "path", "xlim", "ylim", "title", "ylabel")
 _DENSITY_KEYS = ("coordinate", "at", "bins", "range")
 _CONVERGENCE_KEYS = ("quantity", "runs", "title", "ylabel", "ylim", "slopes", "colours")   # all a convergence panel takes
 _LABEL_KEYS = ("reference_label", "density_label")   # per-panel overrides of the derived legend labels
@@ -284,6 +287,18 @@ def _check_panel(panel, k, where: str, runs: dict, studies: frozenset) -> None:
               k(f"{where}.black"), panel.get("black"), "a list of this panel's runs, drawn black")
     if panel["quantity"] == "field":
         _check_field(panel, k, where)
+    if panel["quantity"] == "potential":
+        for key in panel:
+            _need(key in _POTENTIAL_KEYS, k(f"{where}.{key}"), panel[key], f"a key of a potential panel: {list(_POTENTIAL_KEYS)}")
+        at = panel.get("at")
+        _need(isinstance(at, list) and len(at) > 0 and all(isinstance(t, (int, float)) and not isinstance(t, bool)
+                                                            and t >= 0 for t in at),
+              k(f"{where}.at"), at, "a list of output times >= 0 (the momenta V is built from)")
+        xlim = panel.get("xlim", [0.2, 1.0])
+        _need(isinstance(xlim, list) and len(xlim) == 2 and all(isinstance(v, (int, float)) for v in xlim)
+              and 0 < xlim[0] < xlim[1] < math.pi, k(f"{where}.xlim"), xlim, "[low, high] inside (0, pi)")
+        _need(_is_int(panel.get("path", 0)) and panel.get("path", 0) >= 0, k(f"{where}.path"), panel.get("path"),
+              "the index of a kept path (an integer >= 0)")
     if panel["quantity"] == "density":
         for key in _DENSITY_KEYS:
             _need(key in panel, k(f"{where}.{key}"), None, "a value (density panels need "

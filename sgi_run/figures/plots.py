@@ -46,7 +46,7 @@ from matplotlib.ticker import (FixedFormatter, FixedLocator, FormatStrFormatter,
                                MaxNLocator, NullFormatter, NullLocator, SymmetricalLogLocator)
 
 from sgi_run.figures.results import SOLVER_STATISTICS, RunData, StudyData  # noqa: E402
-from sgi_run.figures.statistics import departure, histogram_density  # noqa: E402
+from sgi_run.figures.statistics import departure, histogram_density, potential_from_run  # noqa: E402
 
 BAND_SE = 2          # shaded band: ±2 Monte Carlo standard errors
 AXES_WIDTH = 6.4     # inches of data area per panel; the legend column comes on top of it
@@ -422,6 +422,30 @@ def _pi_axis(axis, multiples) -> None:
     axis.set_major_formatter(FixedFormatter([_PI_TICKS[m] for m in multiples]))
 
 
+def _potential_panel(ax, exp, panel: dict, data: dict[str, RunData], colours: dict) -> int:
+    """The symmetric heavy top's effective potential V(theta; p_psi(t), p_phi(t)) (solid) and the level of the
+    reduced energy E'(t) (dashed, same colour) of each run's kept path ``path`` at each time of ``at``, over
+    theta in ``xlim`` (spec 002 Figs 3, 10, 13: the curves coincide while p_psi and p_phi are conserved)."""
+    theta = np.linspace(*panel.get("xlim", [0.2, 1.0]), 801)
+    path, drawn = panel.get("path", 0), 0
+    for run_id in panel["runs"]:
+        for t in panel["at"]:
+            found = potential_from_run(data[run_id], t, path)
+            colour = f"C{drawn % 10}"
+            if found is None:
+                continue
+            v, e_prime, at = found
+            label = exp.runs[run_id].label + (f", t = {at:g}" if len(panel["at"]) > 1 else "")
+            ax.plot(theta, v(theta), color=colour, lw=1.3, label=f"V(θ), {label}")
+            ax.axhline(e_prime, color=colour, lw=1.0, ls="--", label=f"E' = {e_prime:.6g}, {label}")
+            drawn += 1
+    ax.set_xlabel("θ")
+    ax.set_ylabel(panel.get("ylabel", "V(θ; p_ψ, p_φ)"))
+    if panel.get("ylim"):
+        ax.set_ylim(panel["ylim"])
+    return 0
+
+
 def _field_panel(ax, exp, panel: dict, data: dict[str, RunData], colours: dict) -> int:
     """One row of maps in the panel's place (``ax`` becomes a frame without axes): path ``path``'s state at
     each snapshot time, rendered on a latitude-longitude grid (longitude φ in [0, 2π) across, latitude
@@ -666,7 +690,8 @@ def figure(exp, data: dict[str, RunData], table: list[dict], fidelity: str):
             bars += _convergence_panel(ax, exp, panel, data, panel_colours)
         else:
             draw_panel = {"density": _density_panel, "path": _path_panel, "sphere": _sphere_panel,
-                          "scan": _scan_panel, "field": _field_panel}.get(panel["quantity"], _time_panel)
+                          "scan": _scan_panel, "field": _field_panel, "potential": _potential_panel,
+                          }.get(panel["quantity"], _time_panel)
             bands += draw_panel(ax, exp, panel, data, panel_colours)
         if panel.get("title"):     # a field panel's title stands above its maps' own titles
             ax.set_title(panel["title"], fontsize=9, **({"pad": 18} if panel["quantity"] == "field" else {}))

@@ -1,6 +1,6 @@
 """Statistics of one run's curves that checks and plots share: window averages and their standard
 errors (per-path time averages where the run took them), histogram densities, bin averages and the
-departure of one kept path from a value."""
+departure of one kept path from a value, the heavy top's effective potential from a kept path's momenta."""
 from __future__ import annotations
 
 import math
@@ -8,7 +8,7 @@ from typing import Callable
 
 import numpy as np
 
-from sgi_run.figures.results import Series
+from sgi_run.figures.results import RunData, Series
 
 
 def departure(x: np.ndarray, origin, relative: bool = False) -> np.ndarray:
@@ -84,3 +84,54 @@ def bin_averages(density: Callable, edges: np.ndarray, nodes: int = 16) -> np.nd
 def _nanargmax(x: np.ndarray) -> int:
     """Argmax that treats NaN (a mean over no finite paths) as the worst value."""
     return int(np.argmax(np.where(np.isnan(x), np.inf, x)))
+
+
+# --- the heavy top's effective potential from a run's momenta (spec 002 section 2.8, Figs 3, 10, 13) -------
+POTENTIAL_STATISTICS = ("argmin", "min", "root_low", "root_high", "depth", "min_curvature", "E_prime")
+
+
+def potential_from_run(data: RunData, at: float | None, path: int = 0):
+    """(V(theta) as a function of numpy theta, E', t) of kept path ``path`` at output time ``at`` (None: the
+    final time): V(theta; p_psi(t), p_phi(t)) = (p_phi - p_psi cos theta)^2 / (2 I1 sin^2 theta) + Mgh cos theta
+    with the run's recorded p_psi, p_phi and E_prime and its system's I1 (inertia[0]) and Mgh (``mg``); None
+    when the run has no output time ``at``."""
+    from sgi_run.systems.lie_poisson import effective_potential as potential
+
+    curves = {name: data.curve(name) for name in ("p_psi", "p_phi", "E_prime")}
+    i = curves["p_psi"].index_at(at)
+    if i is None:
+        return None
+    p_psi, p_phi, e_prime = (float(c.require_kept("effective_potential", path)[i]) for c in curves.values())
+    i1, mgh = float(data.system.inertia[0]), data.system.mg
+    return (lambda theta: np.asarray(potential(np.asarray(theta, float), p_psi, p_phi, i1, mgh), float)), e_prime, \
+        float(curves["p_psi"].t[i])
+
+
+def potential_statistic(v, e_prime: float, statistic: str, window=(0.2, 1.0)) -> float:
+    """One number about V on (0, pi): its minimiser (``argmin``, a 20001-point grid refined by a bounded
+    scalar minimisation), its minimum (``min``), the roots of V = E' below and above the minimiser
+    (``root_low``, ``root_high``, brentq; NaN where V stays below E'), E' - min V (``depth``), E' itself, or
+    the least second difference quotient of V over ``window`` (``min_curvature``: > 0 where V is convex)."""
+    from scipy import optimize
+
+    if statistic == "E_prime":
+        return e_prime
+    if statistic == "min_curvature":
+        theta = np.linspace(window[0], window[1], 2001)
+        return float(np.min(np.diff(v(theta), 2)) / (theta[1] - theta[0]) ** 2)
+    theta = np.linspace(1e-3, np.pi - 1e-3, 20001)
+    values = v(theta)
+    k = int(np.argmin(values))
+    lo, hi = theta[max(k - 1, 0)], theta[min(k + 1, theta.size - 1)]
+    best = optimize.minimize_scalar(lambda x: float(v(x)), bounds=(lo, hi), method="bounded",
+                                    options={"xatol": 1e-12})
+    argmin, v_min = float(best.x), float(best.fun)
+    if statistic in ("argmin", "min", "depth"):
+        return {"argmin": argmin, "min": v_min, "depth": e_prime - v_min}[statistic]
+    side = theta < argmin if statistic == "root_low" else theta > argmin
+    above = side & (values > e_prime)
+    if not above.any():
+        return math.nan
+    edge = theta[np.flatnonzero(above)[-1 if statistic == "root_low" else 0]]
+    a, b = (edge, argmin) if statistic == "root_low" else (argmin, edge)
+    return float(optimize.brentq(lambda x: float(v(x)) - e_prime, a, b, xtol=1e-14))

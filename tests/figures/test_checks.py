@@ -386,6 +386,21 @@ def test_fitted_order_without_a_fitted_order_is_skipped_with_the_studys_reason()
     assert no_ci.verdict == PASS and no_ci.se is None and "no bootstrap interval" in no_ci.detail
 
 
+def test_fitted_order_of_the_sup_in_time_errors():
+    """norm: sup fits a strong study's sup-in-time RMS errors (paper 002's e_sup): slope 1/2 here, while the
+    terminal errors have slope 1; a weak study has none (SKIP); an unknown norm is refused at load."""
+    import dataclasses
+    terminal = 1e-2 * DTS / DTS[0]
+    strong = dataclasses.replace(study(terminal, se=1e-5, order=1.0, kind="strong"),
+                                 sup_error=0.1 * np.sqrt(DTS / DTS[0]), sup_se=np.full(4, 1e-4))
+    sup = check("fitted_order", strong, min=0.4, max=0.6, norm="sup")
+    assert sup.verdict == PASS and sup.value == pytest.approx(0.5) and "sup-in-time" in sup.detail
+    assert check("fitted_order", strong, min=0.4, max=0.6).verdict == FAIL
+    assert check("fitted_order", study(WEAK), min=0.4, norm="sup").verdict == SKIP
+    with pytest.raises(ConfigError, match=r"^checks\[0\].norm='max' is not allowed: one of \['sup', 'terminal'\]"):
+        validate({"id": "c", "kind": "fitted_order", "norm": "max"}, "checks[0]")
+
+
 def test_error_at_one_step_size_with_its_se():
     ok = check("error_at", study(WEAK, se=[3e-4] * 4), dt=0.25, min=-3.8e-3, max=-1.8e-3)
     assert ok.verdict == PASS and ok.value == pytest.approx(-2.8e-3) and ok.se == pytest.approx(3e-4)
@@ -591,3 +606,33 @@ def test_spectrum_fraction_of_a_snapshot_state():
         validate({**enstrophy, "quantity": "vorticity"}, "test")
     with pytest.raises(ConfigError, match=r"^test\.above=10\.5 is not allowed: an integer"):
         validate({**enstrophy, "above": 10.5}, "test")
+
+
+def test_effective_potential_of_the_heavy_top_from_a_runs_momenta():
+    """Spec 002 section 2.8: V(theta; p_psi = 1, p_phi = cos 0.15 pi) has its minimum 0.861102 at 0.528597,
+    and V = E' = 0.873186 at 0.471239 (= 0.15 pi) and 0.591606; a later E' shows as a change of E'."""
+    from types import SimpleNamespace
+
+    from sgi_run.figures.results import RunData
+    p_phi, e_prime = math.cos(0.15 * math.pi), 0.5 + 0.98 * math.cos(0.15 * math.pi) - 0.5
+    curves = {"p_psi": kept(np.ones_like(T)), "p_phi": kept(np.full_like(T, p_phi)),
+              "E_prime": kept(np.where(T < 20, e_prime, e_prime + 0.1))}
+    run = RunData(curves, "p_psi", system=SimpleNamespace(inertia=(0.1, 0.1, 1.0), mg=0.98))
+    expected = {"argmin": 0.528597, "min": 0.861102, "root_low": 0.15 * math.pi, "root_high": 0.591606,
+                "E_prime": 0.873186}
+    for statistic, value in expected.items():
+        spec = {"id": "c", "kind": "effective_potential", "statistic": statistic, "at": 0,
+                "min": value - 2e-6, "max": value + 2e-6}
+        validate(spec, "test")
+        result = evaluate(spec, "run", run)
+        assert result.verdict == PASS, (statistic, result.value)
+    convex = {"id": "c", "kind": "effective_potential", "statistic": "min_curvature", "window": [0.2, 1.0], "min": 0}
+    assert evaluate(convex, "run", run).verdict == PASS
+    change = {"id": "c", "kind": "effective_potential", "statistic": "E_prime", "at": 20, "minus_at": 0,
+              "absolute": True, "min": 0.01}
+    result = evaluate(change, "run", run)
+    assert result.verdict == PASS and result.value == pytest.approx(0.1)
+    assert evaluate({**change, "min": 0.2}, "run", run).verdict == FAIL
+    assert evaluate({**change, "at": 500}, "run", run).verdict == SKIP
+    with pytest.raises(ConfigError, match="statistic"):
+        validate({**change, "statistic": "median"}, "test")

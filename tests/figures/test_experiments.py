@@ -49,6 +49,8 @@ PAPER_COUNTS = {   # paper/figure: (paths, T) of every run at paper fidelity, fr
     "ephrati_2023/fig5": {"isomp": (500, 0.1015625), "isomp_weak": (10**7, 0.1015625)},   # per run
     "ephrati_2023/fig10": (1, 50.001525948759),     # N = 128: 32000 steps of 0.1 hbar (T = 50)
     "ephrati_2023/fig2": (1, 50.001525948759),      # the run of Figure 10
+    # Gay-Balmaz & Wu: single realisations per case, dt = 0.01, T = 50 (spec 002 P6: T not stated, >= 45)
+    **{f"gay_balmaz_wu/fig{n}": (1, 50) for n in range(3, 14)},
 }
 
 
@@ -67,7 +69,8 @@ def test_paper_profile_has_the_papers_counts(exp, tmp_path):
 
 # --- how each experiment is named ------------------------------------------------------------------------
 PAPER_NAMES = {"kraus_tyranowski_2021": "Kraus & Tyranowski (2021)", "bou_rabee_owhadi": "Bou-Rabee & Owhadi (2007)",
-               "luesink_2023": "Luesink et al. (2023)", "ephrati_2023": "Ephrati et al. (2024)"}
+               "luesink_2023": "Luesink et al. (2023)", "ephrati_2023": "Ephrati et al. (2024)",
+               "gay_balmaz_wu": "Gay-Balmaz & Wu (2024)"}
 
 
 @pytest.mark.parametrize("exp", ALL, ids=lambda e: f"{e.paper}/{e.figure}")
@@ -170,6 +173,21 @@ def test_bad_field_panels_and_spectrum_checks_are_refused_in_one_line(tmp_path, 
     with pytest.raises(ConfigError) as err:
         load(_variant(tmp_path, edit, "ephrati_2023/fig2.yaml", "fig2.yaml"))
     assert str(err.value).startswith(f"fig2.yaml:{key}=") and "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("edit, key", [
+    (lambda s: s["panels"][0].update(at=20), "panels[0].at"),
+    (lambda s: s["panels"][0].update(at=[]), "panels[0].at"),
+    (lambda s: s["panels"][0].update(xlim=[0.0, 1.0]), "panels[0].xlim"),
+    (lambda s: s["panels"][0].update(xlim=[1.0]), "panels[0].xlim"),
+    (lambda s: s["panels"][0].update(path=-1), "panels[0].path"),
+    (lambda s: s["panels"][0].update(observable="V"), "panels[0].observable"),
+    (lambda s: s["checks"][2].update(statistic="median"), "checks[2].statistic"),
+])
+def test_bad_potential_panels_and_checks_are_refused_in_one_line(tmp_path, edit, key):
+    with pytest.raises(ConfigError) as err:
+        load(_variant(tmp_path, edit, "gay_balmaz_wu/fig10.yaml", "fig10.yaml"))
+    assert str(err.value).startswith(f"fig10.yaml:{key}=") and "\n" not in str(err.value)
 
 
 def test_a_field_panel_or_spectrum_check_on_a_system_without_the_method_is_refused_before_any_compute(tmp_path):

@@ -2,6 +2,7 @@
 every figure follows: the paper's figure name in the heading, legends outside the data, readable
 labels, off-scale curves marked where they leave, bands only where they mean something, a compact
 footer. Checked on the matplotlib objects, not on pixels."""
+import dataclasses
 from types import SimpleNamespace
 
 import matplotlib.pyplot as plt
@@ -368,3 +369,22 @@ def test_a_sphere_panel_is_3d_with_the_vector_on_the_shaded_sphere_of_its_initia
     assert ax3d.get_lines()[1].get_linestyle() == "--"
     assert ax3d.collections        # the shaded sphere
     assert ax3d.get_legend() is not None and ax3d.get_xlim()[1] == pytest.approx(2.0)
+
+
+# --- potential panels: the heavy top's V(theta) from a kept path's momenta -----------------------------
+def test_a_potential_panel_draws_v_of_theta_at_each_time_with_its_e_prime_dashed():
+    """Spec 002 Figs 3, 10, 13: V(theta; p_psi(t), p_phi(t)) solid, E'(t) dashed in the same colour, per time."""
+    p_phi = np.cos(0.15 * np.pi)
+    run = _one_path({"p_psi": np.where(T < 5, 1.0, 0.9), "p_phi": np.full_like(T, p_phi),
+                     "E_prime": np.full_like(T, 0.98 * p_phi)})
+    run = dataclasses.replace(run, system=SimpleNamespace(inertia=(0.1, 0.1, 1.0), mg=0.98))
+    exp = SimpleNamespace(runs={"det": SimpleNamespace(label="deterministic")})
+    fig, ax = plt.subplots()
+    plots._potential_panel(ax, exp, {"quantity": "potential", "runs": ["det"], "at": [0, 9]}, {"det": run}, {})
+    v0, e0, v9, e9 = ax.get_lines()
+    theta = v0.get_xdata()
+    assert theta[0] == pytest.approx(0.2) and theta[-1] == pytest.approx(1.0) and ax.get_xlabel() == "θ"
+    i = int(np.argmin(v0.get_ydata()))
+    assert theta[i] == pytest.approx(0.5286, abs=2e-3) and v0.get_ydata()[i] == pytest.approx(0.86110, abs=1e-4)
+    assert e0.get_linestyle() == "--" and e0.get_color() == v0.get_color() != v9.get_color()
+    assert "t = 9" in v9.get_label() and not np.allclose(v9.get_ydata(), v0.get_ydata())
