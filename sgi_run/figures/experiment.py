@@ -393,7 +393,7 @@ class FigureOutcome:
 TABLE_COLUMNS = ["run", "label", "integrator", "dt", "dt_source", "paths", "T", "mean_T", "sem_T",
                  "exact_T", "ratio_T", "max_abs_error", "t_max_abs_error", "window_mean", "window_se", "window_se_exact",
                  "max_rel_mc_error", "nonfinite_paths", "solver_per_step", "solver_max_iterations",
-                 "unconverged_steps", "wall_time_s", "cached", "stale"]
+                 "unconverged_steps", "wall_time_s", "path_steps_per_s", "cached", "stale"]
 
 
 # A convergence study's rows: one per step size, its fitted order on each.
@@ -449,6 +449,9 @@ def _table_row(exp: Experiment, spec: RunSpec, cfg, result: RunResult, data: Run
            "unconverged_steps": data.solver_statistic("unconverged_steps"),
            "wall_time_s": float(result.ensemble.attrs.get("wall_time_s", math.nan)), "cached": result.cached,
            "stale": result.stale}
+    # Throughput of the run as it ran (compilation included): what a researcher choosing a method compares.
+    wall = row["wall_time_s"]
+    row["path_steps_per_s"] = float(result.ensemble.attrs.get("path_steps", math.nan)) / wall if wall > 0 else math.nan
     if s.exact is not None:
         err = np.abs(s.mean - s.exact)
         worst = int(np.argmax(np.where(np.isnan(err), np.inf, err)))
@@ -546,7 +549,7 @@ def fmt(x, digits: int = 4) -> str:
 
 
 MD_HEADER = ["run", "Δt (source)", "paths", "E(T) ± SE", "exact(T)", "ratio", "max_t abs error (at t)",
-             "window mean ± SE", "max_t SE/E", "non-finite paths", "solver it./step (max)", "wall s"]
+             "window mean ± SE", "max_t SE/E", "non-finite paths", "solver it./step (max)", "wall s (path-steps/s)"]
 
 
 def md_cells(row: dict) -> list[str]:
@@ -559,7 +562,9 @@ def md_cells(row: dict) -> list[str]:
             (f"{fmt(row['window_mean'], 5)} ± {'' if row.get('window_se_exact') else '≤ '}{fmt(window_se, 2)}"
              if row.get("window_mean", "") != "" else ""),
             fmt(row["max_rel_mc_error"], 3), fmt(row["nonfinite_paths"]), _solver_cell(row),
-            f"{row['wall_time_s']:.0f}" + (" (cached, other code)" if row.get("stale") else " (cached)" if row["cached"] else "")]
+            f"{row['wall_time_s']:.0f}" + (f" ({fmt(row['path_steps_per_s'], 2)})" if row.get("path_steps_per_s", "") != ""
+                                           else "")
+            + (" (cached, other code)" if row.get("stale") else " (cached)" if row["cached"] else "")]
 
 
 def _solver_cell(row: dict) -> str:
