@@ -32,8 +32,10 @@ import numpy as np
 from sgi_run.core.errors import ConfigError
 from sgi_run.figures.results import (FAIL, PASS, SKIP, SOLVER_STATISTICS, Band, CheckResult, Measurement, RunData,
                                      Series, StudyData, as_run_data)
-from sgi_run.figures.statistics import (POTENTIAL_STATISTICS, _difference_se, _nanargmax, bin_averages, departure,
-                                       histogram_density, potential_from_run, potential_statistic, window_average)
+from sgi_run.figures.statistics import (POTENTIAL_STATISTICS, SELECTION_RULES, _difference_se, _nanargmax,
+                                       bin_averages, departure, ensemble_spread, histogram_density, increment_text,
+                                       potential_from_run, potential_statistic, select_path, solvability_map,
+                                       valid_increments, window_average)
 
 
 # --- the registry ---------------------------------------------------------------------------------
@@ -289,35 +291,70 @@ def _along_path(series: Series, kind: str, path: int, start: float, end: float |
 
 
 def _deviation(series: Series, kind: str, reference: float | None, path: int, start: float, end: float | None,
-               relative: bool = False):
+               relative: bool = False, values: np.ndarray | None = None):
     """(|x(t) - x(0)| or |x(t) - reference| along a kept path, divided by |x(0)| (or |reference|) when
-    ``relative``, -inf outside [start, end]; a skip reason)."""
+    ``relative``, -inf outside [start, end]; a skip reason). ``values``: x along the path instead of the
+    observable (e.g. a kept vector's length)."""
     x, inside, skipped = _along_path(series, kind, path, start, end)
     if skipped:
         return None, skipped
+    x = x if values is None else values
     deviation = np.abs(departure(x, x[0] if reference is None else reference, relative))
     # A non-finite value is the largest deviation there is (a blown-up path), never ignored.
     return np.where(inside, np.where(np.isfinite(deviation), deviation, np.inf), -np.inf), ""
 
 
+def _chosen_paths(series: Series, data: RunData, kind: str, path: int, all_paths: bool, select: str | None,
+                  other: RunData | None, end: float | None) -> tuple[list[int], str, str]:
+    """(the kept paths a path check looks at, a note, a skip reason): ``path``; every kept path with
+    ``all_paths``; or the one a rule picks (``select``, statistics.SELECTION_RULES, over the output times up to
+    ``end``, with ``other`` the deterministic orbit) - none when no kept path qualifies, which fails the check."""
+    if end is not None and series.t[-1] < end - 1e-9:
+        return [], "", f"t={end:g} is beyond T={series.t[-1]:g}"
+    if select is not None:
+        if select == "farthest_crossing" and other is None:
+            raise ConfigError("checks.other", None, "the run whose kept path 0 is the deterministic orbit "
+                              "(farthest_crossing picks the path farthest from it)")
+        chosen = select_path(data, select, other, end=end)
+        return ([] if chosen.path is None else [chosen.path]), chosen.text(), ""
+    if all_paths:
+        series.require_kept(kind)     # refuses a run that keeps no paths
+        return list(range(len(series.kept))), f"every kept path ({len(series.kept)})", ""
+    return [path], f"path {path}", ""
+
+
 @check_kind("path_deviation")
-def path_deviation(series: Series, *, min: float | None = None, max: float | None = None,
+def path_deviation(series: Series, *, data: RunData, min: float | None = None, max: float | None = None,
                    reference: float | None = None, path: int = 0, start: float = 0.0,
-                   end: float | None = None, relative: bool = False) -> Measurement:
+                   end: float | None = None, relative: bool = False, norm_of: str | None = None,
+                   all_paths: bool = False, select: str | None = None, other: RunData | None = None) -> Measurement:
     """One realisation: max_t |x(t) - x(0)| along kept path ``path`` (or |x(t) - reference|; divided by
     |x(0)| with ``relative``), over the output times in [start, end] (default: the whole run), lies in
     [min, max], e.g. the drift of a Casimir or of the energy (spec 001, Figs 4-9). A single path has no
     Monte Carlo SE. A vector observable (e.g. ``spectrum``) counts its largest entry's departure,
-    relative to its largest |entry| at t = 0 (spec 004: max_k |lambda_k(t) - lambda_k(0)| / max|lambda(0)|)."""
+    relative to its largest |entry| at t = 0 (spec 004: max_k |lambda_k(t) - lambda_k(0)| / max|lambda(0)|).
+    With ``norm_of`` (a kept state view, e.g. ``pi``) x is that vector's length (||pi(t)| - |pi(0)||: spec 002
+    Fig. 1, on the sphere); with ``all_paths`` the largest over every kept path; with ``select`` (a rule of
+    statistics.SELECTION_RULES, ``other`` the run whose kept path is the deterministic orbit) the path the rule
+    picks, a FAIL when none qualifies (spec 002 Fig. 1: the path that keeps closest to the deterministic energy)."""
     band = Band(min, max)
-    deviation, skipped = _deviation(series, "path_deviation", reference, path, start, end, relative)
-    if skipped:
-        return Measurement(math.nan, None, end, band, skipped=skipped)
-    i = _nanargmax(deviation)
-    x = series.require_kept("path_deviation", path)
-    origin = (f"x(0) = {x[0]:.17g}" if x.ndim == 1 else f"max |x(0)| = {np.max(np.abs(x[0])):.17g}") \
+    paths, note, skipped = _chosen_paths(series, data, "path_deviation", path, all_paths, select, other, end)
+    if skipped or not paths:
+        return Measurement(math.nan, None, end, band, note, skipped=skipped)
+    worst = (-math.inf, 0, paths[0])
+    for p in paths:
+        values = np.linalg.norm(data.kept_view(norm_of, p), axis=-1) if norm_of else None
+        deviation, skipped = _deviation(series, "path_deviation", reference, p, start, end, relative, values)
+        i = _nanargmax(deviation)
+        if not deviation[i] <= worst[0]:
+            worst = (float(deviation[i]), i, p)
+    value, i, p = worst
+    x = np.linalg.norm(data.kept_view(norm_of, p), axis=-1) if norm_of else series.require_kept("path_deviation", p)
+    name = f"|{norm_of}|" if norm_of else "x"
+    origin = (f"{name}(0) = {x[0]:.17g}" if x.ndim == 1 else f"max |x(0)| = {np.max(np.abs(x[0])):.17g}") \
         if reference is None else f"reference {reference:g}"
-    return Measurement(float(deviation[i]), None, float(series.t[i]), band, f"path {path}; {origin}")
+    where = note if len(paths) == 1 and not all_paths else f"{note}, the largest on path {p}"
+    return Measurement(value, None, float(series.t[i]), band, f"{where}; {origin}")
 
 
 @check_kind("solver_statistic")
@@ -373,14 +410,21 @@ def path_difference(series: Series, *, other: Series, min: float | None = None, 
 
 @check_kind("path_extent")
 def path_extent(series: Series, *, data: RunData, statistic: str, min: float | None = None, max: float | None = None,
-                path: int = 0, start: float = 0.0, end: float | None = None, norm_of: str | None = None) -> Measurement:
+                path: int = 0, start: float = 0.0, end: float | None = None, norm_of: str | None = None,
+                select: str | None = None, other: RunData | None = None) -> Measurement:
     """One realisation: ``statistic`` (max, min, range = max - min, max_abs, min_abs) of x(t) along kept
     path ``path`` over the output times in [start, end] lies in [min, max] (e.g. gamma3 in [0, 0.94],
     max |pi3| <= 1e-12: spec 001 Figs 1-3). With ``norm_of`` (a kept state view, e.g. ``pi``), x is
-    that vector's Euclidean length |pi(t)| instead of the observable. A non-finite value fails every band."""
+    that vector's Euclidean length |pi(t)| instead of the observable. A non-finite value fails every band. With
+    ``select`` the path a rule picks (see ``path_deviation``; a FAIL when none qualifies), e.g. spec 002 Fig. 1:
+    the minimum energy of the path that crosses the separatrix."""
     band = Band(min, max)
     if statistic not in _STATISTICS:
         raise ConfigError("checks.statistic", statistic, f"one of {sorted(_STATISTICS)}")
+    paths, note, skipped = _chosen_paths(series, data, "path_extent", path, False, select, other, end)
+    if skipped or not paths:
+        return Measurement(math.nan, None, end, band, note, skipped=skipped)
+    path = paths[0]
     x, inside, skipped = _along_path(series, "path_extent", path, start, end)
     if skipped:
         return Measurement(math.nan, None, end, band, skipped=skipped)
@@ -393,7 +437,7 @@ def path_extent(series: Series, *, data: RunData, statistic: str, min: float | N
          "min_abs": lambda v: np.argmin(np.abs(v))}.get(statistic)
     t = float(series.t[inside][i(x)]) if i else None
     return Measurement(float(_STATISTICS[statistic](x)), None, t, band,
-                       f"path {path}: {statistic}{f' of |{norm_of}|' if norm_of else ''}; values in [{x.min():.6g}, {x.max():.6g}]")
+                       f"{note}: {statistic}{f' of |{norm_of}|' if norm_of else ''}; values in [{x.min():.6g}, {x.max():.6g}]")
 
 
 @check_kind("path_period")
@@ -639,6 +683,75 @@ def effective_potential(series: Series, *, data: RunData, statistic: str, at: fl
     return Measurement(float(value), None, float(series.t[series.index_at(at)]), band, f"path {path}: " + "; ".join(details))
 
 
+# --- the rigid body's kept paths on its momentum sphere (spec 002 Figs 1, 2) ----------------------------
+@check_kind("path_selection")
+def path_selection(series: Series, *, data: RunData, select: str, other: RunData | None = None,
+                   min: float | None = None, max: float | None = None, end: float | None = None) -> Measurement:
+    """How many kept paths satisfy a selection rule's condition (statistics.SELECTION_RULES, over the output times
+    up to ``end``; SKIP when the run stops before it) lies in [min, max]: spec 002 Fig. 1 criterion 5 (both paths
+    exist among the candidates) and Fig. 2 (some member crossed the separatrix by t = 50, some never did). The
+    detail names the path the rule picks (with ``other``, the deterministic orbit, for ``farthest_crossing``)."""
+    band = Band(min, max)
+    if end is not None and series.t[-1] < end - 1e-9:
+        return Measurement(math.nan, None, end, band, skipped=f"t={end:g} is beyond T={series.t[-1]:g}")
+    chosen = select_path(data, select, other, end=end)
+    return Measurement(float(chosen.qualifying), None, end, band, chosen.text())
+
+
+def _largest_spread(data: RunData, times, view: str) -> tuple[float | None, str]:
+    """(the largest mean pairwise distance over ``times``, as text per time); None when a time is not an output."""
+    spreads = {float(t): ensemble_spread(data, t, view) for t in (times if isinstance(times, list) else [times])}
+    if any(v is None for v in spreads.values()):
+        return None, ""
+    return builtins.max(spreads.values()), ", ".join(f"spread({t:g}) = {v:.4g}" for t, v in spreads.items())
+
+
+@check_kind("ensemble_spread")
+def spread_check(series: Series, *, data: RunData, at: float | list, minus_at: float | list | None = None,
+                 view: str = "pi", min: float | None = None, max: float | None = None) -> Measurement:
+    """The ensemble's spread at output time ``at``, the mean pairwise Euclidean distance between the kept paths'
+    ``view`` (spec 002 P15), minus the spread at ``minus_at``, lies in [min, max]. A list of times takes the
+    largest spread over them: spec 002 Fig. 2, spread(5) < spread(20) < max(spread(40), spread(50)) (the
+    spread saturates on the sphere, P15). Kept paths of one run: no Monte Carlo SE. SKIP when a time is not an
+    output time of the run."""
+    band = Band(min, max)
+    value, text = _largest_spread(data, at, view)
+    if value is not None and minus_at is not None:
+        subtracted, more = _largest_spread(data, minus_at, view)
+        value, text = (None, "") if subtracted is None else (value - subtracted, f"{text}; {more}")
+    if value is None:
+        return Measurement(math.nan, None, None, band, skipped=f"t={at} or {minus_at} is not an output time "
+                           f"of this run (T={series.t[-1]:g})")
+    return Measurement(float(value), None, None, band, f"{text} ({len(data.kept[view])} kept paths)")
+
+
+# --- the solvability of the Cayley LGVI's implicit equations (spec 002 section 2.4, Fig. 14) ----------------
+SOLVABILITY_STATISTICS = ("norm_min", "norm_max", "max_abs_A", "max_abs_B", "max_iterations", "unconverged")
+
+
+@check_kind("solvability")
+def solvability(series: Series, *, data: RunData, statistic: str, increments: list, radius: float = 1.0,
+                min: float | None = None, max: float | None = None) -> Measurement:
+    """Paper 002's Figure 14 from the run's own integrator: the rigid body's implicit equations (62) solved for
+    (A, B) at every point of the 91 x 181 mesh of the sphere |Pi| = ``radius`` for each fixed truncated increment
+    vector of ``increments`` (numbers, or "D" / "-D": +-the run's truncation bound), at the run's dt;
+    ``statistic`` over every point and vector lies in [min, max]: the least (``norm_min``) or largest
+    (``norm_max``) ||(A, B)|| = sqrt(|A|^2 + |B|^2), the largest |A| or |B|, the most iterations of the solve in
+    one point, the points where it did not converge (spec 002 Fig. 14: all converge in <= 10 iterations at tol
+    1e-15, |A|, |B| <= 2, ||(A, B)|| in sqrt 2 (1 +- 4e-5)). A deterministic map: no SE."""
+    maps = [solvability_map(data, w, radius) for w in increments]
+    per_map = {"norm_min": lambda m: float(np.min(m.norm)), "norm_max": lambda m: float(np.max(m.norm)),
+               "max_abs_A": lambda m: float(np.max(m.a)), "max_abs_B": lambda m: float(np.max(m.b)),
+               "max_iterations": lambda m: float(np.max(m.iterations)),
+               "unconverged": lambda m: float(np.sum(~m.converged))}[statistic]
+    values = [per_map(m) for m in maps]
+    combine = {"norm_min": builtins.min, "unconverged": sum}.get(statistic, builtins.max)
+    points = maps[0].norm.size
+    detail = "; ".join(f"{increment_text(w, data.increment_bound)}: {v:.9g}" for w, v in zip(increments, values))
+    return Measurement(float(combine(values)), None, None, Band(min, max),
+                       f"{statistic} over {points} points each, dt = {data.dt:g}: {detail}")
+
+
 # --- convergence studies (plan=convergence) ---------------------------------------------------------
 Z_95 = 1.959964   # a 95% interval of a normal estimate is ±Z_95 SE
 
@@ -748,7 +861,20 @@ def _typed(value, annotation: str) -> bool:
 # Parameters that name one of a few things: refused at load, before any compute.
 _CHOICES = {("path_extent", "statistic"): _STATISTICS, ("solver_statistic", "statistic"): SOLVER_STATISTICS,
             ("spectrum_fraction", "quantity"): SPECTRUM_QUANTITIES, ("fitted_order", "norm"): ("terminal", "sup"),
-            ("effective_potential", "statistic"): POTENTIAL_STATISTICS}
+            ("effective_potential", "statistic"): POTENTIAL_STATISTICS, ("path_deviation", "select"): SELECTION_RULES,
+            ("path_extent", "select"): SELECTION_RULES, ("path_selection", "select"): SELECTION_RULES,
+            ("solvability", "statistic"): SOLVABILITY_STATISTICS}
+# Parameters of a given shape: refused at load with what they must be.
+_SHAPES = {("solvability", "increments"): (valid_increments, 'a list of increment vectors, entries numbers or "D" / '
+                                          '"-D" (+-the truncation bound), e.g. [[0, 0, 0], [D, D, D]]'),
+           ("ensemble_spread", "at"): (lambda v: _times(v, empty=False), "an output time or a list of them"),
+           ("ensemble_spread", "minus_at"): (lambda v: _times(v, empty=True), "an output time, a list of them or null")}
+
+
+def _times(value, empty: bool) -> bool:
+    number = lambda v: isinstance(v, (int, float)) and not isinstance(v, bool)
+    return (empty and value is None) or number(value) or (isinstance(value, list) and len(value) > 0
+                                                           and all(number(v) for v in value))
 
 
 def validate(spec: Mapping, where: str) -> None:
@@ -772,6 +898,9 @@ def validate(spec: Mapping, where: str) -> None:
     for (name_kind, name), allowed in _CHOICES.items():
         if name_kind == kind and name in spec and spec[name] not in allowed:
             raise ConfigError(f"{where}.{name}", spec[name], f"one of {sorted(allowed)} ({kind}.{name})")
+    for (name_kind, name), (fits, allowed) in _SHAPES.items():
+        if name_kind == kind and name in spec and not fits(spec[name]):
+            raise ConfigError(f"{where}.{name}", spec[name], f"{allowed} ({kind}.{name})")
     tolerance = spec.get("tolerance_se", 0)
     if not (isinstance(tolerance, (int, float)) and tolerance >= 0):
         raise ConfigError(f"{where}.tolerance_se", tolerance, "a number >= 0")
@@ -795,8 +924,10 @@ def evaluate(spec: Mapping, run: str, data: RunData | Series | StudyData,
     else:
         data = as_run_data(data)
         observable = spec.get("observable")
-        if "other" in params:
-            params["other"] = as_run_data(runs[params["other"]]).curve(observable)
+        if "other" in params:    # the other run's curve, or all of it for a kind that looks at more (an orbit)
+            other = as_run_data(runs[params["other"]])
+            wants_run = "RunData" in str(inspect.signature(fn).parameters["other"].annotation)
+            params["other"] = other if wants_run else other.curve(observable)
         if "data" in inspect.signature(fn).parameters:
             params["data"] = data
         m = fn(data.curve(observable), **params)
@@ -810,4 +941,4 @@ def evaluate(spec: Mapping, run: str, data: RunData | Series | StudyData,
         verdict = PASS if inside else FAIL
     return CheckResult(id=spec["id"], kind=spec["kind"], run=run, criterion=spec.get("criterion", ""),
                        verdict=verdict, value=float(m.value), se=None if m.se is None else float(m.se),
-                       t=m.t, band=str(m.band), margin_se=margin, detail=m.skipped or m.detail)
+                       t=m.t, band=str(m.band), margin_se=margin, detail=m.skipped or m.detail, digits=m.band.digits())

@@ -24,23 +24,30 @@ import yaml
 from sgi_run import __version__
 from sgi_run.config import build, compose
 from sgi_run.core.errors import ConfigError
+from sgi_run.core.noise import truncation_bound
 from sgi_run.engine.linear_oracle import method_moments
 from sgi_run.figures import checks as checks_mod
 from sgi_run.figures.results import FAIL, PASS, SKIP, SOLVER_STATISTICS, CheckResult, RunData, Series, StudyData
-from sgi_run.figures.statistics import has_path_averages, window_average
+from sgi_run.figures.statistics import SELECTION_RULES, has_path_averages, valid_increments, window_average
 from sgi_run.runner import ConvergenceRun, RunResult, run
 from sgi_run.summary import max_relative_error
 
 FIDELITIES = ("smoke", "reduced", "paper")
 # "project choice": a diagnostic whose step size neither the paper nor its spec sets.
 DT_SOURCES = ("paper", "inferred", "spec choice", "project choice")
-PANEL_QUANTITIES = ("mean", "error", "density", "convergence", "path", "sphere", "scan", "field", "potential")
+PANEL_QUANTITIES = ("mean", "error", "density", "convergence", "path", "sphere", "scan", "field", "potential",
+                    "solvability")
 # A `scan` panel: one value per run against its dt, a curve per series (e.g. per method).
 _SCAN_KEYS = ("quantity", "series", "runs", "measure", "observable", "path", "relative", "title", "ylabel", "ylim",
               "yscale")
 SCAN_MEASURES = ("path_deviation", *SOLVER_STATISTICS)
-# A `sphere` panel (3-D): state views along one kept path, one on the sphere of its initial radius.
-_SPHERE_KEYS = ("quantity", "runs", "solid", "dashed", "path", "title", "colours", "black")
+# A `sphere` panel (3-D): state views along one kept path, one on the sphere of its initial radius; or every kept
+# path's point at one time `at`; `select` a kept path by a rule, `contours` of the energy, runs drawn `red`.
+_SPHERE_KEYS = ("quantity", "runs", "solid", "dashed", "path", "title", "colours", "black", "red", "select", "at",
+                "contours", "view")
+# A `solvability` panel: one (theta, phi) map of ||(A, B)|| per fixed increment vector, from one run's integrator
+# and system (paper 002 Figure 14).
+_SOLVABILITY_KEYS = ("quantity", "runs", "increments", "radius", "title", "label")
 # A `path` panel: observables along one kept path (a single realisation), their deviation from t = 0.
 _PATH_KEYS = ("quantity", "runs", "observable", "path", "deviation", "absolute", "relative", "title", "ylabel", "ylim",
               "yscale", "xlim", "colours")
@@ -283,8 +290,12 @@ def _check_panel(panel, k, where: str, runs: dict, studies: frozenset) -> None:
                   "a state view the runs keep along their paths (e.g. gamma, pi)")
         _need(isinstance(panel.get("path", 0), int) and panel.get("path", 0) >= 0, k(f"{where}.path"),
               panel.get("path"), "the index of a kept path (an integer >= 0)")
-        _need(isinstance(panel.get("black", []), list) and all(r in panel["runs"] for r in panel.get("black", [])),
-              k(f"{where}.black"), panel.get("black"), "a list of this panel's runs, drawn black")
+        for key, how in (("black", "drawn black"), ("red", "drawn red, their start a red dot")):
+            _need(isinstance(panel.get(key, []), list) and all(r in panel["runs"] for r in panel.get(key, [])),
+                  k(f"{where}.{key}"), panel.get(key), f"a list of this panel's runs, {how}")
+        _check_sphere_extras(panel, k, where)
+    if panel["quantity"] == "solvability":
+        _check_solvability(panel, k, where)
     if panel["quantity"] == "field":
         _check_field(panel, k, where)
     if panel["quantity"] == "potential":
@@ -309,6 +320,44 @@ def _is_int(v) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
+def _is_number(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _check_sphere_extras(panel: dict, k, where: str) -> None:
+    """A sphere panel's optional selection of a kept path, snapshot time, energy contours and view angles."""
+    select = panel.get("select")
+    _need(select is None or (isinstance(select, dict) and set(select) <= {"run", "rule", "orbit"}
+                             and select.get("run") in panel["runs"] and select.get("rule") in SELECTION_RULES
+                             and select.get("orbit", panel["runs"][0]) in panel["runs"]
+                             and (select["rule"] != "farthest_crossing" or "orbit" in select)),
+          k(f"{where}.select"), select, f"{{run: a run of this panel, rule: one of {list(SELECTION_RULES)}, orbit: the "
+          "panel's run whose kept path is the deterministic orbit (farthest_crossing needs it)}")
+    _need(panel.get("at") is None or (_is_number(panel["at"]) and panel["at"] >= 0), k(f"{where}.at"),
+          panel.get("at"), "an output time >= 0 (every kept path's point at it)")
+    _need(panel.get("contours") is None or (_is_int(panel["contours"]) and panel["contours"] >= 1),
+          k(f"{where}.contours"), panel.get("contours"), "how many energy levels to draw (an integer >= 1)")
+    view = panel.get("view")
+    _need(view is None or (isinstance(view, list) and len(view) == 2 and all(_is_number(v) for v in view)),
+          k(f"{where}.view"), view, "[elevation, azimuth] in degrees")
+
+
+def _check_solvability(panel: dict, k, where: str) -> None:
+    """A solvability panel's keys: one run, its increment vectors, the sphere's radius, texts."""
+    for key in panel:
+        _need(key in _SOLVABILITY_KEYS, k(f"{where}.{key}"), panel[key],
+              f"a key of a solvability panel: {list(_SOLVABILITY_KEYS)}")
+    _need(len(panel["runs"]) == 1, k(f"{where}.runs"), panel["runs"], "a list of one run id (whose integrator and "
+          "system the map is solved with)")
+    _need(valid_increments(panel.get("increments")), k(f"{where}.increments"), panel.get("increments"),
+          'a list of increment vectors, entries numbers or "D" / "-D" (+-the truncation bound)')
+    _need(_is_number(panel.get("radius", 1.0)) and panel.get("radius", 1.0) > 0, k(f"{where}.radius"),
+          panel.get("radius"), "the sphere's radius |Pi| > 0 (default 1)")
+    for key in ("title", "label"):
+        _need(panel.get(key) is None or (isinstance(panel[key], str) and panel[key].strip() != ""),
+              k(f"{where}.{key}"), panel.get(key), "a text")
+
+
 def _check_field(panel: dict, k, where: str) -> None:
     """A field panel's keys: one run, snapshot times, a path index, the grid, texts."""
     for key in panel:
@@ -330,13 +379,22 @@ def _check_field(panel: dict, k, where: str) -> None:
 
 
 def _check_system_methods(exp: "Experiment", configs: dict) -> None:
-    """Refuse, before any compute, a field panel or a check whose run's system lacks the method it calls."""
+    """Refuse, before any compute, a field panel or a check whose run's system lacks the method it calls, or a
+    solvability panel or check whose run's integrator cannot give its half-step momenta."""
     from sgi_run.config import build_system
 
     needs = [(f"panels[{i}].quantity", "field", p["runs"][0], "render_field", "(state, n_lat, n_lon)")
              for i, p in enumerate(exp.panels) if p["quantity"] == "field"]
     needs += [(f"checks.{c['id']}.kind", c["kind"], c["run"], checks_mod.SYSTEM_METHODS[c["kind"]], "(state)")
               for c in exp.checks if c["kind"] in checks_mod.SYSTEM_METHODS]
+    solvers = [(f"panels[{i}].quantity", "solvability", p["runs"][0]) for i, p in enumerate(exp.panels)
+               if p["quantity"] == "solvability"]
+    solvers += [(f"checks.{c['id']}.kind", "solvability", c["run"]) for c in exp.checks if c["kind"] == "solvability"]
+    for key, value, run_id in solvers:
+        integrator = build(configs[run_id]).integrator
+        _need(callable(getattr(integrator, "half_step_momenta", None)), f"{exp.path.name}:{key}", value,
+              f"a panel or check kind run {run_id}'s integrator can serve: {integrator.name} has no "
+              "half_step_momenta(system, pi, dt, dw) (lgvi_cayley has)")
     systems = {}
     for key, value, run_id, method, arguments in needs:
         if run_id not in systems:
@@ -422,7 +480,8 @@ def _run_data(result: RunResult, cfg, observable: str, oracle: str | None) -> Ru
                               oracle_mean, oracle_sem, ens.time_averages.get(name), window, ens.paths.get(name))
     return RunData(series, observable, setup.system, lambda t: ens.snapshot(t) if ens.has_snapshot(t) else None, setup.plan.paths,
                    ens.diagnostics.get("nonfinite_paths"), dict(ens.paths), float(setup.plan.dt),
-                   _solver_statistics(ens), tuple(float(t) for t in ens.snapshots["t"]) if ens.snapshots else ())
+                   _solver_statistics(ens), tuple(float(t) for t in ens.snapshots["t"]) if ens.snapshots else (),
+                   setup.integrator, truncation_bound(setup.plan.truncate, float(setup.plan.dt)))
 
 
 def _solver_statistics(ens) -> dict[str, float]:

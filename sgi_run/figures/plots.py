@@ -9,11 +9,15 @@ above the Monte Carlo noise, the fitted order [95% CI] in each legend label, and
 single realisation: x(t) - x(0) by default, ``deviation`` a number or null, ``absolute: true`` for
 |x(t) - x(0)| on a ``yscale: log`` axis; ``observable`` may list several, one line style each, and
 ``path`` picks the kept path, default 0), ``sphere`` (3-D: the kept state view ``solid``, e.g.
-gamma, on the shaded sphere of its initial radius, and ``dashed``, e.g. pi), ``scan`` (one value per
+gamma, on the shaded sphere of its initial radius, and ``dashed``, e.g. pi; ``red`` runs drawn red from a
+red dot, ``select`` the kept path a rule picks, ``at`` every kept path's point at one time, ``contours`` the
+energy's level sets and separatrix, ``view`` the angles: spec 002 Figs 1, 2), ``scan`` (one value per
 run against its dt, log-log, one curve per entry of ``series: [{label, runs}]``: ``measure`` a solver
 statistic, e.g. ``per_step``, or ``path_deviation`` of ``observable`` along a kept path), ``field`` (one
 row of latitude-longitude maps of one path's state at the snapshot times ``at``, default every one the
-run stored, rendered by the system's ``render_field``, each on its own colour scale symmetric about 0).
+run stored, rendered by the system's ``render_field``, each on its own colour scale symmetric about 0),
+``solvability`` (one (theta, phi) map of ||(A, B)|| per fixed increment vector of ``increments``, the rigid
+body's half-step momenta solved by the run's own integrator over the sphere |Pi| = ``radius``: paper 002 Fig. 14).
 Optional panel keys: ``observable`` (default: the experiment's),
 ``reference`` (a horizontal line at a system reference value, e.g. ``ergodic_energy``), ``xlim``,
 ``ylim``, ``yscale``, ``ylabel``, ``exact`` (draw the exact mean), ``colours: by_position`` (the
@@ -46,7 +50,8 @@ from matplotlib.ticker import (FixedFormatter, FixedLocator, FormatStrFormatter,
                                MaxNLocator, NullFormatter, NullLocator, SymmetricalLogLocator)
 
 from sgi_run.figures.results import SOLVER_STATISTICS, RunData, StudyData  # noqa: E402
-from sgi_run.figures.statistics import departure, histogram_density, potential_from_run  # noqa: E402
+from sgi_run.figures.statistics import (departure, energy_levels, histogram_density, increment_text,  # noqa: E402
+                                       potential_from_run, select_path, solvability_map, sphere_energy)
 
 BAND_SE = 2          # shaded band: ±2 Monte Carlo standard errors
 AXES_WIDTH = 6.4     # inches of data area per panel; the legend column comes on top of it
@@ -54,7 +59,7 @@ LEGEND_FONT = 7.5
 LEGEND_WRAP = 40     # characters per legend line
 FOOTER_WRAP = 170    # characters per footer line (at the narrowest figure)
 DPI = 130            # drawn and measured at the resolution it is saved at (text extents depend on it)
-PANEL_HEIGHTS = {"error": 1.4, "convergence": 3.4, "sphere": 5.0, "field": 1.5}   # inches of data area; others 2.4
+PANEL_HEIGHTS = {"error": 1.4, "convergence": 3.4, "sphere": 5.0, "field": 1.5, "solvability": 1.5}   # inches of data area; others 2.4
 FIELD_MAP_WIDTH = 3.4   # inches per map of a field panel, its colour bar included (the figure widens to fit)
 FIELD_CMAP = "RdBu_r"   # diverging, white at 0: every map's colour scale is symmetric about 0
 FIELD_GRID = (256, 512)   # (n_lat, n_lon) of a field panel without `grid` (spec 004 section 3.9)
@@ -375,30 +380,49 @@ def _sphere_panel(ax, exp, panel: dict, data: dict[str, RunData], colours: dict)
     kept path, drawn solid on the grey-shaded sphere of its initial radius, and ``dashed`` (e.g. pi)
     dashed, of each run (spec 001, Figs 1-3). A view of several vectors (point vortices: (t, k, 3)) draws
     one curve per vector, one colour each; the runs listed in ``black`` are drawn black (e.g. the
-    deterministic paths of spec 004 Figure 1)."""
-    solid, dashed, path = panel.get("solid", "gamma"), panel.get("dashed"), panel.get("path", 0)
+    deterministic paths of spec 004 Figure 1), those in ``red`` red with their initial point a red dot (spec 002
+    Figs 1, 2: the deterministic path from Pi0). ``select: {run, rule, orbit}`` draws the kept path of ``run`` a
+    rule picks (statistics.SELECTION_RULES; ``orbit``: the run whose path is the deterministic orbit), ``at`` a
+    time draws every kept path's point at that time instead of paths (spec 002 Fig. 2), and ``contours: n``
+    draws n level sets of the first run's energy on the sphere and its separatrix in black (spec 002 P17)."""
+    solid, dashed, at = panel.get("solid", "gamma"), panel.get("dashed"), panel.get("at")
     radius = 0.0
     for run_id in panel["runs"]:
         run, colour, label = data[run_id], colours[run_id], exp.runs[run_id].label
-        black = run_id in panel.get("black", [])
-        x = run.kept_view(solid, path)
-        vectors = [x] if x.ndim == 2 else [x[:, i] for i in range(x.shape[1])]   # (t, 3) or (t, k, 3)
-        for i, v in enumerate(vectors):
-            radius = max(radius, float(np.linalg.norm(v[0])))
-            # Several vectors (point vortices): one colour each, unless the run is drawn black.
-            tone = "k" if black else colour if len(vectors) == 1 else f"C{i % 10}"
-            text = (f"{label}: {solid}" + (" (solid)" if dashed else "")
-                    + (f", vector {i + 1}" if len(vectors) > 1 and not black else ""))
-            ax.plot(*v.T, color=tone, lw=1.0, label=text if i == 0 or not black else "_nolegend_")
-        if dashed:
-            y = run.kept_view(dashed, path)
-            ax.plot(*y.T, color="k" if black else colour, lw=0.9, ls="--", alpha=0.8, label=f"{label}: {dashed} (dashed)")
+        paths, note = _sphere_paths(panel, run_id, data)
+        black, red = run_id in panel.get("black", []), run_id in panel.get("red", [])
+        tone = "k" if black else "red" if red else colour
+        if at is not None:
+            radius = max(radius, _sphere_points(ax, run, solid, paths, at, tone, f"{label}{note}"))
+            continue
+        if not paths:
+            ax.plot([], [], color=tone, lw=1.0, label=f"{label}{note}")
+        for path in paths:
+            x = run.kept_view(solid, path)
+            vectors = [x] if x.ndim == 2 else [x[:, i] for i in range(x.shape[1])]   # (t, 3) or (t, k, 3)
+            for i, v in enumerate(vectors):
+                radius = max(radius, float(np.linalg.norm(v[0])))
+                # Several vectors (point vortices): one colour each, unless the run is drawn black.
+                shade = tone if black or red or len(vectors) == 1 else f"C{i % 10}"
+                text = (f"{label}{note}: {solid}" + (" (solid)" if dashed else "")
+                        + (f", vector {i + 1}" if len(vectors) > 1 and not black else ""))
+                ax.plot(*v.T, color=shade, lw=1.0, label=text if i == 0 or not black else "_nolegend_")
+                if red:
+                    ax.plot(*v[0][:, None], "o", color="red", ms=5, label=f"{solid}(0) = "
+                            f"({', '.join(f'{c:.4g}' for c in v[0])})")
+            if dashed:
+                y = run.kept_view(dashed, path)
+                ax.plot(*y.T, color="k" if black else colour, lw=0.9, ls="--", alpha=0.8, label=f"{label}: {dashed} (dashed)")
     u, v = np.meshgrid(np.linspace(0, 2 * np.pi, 41), np.linspace(0, np.pi, 21))
     ax.plot_surface(radius * np.cos(u) * np.sin(v), radius * np.sin(u) * np.sin(v), radius * np.cos(v),
                     color="0.6", alpha=0.18, lw=0, shade=False)
     ax.plot([], [], "s", color="0.6", alpha=0.4, label=f"sphere |{solid}| = {radius:.4g}")
+    if panel.get("view"):
+        ax.view_init(*panel["view"])
+    if panel.get("contours"):
+        _energy_contours(ax, data[panel["runs"][0]].system, radius, panel["contours"])
     ax.set_box_aspect((1, 1, 1))
-    extent = max(radius, *(float(np.nanmax(np.abs(data[r].kept_view(v, path)))) for r in panel["runs"]
+    extent = max(radius, *(float(np.nanmax(np.abs(data[r].kept_view(v, panel.get("path", 0))))) for r in panel["runs"]
                            for v in (solid, dashed) if v))
     for set_lim in (ax.set_xlim, ax.set_ylim, ax.set_zlim):
         set_lim(-extent, extent)
@@ -407,6 +431,58 @@ def _sphere_panel(ax, exp, panel: dict, data: dict[str, RunData], colours: dict)
     ax.set_zlabel("z", labelpad=-2)
     ax.tick_params(labelsize=7, pad=0)
     return 0
+
+
+def _sphere_paths(panel: dict, run_id: str, data: dict[str, RunData]) -> tuple[list[int], str]:
+    """(the kept paths a sphere panel draws of a run, a note for its label): the one its ``select`` rule picks
+    (none when no kept path qualifies), every kept path at a time ``at``, else ``path``."""
+    select = panel.get("select")
+    if select and select["run"] == run_id:
+        orbit = data[select["orbit"]] if select.get("orbit") else None
+        chosen = select_path(data[run_id], select["rule"], orbit)
+        if chosen.path is None:
+            return [], f" (no kept path qualifies: {chosen.text().replace('; ', ', ')})"
+        what = ("least max_t |E - E0| of the paths that never cross the separatrix"
+                if chosen.rule == "least_energy_change"
+                else "farthest from the deterministic orbit of the paths that cross the separatrix")
+        return [chosen.path], (f", path {chosen.path} of {chosen.kept}: {what} ({chosen.score:.3g}, "
+                               f"{chosen.qualifying} qualify)")
+    if panel.get("at") is not None:
+        return list(range(len(data[run_id].kept[panel.get("solid", "gamma")]))), ""
+    return [panel.get("path", 0)], ""
+
+
+def _sphere_points(ax, run: RunData, view: str, paths: list[int], at: float, tone, label: str) -> float:
+    """Every listed kept path's ``view`` at output time ``at`` as a point (one realisation each: spec 002 Fig. 2's
+    ensemble forecast); returns the sphere's radius (|view(0)| of the first path)."""
+    i = run.output_index(at)
+    points = np.array([run.kept_view(view, p)[i] for p in paths]) if i is not None else np.empty((0, 3))
+    count = f"{len(paths)} kept paths" if len(paths) > 1 else "kept path"
+    text = f"{label}: {view} at t = {at:g} ({count})" if i is not None else f"{label}: no output time t = {at:g}"
+    ax.plot(*points.T, "o", color=tone, ms=4 if len(paths) > 1 else 6, ls="none", label=text)
+    return float(np.linalg.norm(run.kept_view(view, paths[0])[0])) if paths else 0.0
+
+
+def _energy_contours(ax, system, radius: float, count: int) -> None:
+    """``count`` level sets of the system's energy on the sphere of ``radius`` (thin) and its separatrix (thicker),
+    black, on the hemisphere facing the viewer only (the far side's would show through the shaded sphere and
+    cross the paths): computed on a (theta, phi) mesh from the run's own hamiltonian (statistics.sphere_energy;
+    spec 002 P17)."""
+    import contourpy
+
+    theta, phi, energy = sphere_energy(system, radius)
+    levels, separatrix = energy_levels(system, radius, count)
+    lines = contourpy.contour_generator(phi, theta, energy, line_type="Separate")
+    elev, azim = np.radians(ax.elev), np.radians(ax.azim)
+    eye = np.array([np.cos(elev) * np.cos(azim), np.cos(elev) * np.sin(azim), np.sin(elev)])
+    for level, width in [*((float(e), 0.45) for e in levels), (separatrix, 1.1)]:
+        for line in lines.lines(level):
+            p, t = line[:, 0], line[:, 1]
+            xyz = radius * np.stack([np.sin(t) * np.cos(p), np.sin(t) * np.sin(p), np.cos(t)])
+            xyz[:, eye @ xyz < 0] = np.nan      # the far hemisphere
+            ax.plot(*xyz, color="k", lw=width, alpha=0.7)
+    ax.plot([], [], color="k", lw=0.45, label=f"energy contours: {count} levels in ({levels[0]:.4g}, {levels[-1]:.4g})")
+    ax.plot([], [], color="k", lw=1.1, label=f"separatrix E = {separatrix:.6g}")
 
 
 def field_times(panel: dict, run: RunData) -> list[float]:
@@ -456,17 +532,12 @@ def _field_panel(ax, exp, panel: dict, data: dict[str, RunData], colours: dict) 
     run = data[run_id]
     times = field_times(panel, run)
     n_lat, n_lon = panel.get("grid", FIELD_GRID)
-    fig = ax.figure
     ax.axis("off")
     if not times:
         ax.text(0.5, 0.5, f"nothing to draw: {exp.runs[run_id].label} stored no snapshots (plan.snapshots)",
                 transform=ax.transAxes, ha="center", va="center", fontsize=8.5, color="0.3")
         return 0
-    from mpl_toolkits.axes_grid1 import make_axes_locatable
-
-    cells = ax.get_subplotspec().subgridspec(1, len(times), wspace=0.3)
-    for i, t in enumerate(times):
-        sub = fig.add_subplot(cells[0, i])
+    for i, (sub, t) in enumerate(zip(_map_row(ax, len(times)), times)):
         step = f" (step {round(t / run.dt)})" if run.dt else ""
         sub.set_title(f"t = {t:.4g}{step}", fontsize=8.5)
         state = run.state(t, path)
@@ -483,19 +554,67 @@ def _field_panel(ax, exp, panel: dict, data: dict[str, RunData], colours: dict) 
                      transform=sub.transAxes, ha="center", va="center", fontsize=8, color="0.3")
             scale = 1.0
         d_lon, d_lat = 2 * np.pi / len(lon), np.pi / len(lat)
-        image = sub.imshow(values, cmap=FIELD_CMAP, vmin=-scale, vmax=scale, origin="upper", aspect="equal",
-                           interpolation="nearest",
-                           extent=(lon[0] - d_lon / 2, lon[-1] + d_lon / 2, lat[-1] - d_lat / 2, lat[0] + d_lat / 2))
+        _colour_map(sub, values, (lon[0] - d_lon / 2, lon[-1] + d_lon / 2, lat[-1] - d_lat / 2, lat[0] + d_lat / 2),
+                    FIELD_CMAP, (-scale, scale),
+                    panel.get("label", "rendered field") + " (each map its own scale)" if i == len(times) - 1 else None)
         _pi_axis(sub.xaxis, (0.0, 0.5, 1.0, 1.5, 2.0))
         _pi_axis(sub.yaxis, (-0.5, 0.0, 0.5))
-        sub.tick_params(labelsize=7)
         sub.set_xlabel("longitude φ", fontsize=7.5)
         if i == 0:
             sub.set_ylabel("latitude", fontsize=7.5)
-        bar = fig.colorbar(image, cax=make_axes_locatable(sub).append_axes("right", size="4%", pad=0.05))
-        bar.ax.tick_params(labelsize=6.5)
-        if i == len(times) - 1:
-            bar.set_label(panel.get("label", "rendered field") + " (each map its own scale)", fontsize=7)
+    return 0
+
+
+def _map_row(ax, count: int, wspace: float = 0.3) -> list:
+    """``count`` axes side by side in a panel's place (``ax`` stays as a frame without axes, for the panel's
+    title and legend): the maps of a field or solvability panel, ``wspace`` apart (room for the colour bars)."""
+    cells = ax.get_subplotspec().subgridspec(1, count, wspace=wspace)
+    return [ax.figure.add_subplot(cells[0, i]) for i in range(count)]
+
+
+def _colour_map(sub, values: np.ndarray, extent: tuple, cmap: str, limits: tuple, label: str | None = None,
+                tick_format: str | None = None):
+    """``values`` drawn as an image over ``extent`` (first row at the top) with its own colour bar on ``limits``,
+    its ticks as ``tick_format`` says (e.g. "%.7f": values that differ in the 6th digit, written out, no offset)."""
+    from mpl_toolkits.axes_grid1 import make_axes_locatable
+
+    image = sub.imshow(values, cmap=cmap, vmin=limits[0], vmax=limits[1], origin="upper", aspect="equal",
+                       interpolation="nearest", extent=extent)
+    sub.tick_params(labelsize=7)
+    bar = sub.figure.colorbar(image, cax=make_axes_locatable(sub).append_axes("right", size="4%", pad=0.05))
+    bar.ax.tick_params(labelsize=6.5)
+    if tick_format:
+        bar.ax.yaxis.set_major_formatter(FormatStrFormatter(tick_format))
+    if label:
+        bar.set_label(label, fontsize=7)
+    return image
+
+
+SOLVABILITY_CMAP = "viridis"   # sequential: ||(A, B)|| is positive, each map on its own range
+
+
+def _solvability_panel(ax, exp, panel: dict, data: dict[str, RunData], colours: dict) -> int:
+    """Paper 002's Figure 14: one (theta, phi) map per fixed increment vector of ``increments`` of ||(A, B)|| =
+    sqrt(|A|^2 + |B|^2), the rigid body's half-step momenta of eqs. (62) solved by the run's own integrator at
+    every point of the sphere |Pi| = ``radius`` (statistics.solvability_map; polar angle theta down, azimuth phi
+    across), each on its own colour scale, titled with its increments, its range and the solve's iterations."""
+    run = data[panel["runs"][0]]
+    ax.axis("off")
+    increments = panel["increments"]
+    for i, (sub, spec) in enumerate(zip(_map_row(ax, len(increments), wspace=0.6), increments)):
+        m = solvability_map(run, spec, panel.get("radius", 1.0))
+        d_theta, d_phi = m.theta[1] - m.theta[0], m.phi[1] - m.phi[0]
+        _colour_map(sub, m.norm, (m.phi[0] - d_phi / 2, m.phi[-1] + d_phi / 2, m.theta[-1] + d_theta / 2,
+                                  m.theta[0] - d_theta / 2), SOLVABILITY_CMAP, (float(m.norm.min()), float(m.norm.max())),
+                    panel.get("label", "||(A, B)||") if i == len(increments) - 1 else None, "%.7f")
+        converged = "all converged" if m.converged.all() else f"{int(np.sum(~m.converged))} unconverged"
+        sub.set_title(f"{increment_text(spec, run.increment_bound)}\n||(A, B)|| in [{m.norm.min():.7f}, "
+                      f"{m.norm.max():.7f}]\n≤ {int(m.iterations.max())} iterations, {converged}", fontsize=7.5)
+        _pi_axis(sub.xaxis, (0.0, 0.5, 1.0, 1.5, 2.0))
+        _pi_axis(sub.yaxis, (0.0, 0.5, 1.0))
+        sub.set_xlabel("azimuth φ", fontsize=7.5)
+        if i == 0:
+            sub.set_ylabel("polar angle θ", fontsize=7.5)
     return 0
 
 
@@ -691,11 +810,12 @@ def figure(exp, data: dict[str, RunData], table: list[dict], fidelity: str):
         else:
             draw_panel = {"density": _density_panel, "path": _path_panel, "sphere": _sphere_panel,
                           "scan": _scan_panel, "field": _field_panel, "potential": _potential_panel,
-                          }.get(panel["quantity"], _time_panel)
+                          "solvability": _solvability_panel}.get(panel["quantity"], _time_panel)
             bands += draw_panel(ax, exp, panel, data, panel_colours)
-        if panel.get("title"):     # a field panel's title stands above its maps' own titles
-            ax.set_title(panel["title"], fontsize=9, **({"pad": 18} if panel["quantity"] == "field" else {}))
-        if panel["quantity"] not in ("sphere", "field"):
+        if panel.get("title"):     # a row of maps: the panel's title stands above its maps' own titles
+            pad = {"field": 18, "solvability": 40}.get(panel["quantity"])
+            ax.set_title(panel["title"], fontsize=9, **({"pad": pad} if pad else {}))
+        if panel["quantity"] not in ("sphere", "field", "solvability"):
             ax.grid(alpha=0.3)
         _legend(ax)
     fig.suptitle("\n".join(textwrap.wrap(exp.heading, 95)), fontsize=10.5)
@@ -709,7 +829,8 @@ def figure(exp, data: dict[str, RunData], table: list[dict], fidelity: str):
                for b, lg in zip(base, legends)]
     legend_width = max(widths, default=0)
     legend_column = legend_width + 0.35 if legend_width else 0.15
-    maps = max((len(field_times(p, data[p["runs"][0]])) for p in exp.panels if p["quantity"] == "field"), default=0)
+    maps = max([len(field_times(p, data[p["runs"][0]])) for p in exp.panels if p["quantity"] == "field"]
+               + [len(p["increments"]) for p in exp.panels if p["quantity"] == "solvability"], default=0)
     width = max(AXES_WIDTH + 1.2 + legend_column, maps * FIELD_MAP_WIDTH + 1.0)
     footer = "\n".join(textwrap.wrap(footer, int(FOOTER_WRAP * width / (AXES_WIDTH + 4))))
     footer_in = 0.16 * (footer.count("\n") + 1) + 0.15
@@ -718,8 +839,10 @@ def figure(exp, data: dict[str, RunData], table: list[dict], fidelity: str):
     fig.set_size_inches(width, height)
     axes[0, 0].get_gridspec().set_height_ratios(heights)
     fig.text(0.01, 0.006, footer, fontsize=7, color="0.35", va="bottom")
-    # tight_layout counts the legends hanging off the axes' right edge: the data area keeps its width.
-    fig.tight_layout(rect=(0, footer_in / height, 1, 1 - 0.05 / height))
+    # tight_layout counts the legends hanging off the axes' right edge: the data area keeps its width. It does not
+    # count a 3-D axes' title: a first panel that is a titled sphere gets that room below the heading.
+    titled_sphere = exp.panels[0]["quantity"] == "sphere" and exp.panels[0].get("title")
+    fig.tight_layout(rect=(0, footer_in / height, 1, 1 - (0.05 + (0.3 if titled_sphere else 0)) / height))
     return fig
 
 

@@ -79,6 +79,15 @@ class RunData:
     dt: float | None = None          # the run's step size
     solver: Mapping[str, float] = dataclasses.field(default_factory=dict)  # SOLVER_STATISTICS of an implicit method
     snapshot_times: tuple[float, ...] = ()   # the times the run stored every path's state at (plan.snapshots)
+    integrator: object = None        # the run's integrator (what a panel evaluates of its implicit solve)
+    increment_bound: float | None = None   # the run's truncation bound on |dW| (plan.truncate; None: untruncated)
+    # Quantities derived from the run that several checks and a panel share (e.g. Figure 14's solvability maps),
+    # computed once: keyed by what they are of.
+    memo: dict = dataclasses.field(default_factory=dict, compare=False, repr=False)
+
+    def output_index(self, t: float | None) -> int | None:
+        """Index of output time ``t`` (None: the final time) among the run's output times; None when it has none."""
+        return next(iter(self.series.values())).index_at(t)
 
     def solver_statistic(self, name: str) -> float:
         """One of SOLVER_STATISTICS over the whole run; NaN for a method without a solver."""
@@ -179,12 +188,23 @@ class Band:
         ends += [self.hi - x] if self.hi is not None else []
         return min(ends) if ends else math.inf
 
+    def digits(self) -> int:
+        """Significant digits the band (and the value judged by it) is shown with: 4, or as many as the ends were
+        given with (up to 10), so that [1.41420, 1.41426] does not read "[1.414, 1.414]"; ends computed to more
+        digits than that: as many as tell them apart."""
+        ends = [x for x in (self.lo, self.hi) if x is not None and math.isfinite(x)]
+        exact = next((d for d in range(4, 11) if all(float(f"{x:.{d}g}") == x for x in ends)), None)
+        if exact is not None or len(ends) < 2:
+            return exact or 4
+        return next((d for d in range(4, 16) if f"{ends[0]:.{d}g}" != f"{ends[1]:.{d}g}"), 16)
+
     def __str__(self) -> str:
+        d = self.digits()
         if self.lo is not None and self.hi is not None:
-            return f"[{self.lo:.4g}, {self.hi:.4g}]"
+            return f"[{self.lo:.{d}g}, {self.hi:.{d}g}]"
         if self.lo is not None:
-            return f">= {self.lo:.4g}"
-        return f"<= {self.hi:.4g}" if self.hi is not None else "any"
+            return f">= {self.lo:.{d}g}"
+        return f"<= {self.hi:.{d}g}" if self.hi is not None else "any"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -210,12 +230,13 @@ class CheckResult:
     band: str
     margin_se: float | None   # (distance inside the band) / se; None when se is absent or zero
     detail: str
+    digits: int = 4           # significant digits the value is shown with: as many as tell the band's ends apart
 
     def measured(self) -> str:
         """The value, its SE, the time and the band, as text (or why the check was skipped)."""
         if self.verdict == SKIP:
             return self.detail
-        value = f"{self.value:.4g}" + (f" ± {self.se:.2g}" if self.se is not None else "")
+        value = f"{self.value:.{self.digits}g}" + (f" ± {self.se:.2g}" if self.se is not None else "")
         at = f" at t={self.t:g}" if self.t is not None else ""
         margin = f"; {self.margin_se:+.1f} SE from the band's edge" if self.margin_se is not None else ""
         extra = f"; {self.detail}" if self.detail else ""

@@ -1,8 +1,11 @@
 """Statistics of one run's curves that checks and plots share: window averages and their standard
 errors (per-path time averages where the run took them), histogram densities, bin averages and the
-departure of one kept path from a value, the heavy top's effective potential from a kept path's momenta."""
+departure of one kept path from a value, the heavy top's effective potential from a kept path's momenta, the
+rigid body's energy on its momentum sphere, the choice of a kept path by a rule, an ensemble's spread, and the
+solvability map of the Cayley LGVI's implicit equations."""
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Callable
 
@@ -135,3 +138,177 @@ def potential_statistic(v, e_prime: float, statistic: str, window=(0.2, 1.0)) ->
     edge = theta[np.flatnonzero(above)[-1 if statistic == "root_low" else 0]]
     a, b = (edge, argmin) if statistic == "root_low" else (argmin, edge)
     return float(optimize.brentq(lambda x: float(v(x)) - e_prime, a, b, xtol=1e-14))
+
+
+# --- the rigid body on its momentum sphere (spec 002 section 1.3, Figs 1, 2, P15, P17) ----------------------
+def sphere_points(radius: float, n_theta: int, n_phi: int):
+    """(theta (n_theta,), phi (n_phi,), points (n_theta, n_phi, 3)): a polar-azimuthal mesh of the sphere of
+    ``radius``, both poles and both ends of [0, 2 pi] included (spec 002 Fig. 14: 91 x 181)."""
+    theta, phi = np.linspace(0.0, np.pi, n_theta), np.linspace(0.0, 2 * np.pi, n_phi)
+    t, p = np.meshgrid(theta, phi, indexing="ij")
+    return theta, phi, radius * np.stack([np.sin(t) * np.cos(p), np.sin(t) * np.sin(p), np.cos(t)], axis=-1)
+
+
+def sphere_energy(system, radius: float, n_theta: int = 121, n_phi: int = 241):
+    """(theta, phi, E) on a mesh of the momentum sphere |Pi| = radius, E the run's own ``system.hamiltonian``
+    (never retyped): its level sets are the energy contours of spec 002 Figs 1, 2 (P17)."""
+    import jax
+
+    theta, phi, points = sphere_points(radius, n_theta, n_phi)
+    energy = jax.vmap(system.hamiltonian)(points.reshape(-1, 3))
+    return theta, phi, np.asarray(energy, float).reshape(points.shape[:2])
+
+
+def separatrix_energy(system, radius: float) -> float:
+    """The energy of the separatrix on the sphere |Pi| = radius: that of the intermediate principal axis (the
+    unstable equilibria), the middle of E(radius e_i) over the three axes; 1/4 for I = diag(1, 2, 3), |Pi| = 1."""
+    return float(sorted(float(system.hamiltonian(radius * e)) for e in np.eye(3))[1])
+
+
+def energy_levels(system, radius: float, count: int) -> tuple[np.ndarray, float]:
+    """(levels, separatrix): ``count`` energies evenly inside (min E, max E) on the sphere |Pi| = radius (the
+    axes' energies) and the separatrix's, which is always among the contours drawn."""
+    axes = sorted(float(system.hamiltonian(radius * e)) for e in np.eye(3))
+    levels = np.linspace(axes[0], axes[-1], count + 2)[1:-1]
+    return levels, axes[1]
+
+
+SELECTION_RULES = ("least_energy_change", "farthest_crossing")
+
+
+@dataclasses.dataclass(frozen=True)
+class Selection:
+    """Which kept path a rule picks (spec 002 Fig. 1), and among how many qualifying paths."""
+    rule: str
+    path: int | None        # the picked kept path; None when no kept path qualifies
+    qualifying: int         # the kept paths that satisfy the rule's condition
+    kept: int               # the kept paths looked at
+    score: float            # the picked path's max_t |E - E0| or max_t distance to the orbit (NaN: none picked)
+    separatrix: float       # the separatrix energy the condition refers to
+
+    def text(self) -> str:
+        condition = {"least_energy_change": "never fall below", "farthest_crossing": "fall below"}[self.rule]
+        picked = ("none picked" + (" (no deterministic orbit to measure from)" if self.qualifying else "")
+                  if self.path is None else
+                  f"picked path {self.path}: " + ("max_t |E - E0|" if self.rule == "least_energy_change"
+                                                  else "max_t distance to the deterministic orbit")
+                  + f" = {self.score:.4g}")
+        return (f"{self.qualifying} of {self.kept} kept paths {condition} the separatrix E = {self.separatrix:.6g}; "
+                f"{picked}")
+
+
+def select_path(run: RunData, rule: str, orbit: RunData | None = None, view: str = "pi", energy: str = "H",
+                end: float | None = None) -> Selection:
+    """Spec 002 Fig. 1's choice among the run's kept paths over the output times up to ``end`` (default: all):
+    ``least_energy_change``, among the paths whose energy never falls below the separatrix, the one with the
+    least max_t |E - E0| ("keeps close to the deterministic path"); ``farthest_crossing``, among the paths whose
+    energy does fall below it (crossing the separatrix: the axis of rotation changes), the one farthest from the
+    deterministic orbit, max_t of the distance from Pi(t) to the nearest point of ``orbit``'s kept path 0 (the
+    orbit as a curve, not the point at the same time: phase drift is no departure, P15). With no ``orbit`` the
+    qualifying paths are counted and none is picked."""
+    from sgi_run.core.errors import ConfigError
+
+    if rule not in SELECTION_RULES:
+        raise ConfigError("select", rule, f"one of {list(SELECTION_RULES)}")
+    h_series = run.curve(energy)
+    h_series.require_kept(f"select: {rule}")     # refuses a run that keeps no paths
+    run.kept_view(view)                          # ... or does not keep this view
+    last = len(h_series.t) - 1 if end is None else h_series.index_at(end)
+    if last is None:
+        raise ConfigError("end", end, f"an output time of the run (T = {h_series.t[-1]:g})")
+    h = np.asarray(h_series.kept, float)[:, : last + 1]
+    pi = np.asarray(run.kept[view], float)[:, : last + 1]
+    separatrix = separatrix_energy(run.system, float(np.linalg.norm(pi[0, 0])))
+    crossed = np.min(h, axis=1) < separatrix
+    qualifying = np.flatnonzero(~crossed if rule == "least_energy_change" else crossed)
+    picked, score = None, math.nan
+    if qualifying.size and rule == "least_energy_change":
+        change = np.max(np.abs(h[qualifying] - h[qualifying, :1]), axis=1)
+        picked, score = int(qualifying[np.argmin(change)]), float(np.min(change))
+    elif qualifying.size and orbit is not None:
+        from scipy.spatial import cKDTree
+
+        tree = cKDTree(orbit.kept_view(view, 0))
+        distance = np.array([np.max(tree.query(pi[k])[0]) for k in qualifying])
+        picked, score = int(qualifying[np.argmax(distance)]), float(np.max(distance))
+    return Selection(rule, picked, int(qualifying.size), int(h.shape[0]), score, separatrix)
+
+
+def ensemble_spread(run: RunData, at: float, view: str = "pi") -> float | None:
+    """The mean pairwise Euclidean distance between the kept paths' ``view`` at output time ``at`` (spec 002 P15:
+    the spread of Fig. 2's ensemble forecast); None when the run has no output time ``at``."""
+    i = run.output_index(at)
+    if i is None:
+        return None
+    x = np.asarray(run.kept[view], float)[:, i]
+    gaps = np.linalg.norm(x[:, None, :] - x[None, :, :], axis=-1)
+    n = x.shape[0]
+    return float(np.sum(gaps) / (n * (n - 1))) if n > 1 else math.nan
+
+
+# --- the solvability of the rigid body's implicit equations (spec 002 section 2.4, Fig. 14) -----------------
+SOLVABILITY_GRID = (91, 181)    # polar x azimuthal points (spec 002 Fig. 14)
+
+
+def valid_increments(increments) -> bool:
+    """A list of increment vectors whose entries are numbers or "D" / "-D" (the truncation bound)."""
+    entry = lambda v: (isinstance(v, (int, float)) and not isinstance(v, bool)) or v in ("D", "-D")
+    return (isinstance(increments, list) and len(increments) > 0
+            and all(isinstance(w, list) and len(w) > 0 and all(entry(v) for v in w) for w in increments))
+
+
+def increment_vector(spec: list, bound: float | None) -> np.ndarray:
+    """One fixed truncated increment vector: its entries, "D" and "-D" being +-the run's truncation bound
+    D_dt = sqrt(4 |ln dt| dt) (plan.truncate, computed, never typed), clipped to [-D_dt, D_dt] like every
+    increment the run draws."""
+    from sgi_run.core.errors import ConfigError
+
+    if bound is None and any(isinstance(v, str) for v in spec):
+        raise ConfigError("increments", spec, "numbers only: the run has no truncation bound D (plan.truncate)")
+    values = np.array([(bound if v == "D" else -bound) if isinstance(v, str) else float(v) for v in spec])
+    return values if bound is None else np.clip(values, -bound, bound)
+
+
+def increment_text(spec: list, bound: float | None) -> str:
+    """"(D, D, D), D = 0.42919" or "(0.1, -0.1, 0.1)"."""
+    entries = ", ".join(str(v) if isinstance(v, str) else f"{float(v):g}" for v in spec)
+    return f"ΔW = ({entries})" + (f", D = {bound:.5g}" if any(isinstance(v, str) for v in spec) else "")
+
+
+@dataclasses.dataclass(frozen=True)
+class SolvabilityMap:
+    """The half-step momenta (A, B) of eqs. (62) solved at every point of a (theta, phi) mesh of a sphere."""
+    theta: np.ndarray
+    phi: np.ndarray
+    norm: np.ndarray         # ||(A, B)|| = sqrt(|A|^2 + |B|^2), (n_theta, n_phi)
+    a: np.ndarray            # |A|
+    b: np.ndarray            # |B|
+    iterations: np.ndarray   # the solve's iterations (map evaluations) at each point
+    converged: np.ndarray    # whether it converged there
+    increment: np.ndarray    # the fixed increments
+
+
+def solvability_map(run: RunData, spec: list, radius: float = 1.0, grid=SOLVABILITY_GRID) -> SolvabilityMap:
+    """Paper 002's Figure 14 from the run's own integrator and system: for the fixed truncated increments
+    ``spec`` (``increment_vector``) and the run's dt, the step's implicit equations solved by the integrator's
+    own ``half_step_momenta`` at every momentum of a polar x azimuthal mesh of the sphere |Pi| = ``radius``
+    (vmapped), computed once per run, increments, radius and grid."""
+    import jax
+    import jax.numpy as jnp
+
+    from sgi_run.core.errors import ConfigError
+
+    solve = getattr(run.integrator, "half_step_momenta", None)
+    if solve is None:
+        raise ConfigError("integrator", getattr(run.integrator, "name", None),
+                          "an integrator whose implicit solve gives the half-step momenta (A, B): lgvi_cayley")
+    key = ("solvability", tuple(str(v) for v in spec), float(radius), tuple(grid))
+    if key not in run.memo:
+        dw = jnp.asarray(increment_vector(spec, run.increment_bound))
+        theta, phi, points = sphere_points(radius, *grid)
+        solved = jax.jit(jax.vmap(lambda p: solve(run.system, p, run.dt, dw)))(jnp.asarray(points.reshape(-1, 3)))
+        shape = points.shape[:2]
+        a, b = (np.linalg.norm(np.asarray(v, float), axis=-1).reshape(shape) for v in (solved.a, solved.b))
+        run.memo[key] = SolvabilityMap(theta, phi, np.hypot(a, b), a, b, np.asarray(solved.iterations).reshape(shape),
+                                       np.asarray(solved.converged).reshape(shape), np.asarray(dw))
+    return run.memo[key]

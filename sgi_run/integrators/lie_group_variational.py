@@ -25,7 +25,7 @@ the Cayley derivative, the only one that is a Lie-Poisson map (Prop. 4.4). The i
 from __future__ import annotations
 
 import dataclasses
-from typing import ClassVar
+from typing import ClassVar, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -71,6 +71,20 @@ def _cayley_solve(x, v, q, linear):
     return p - q * jnp.dot(x, p) / (1 + q * xx) * x
 
 
+def _dual_cayley(x, p, q, linear):
+    """:math:`M(X)P = P + \\mathrm{linear}\\,X\\times P + q\\,(X\\cdot P)X`: :math:`M_+` with linear = 1/2,
+    :math:`M_-` with linear = -1/2 (the dual right-trivialised Cayley derivative at +X and -X)."""
+    return p + linear * jnp.cross(x, p) + q * jnp.dot(x, p) * x
+
+
+class HalfStepMomenta(NamedTuple):
+    """One rigid-body step's half-step momenta (A, B) of eqs. (62) and how its solve went."""
+    a: jax.Array
+    b: jax.Array
+    iterations: jax.Array
+    converged: jax.Array
+
+
 @dataclasses.dataclass(frozen=True)
 class CayleyLGVI(LiePoissonIntegrator):
     """Cayley LGVI on so(3)* and se(3)* (the state may carry the attitude R; ``system.R0``)."""
@@ -96,26 +110,11 @@ class CayleyLGVI(LiePoissonIntegrator):
         return 6 if isinstance(system.algebra, lie.SE3) else 3
 
     def advance(self, system, z, dt, xi):
-        dw, q, linear = xi[0], self.tableau.quadratic[self.dtau_variant], self.tableau.linear
+        dw = xi[0]
         cayley = lie.SO3().cayley
         semidirect = isinstance(system.algebra, lie.SE3)
         pi, gamma = system.dual(z) if semidirect else (system.dual(z), None)
-
-        # The unknowns: X (rigid body), or X with the torque generator b = sigma_b (heavy top: gravity and the
-        # Gamma-noises, evaluated at the mean like everything else, P3).
-        def mean_of(u):
-            x, b = u if semidirect else (u, None)
-            rotate = cayley(-x)
-            if semidirect:
-                gamma_half = rotate @ gamma
-                return 0.5 * _cayley_solve(x, pi + rotate @ pi - jnp.cross(b, gamma_half), q, linear), gamma_half
-            return 0.5 * _cayley_solve(x, pi + rotate @ pi, q, linear)
-
-        def unknowns_of(sigma):
-            return (0.5 * sigma[0], sigma[1]) if semidirect else 0.5 * sigma
-
-        start = unknowns_of(system.generator(system.dual(z), dt, dw))
-        sol = self.solve.fixed_point(lambda u: unknowns_of(system.generator(mean_of(u), dt, dw)), start)
+        sol = self._solve(system, system.dual(z), dt, dw)
         x, b = sol.x if semidirect else (sol.x, None)
         rotate = cayley(-x)
         pi_next = rotate @ (rotate @ pi)
@@ -129,3 +128,40 @@ class CayleyLGVI(LiePoissonIntegrator):
             forward = cayley(x)
             attitude = attitude @ forward @ forward
         return system.state(mu_next, attitude), SolverStats.none().add(sol)
+
+    def _solve(self, system, mu, dt, dw):
+        """The fixed point of one step from the dual element ``mu`` (increments ``dw``): X = dt xi (rigid body),
+        or X with the torque generator b = sigma_b (heavy top: gravity and the Gamma-noises, evaluated at the mean
+        like everything else, P3); the paper's contraction (64), solved as ``integrator.solver`` says."""
+        q, linear = self.tableau.quadratic[self.dtau_variant], self.tableau.linear
+        cayley = lie.SO3().cayley
+        semidirect = isinstance(system.algebra, lie.SE3)
+        pi, gamma = mu if semidirect else (mu, None)
+
+        def mean_of(u):
+            x, b = u if semidirect else (u, None)
+            rotate = cayley(-x)
+            if semidirect:
+                gamma_half = rotate @ gamma
+                return 0.5 * _cayley_solve(x, pi + rotate @ pi - jnp.cross(b, gamma_half), q, linear), gamma_half
+            return 0.5 * _cayley_solve(x, pi + rotate @ pi, q, linear)
+
+        def unknowns_of(sigma):
+            return (0.5 * sigma[0], sigma[1]) if semidirect else 0.5 * sigma
+
+        start = unknowns_of(system.generator(mu, dt, dw))
+        return self.solve.fixed_point(lambda u: unknowns_of(system.generator(mean_of(u), dt, dw)), start)
+
+    def half_step_momenta(self, system, pi, dt, dw) -> HalfStepMomenta:
+        """The rigid body's (A, B) of eqs. (62) for one step from momentum ``pi`` with fixed increments ``dw``:
+        :math:`M_+A = \\Pi`, :math:`M_+B = M_-A` at the X the step's own solve converges to (spec 2.4; the step
+        itself needs only S = A + B), with that solve's iterations and converged flag. Paper 002's Figure 14
+        maps :math:`\\|(A, B)\\|` over the sphere to show the equations are solvable with A, B bounded."""
+        if not isinstance(system.algebra, lie.SO3):
+            raise ConfigError("integrator", self.name, f"a rigid body (so(3)*) for the half-step momenta (A, B) of "
+                              f"eqs. (62); {type(system).__name__} is on {system.algebra.name}")
+        q, linear = self.tableau.quadratic[self.dtau_variant], self.tableau.linear
+        sol = self._solve(system, pi, dt, dw)
+        a = _cayley_solve(sol.x, pi, q, linear)
+        b = _cayley_solve(sol.x, _dual_cayley(sol.x, a, q, -linear), q, linear)
+        return HalfStepMomenta(a, b, sol.iterations, sol.converged)

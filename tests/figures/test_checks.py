@@ -636,3 +636,115 @@ def test_effective_potential_of_the_heavy_top_from_a_runs_momenta():
     assert evaluate({**change, "at": 500}, "run", run).verdict == SKIP
     with pytest.raises(ConfigError, match="statistic"):
         validate({**change, "statistic": "median"}, "test")
+
+
+# --- the rigid body's kept paths on its momentum sphere (spec 002 Figs 1, 2) -------------------------------
+def _rigid_body_paths():
+    """Four kept paths of a rigid body with I = diag(1, 2, 3) on the unit sphere (separatrix E = 1/4) and the
+    deterministic orbit (a circle about -e_x): path 1 keeps closest to E0 = 0.28, path 3 crosses and stays near
+    the orbit, path 2 crosses and wanders 0.5 from it; path 0 never crosses but changes its energy most."""
+    import jax.numpy as jnp
+    from types import SimpleNamespace
+
+    from sgi_run.figures.results import RunData
+    angle = 2 * np.pi * T / 50
+    orbit = np.stack([-np.full_like(T, 0.6), 0.8 * np.cos(angle), 0.8 * np.sin(angle)], -1)
+    lift = lambda d: orbit + np.array([d, 0.0, 0.0]) * np.sin(np.pi * T / 100)[:, None]
+    pi = np.stack([lift(0.05), lift(0.0), lift(0.5), lift(0.1)])
+    energy = 0.28 + np.array([[0.015], [0.002], [-0.04], [-0.035]]) * np.sin(np.pi * T / 100)
+    system = SimpleNamespace(hamiltonian=lambda mu: 0.5 * jnp.sum(jnp.asarray(mu) ** 2 / jnp.array([1.0, 2.0, 3.0])))
+    candidates = RunData({"H": kept(*energy), "pi1": kept(*pi[:, :, 0])}, "H", system, kept={"pi": pi})
+    deterministic = RunData({"H": kept(np.full_like(T, 0.28)), "pi1": kept(orbit[:, 0])}, "H", system,
+                            kept={"pi": orbit[None]})
+    return candidates, deterministic
+
+
+def test_path_checks_pick_a_kept_path_by_a_selection_rule():
+    candidates, deterministic = _rigid_body_paths()
+    runs = {"deterministic": deterministic}
+    left = {"id": "c", "kind": "path_deviation", "observable": "H", "select": "least_energy_change", "max": 0.003}
+    validate(left, "test")
+    result = evaluate(left, "candidates", candidates, runs)
+    assert result.verdict == PASS and result.value == pytest.approx(0.002) and "picked path 1" in result.detail
+    right = {"id": "c", "kind": "path_extent", "observable": "H", "statistic": "min", "select": "farthest_crossing",
+             "other": "deterministic", "max": 0.25}
+    validate(right, "test")
+    result = evaluate(right, "candidates", candidates, runs)
+    assert result.verdict == PASS and result.value == pytest.approx(0.24) and "picked path 2" in result.detail
+    assert "2 of 4 kept paths fall below the separatrix E = 0.25" in result.detail
+    assert evaluate({**right, "end": 500}, "candidates", candidates, runs).verdict == SKIP
+    with pytest.raises(ConfigError, match="orbit"):
+        evaluate({k: v for k, v in right.items() if k != "other"}, "candidates", candidates, runs)
+
+
+def test_a_selection_with_no_qualifying_path_fails_and_path_selection_counts_them():
+    candidates, deterministic = _rigid_body_paths()
+    runs = {"deterministic": deterministic}
+    never = {"id": "c", "kind": "path_selection", "select": "least_energy_change", "min": 1}
+    validate(never, "test")
+    assert evaluate(never, "candidates", candidates, runs).value == 2
+    crossing = {"id": "c", "kind": "path_extent", "observable": "H", "statistic": "min", "select": "farthest_crossing",
+                "other": "deterministic", "max": 0.25}
+    result = evaluate(crossing, "deterministic", deterministic, runs)
+    assert result.verdict == FAIL and math.isnan(result.value) and "0 of 1 kept paths" in result.detail
+    assert evaluate({**never, "select": "farthest_crossing", "min": 3}, "candidates", candidates, runs).verdict == FAIL
+    with pytest.raises(ConfigError, match=r"^test\.select='nearest' is not allowed: one of "):
+        validate({**never, "select": "nearest"}, "test")
+
+
+def test_path_deviation_of_a_vectors_length_over_every_kept_path():
+    candidates, _ = _rigid_body_paths()
+    spec = {"id": "c", "kind": "path_deviation", "observable": "pi1", "norm_of": "pi", "all_paths": True}
+    validate(spec, "test")
+    result = evaluate({**spec, "max": 1.0}, "candidates", candidates)
+    lengths = np.linalg.norm(candidates.kept["pi"], axis=-1)
+    assert result.value == pytest.approx(np.max(np.abs(lengths - lengths[:, :1]))) and "the largest on path 2" in result.detail
+    assert evaluate({**spec, "max": 1e-12, "all_paths": False}, "candidates", candidates).verdict == FAIL
+
+
+def test_ensemble_spread_and_its_growth_between_times():
+    """Spec 002 P15: the mean pairwise distance of the kept paths' pi; a list of times takes the largest."""
+    from sgi_run.figures.results import RunData
+    pi = np.zeros((3, len(T), 3))
+    pi[1, :, 0], pi[2, :, 1] = T / 100, T / 50          # at T = 100: distances 1, 2 and sqrt 5
+    run = RunData({"pi1": kept(*pi[:, :, 0])}, "pi1", kept={"pi": pi})
+    spec = {"id": "c", "kind": "ensemble_spread", "at": 100, "min": 1.7, "max": 1.8}
+    validate(spec, "test")
+    result = evaluate(spec, "run", run)
+    assert result.verdict == PASS and result.value == pytest.approx((1 + 2 + np.sqrt(5)) / 3)
+    growth = evaluate({**spec, "at": [50, 100], "minus_at": 10, "min": 0, "max": None}, "run", run)
+    assert growth.verdict == PASS and growth.value == pytest.approx((1 + 2 + np.sqrt(5)) * 0.9 / 3)
+    assert evaluate({**spec, "at": 500}, "run", run).verdict == SKIP
+    with pytest.raises(ConfigError, match=r"^test\.at=\[\] is not allowed: an output time"):
+        validate({**spec, "at": []}, "test")
+
+
+# --- the solvability map of the Cayley LGVI's implicit equations (spec 002 Fig. 14) ------------------------
+def test_solvability_of_the_rigid_bodys_implicit_equations_from_the_runs_integrator(make_integrator):
+    """Spec 002 Fig. 14 [MEASURED]: converged everywhere in <= 10 iterations, ||(A, B)|| = sqrt 2 (1 +- 4e-5),
+    [1.4142145, 1.4142224] without noise; "D" is the run's truncation bound."""
+    from sgi_run.figures.results import RunData
+    from sgi_run.systems import RigidBody
+    system = RigidBody(inertia=(1.0, 2.0, 3.0), noise_kind="linear", noise_amplitude=0.02, pi0=(-0.5878, 0.0, 0.809))
+    run = RunData({"H": kept(np.ones_like(T))}, "H", system, dt=0.01, integrator=make_integrator("lgvi_cayley", tol=1e-15),
+                  increment_bound=float(np.sqrt(4 * abs(np.log(0.01)) * 0.01)))
+    spec = {"id": "c", "kind": "solvability", "statistic": "norm_max", "increments": [[0, 0, 0], ["D", "D", "D"]],
+            "min": 1.41420, "max": 1.41426}
+    validate(spec, "test")
+    result = evaluate(spec, "map", run)
+    assert result.verdict == PASS and "ΔW = (D, D, D), D = 0.42919" in result.detail and "16471 points" in result.detail
+    zero = evaluate({**spec, "increments": [[0, 0, 0]], "min": 1.4142145, "max": 1.4142225}, "map", run)
+    assert zero.verdict == PASS and zero.value == pytest.approx(1.4142224, abs=1e-7)
+    assert evaluate({**spec, "statistic": "max_iterations", "min": None, "max": 10}, "map", run).verdict == PASS
+    assert evaluate({**spec, "statistic": "unconverged", "min": None, "max": 0}, "map", run).value == 0
+    assert len(run.memo) == 2          # one map per increment vector, computed once
+    for bad in ([[0, "E", 0]], [], [1, 2]):
+        with pytest.raises(ConfigError, match=r"^test\.increments=.* is not allowed: a list of increment vectors"):
+            validate({**spec, "increments": bad}, "test")
+
+
+def test_a_band_shows_its_ends_with_the_digits_they_were_given():
+    from sgi_run.figures.results import Band
+    assert str(Band(0.95, 1.15)) == "[0.95, 1.15]" and str(Band(None, 1e-12)) == "<= 1e-12"
+    assert str(Band(1.41420, 1.41426)) == "[1.4142, 1.41426]"
+    assert str(Band(1 / 3, 1 / 3 + 1e-7)) == "[0.3333333, 0.3333334]"     # computed ends: as many as tell them apart

@@ -51,6 +51,10 @@ PAPER_COUNTS = {   # paper/figure: (paths, T) of every run at paper fidelity, fr
     "ephrati_2023/fig2": (1, 50.001525948759),      # the run of Figure 10
     # Gay-Balmaz & Wu: single realisations per case, dt = 0.01, T = 50 (spec 002 P6: T not stated, >= 45)
     **{f"gay_balmaz_wu/fig{n}": (1, 50) for n in range(3, 14)},
+    # ... the rigid body: 2 paths shown, picked from 50 candidates (spec 002 Fig. 1); an ensemble of 20 (Fig. 2)
+    "gay_balmaz_wu/fig1": {"deterministic": (1, 50), "candidates": (50, 50)},
+    "gay_balmaz_wu/fig2": {"deterministic": (1, 50), "ensemble": (20, 50)},
+    "gay_balmaz_wu/fig14": (1, 0.01),   # one step: the run supplies the system and integrator the map is solved with
 }
 
 
@@ -175,19 +179,48 @@ def test_bad_field_panels_and_spectrum_checks_are_refused_in_one_line(tmp_path, 
     assert str(err.value).startswith(f"fig2.yaml:{key}=") and "\n" not in str(err.value)
 
 
-@pytest.mark.parametrize("edit, key", [
-    (lambda s: s["panels"][0].update(at=20), "panels[0].at"),
-    (lambda s: s["panels"][0].update(at=[]), "panels[0].at"),
-    (lambda s: s["panels"][0].update(xlim=[0.0, 1.0]), "panels[0].xlim"),
-    (lambda s: s["panels"][0].update(xlim=[1.0]), "panels[0].xlim"),
-    (lambda s: s["panels"][0].update(path=-1), "panels[0].path"),
-    (lambda s: s["panels"][0].update(observable="V"), "panels[0].observable"),
-    (lambda s: s["checks"][2].update(statistic="median"), "checks[2].statistic"),
+@pytest.mark.parametrize("edit, key, source", [
+    (lambda s: s["panels"][0].update(at=20), "panels[0].at", "fig10"),
+    (lambda s: s["panels"][0].update(at=[]), "panels[0].at", "fig10"),
+    (lambda s: s["panels"][0].update(xlim=[0.0, 1.0]), "panels[0].xlim", "fig10"),
+    (lambda s: s["panels"][0].update(xlim=[1.0]), "panels[0].xlim", "fig10"),
+    (lambda s: s["panels"][0].update(path=-1), "panels[0].path", "fig10"),
+    (lambda s: s["panels"][0].update(observable="V"), "panels[0].observable", "fig10"),
+    (lambda s: s["checks"][2].update(statistic="median"), "checks[2].statistic", "fig10"),
+    (lambda s: s["panels"][0].update(contours=0), "panels[0].contours", "fig1"),
+    (lambda s: s["panels"][0].update(red=["ensemble"]), "panels[0].red", "fig1"),
+    (lambda s: s["panels"][0]["select"].update(rule="nearest"), "panels[0].select", "fig1"),
+    (lambda s: s["panels"][0]["select"].update(run="ensemble"), "panels[0].select", "fig1"),
+    (lambda s: s["panels"][1]["select"].pop("orbit"), "panels[1].select", "fig1"),
+    (lambda s: s["panels"][0].update(at="t = 5"), "panels[0].at", "fig1"),
+    (lambda s: s["panels"][0].update(view=[18]), "panels[0].view", "fig1"),
+    (lambda s: s["checks"][22].update(select="nearest"), "checks[22].select", "fig1"),
+    (lambda s: s["checks"][0].update(all_paths="yes"), "checks[0].all_paths", "fig1"),
+    (lambda s: s["panels"][0].update(increments=[[0, "E", 0]]), "panels[0].increments", "fig14"),
+    (lambda s: s["panels"][0].update(runs=["map", "map"]), "panels[0].runs", "fig14"),
+    (lambda s: s["panels"][0].update(radius=0), "panels[0].radius", "fig14"),
+    (lambda s: s["panels"][0].update(grid=[91, 181]), "panels[0].grid", "fig14"),
+    (lambda s: s["checks"][0].update(statistic="median"), "checks[0].statistic", "fig14"),
+    (lambda s: s["checks"][0].update(increments=[]), "checks[0].increments", "fig14"),
+    (lambda s: s["checks"][2].update(at=[]), "checks[2].at", "fig2"),
+    (lambda s: s["checks"][2].update(minus_at="t = 20"), "checks[2].minus_at", "fig2"),
 ])
-def test_bad_potential_panels_and_checks_are_refused_in_one_line(tmp_path, edit, key):
+def test_bad_paper_002_panels_and_checks_are_refused_in_one_line(tmp_path, edit, key, source):
+    """Potential panels (Figs 3, 10, 13), sphere panels with contours and path selections (Fig. 1), solvability
+    maps (Fig. 14) and spread checks (Fig. 2)."""
     with pytest.raises(ConfigError) as err:
-        load(_variant(tmp_path, edit, "gay_balmaz_wu/fig10.yaml", "fig10.yaml"))
-    assert str(err.value).startswith(f"fig10.yaml:{key}=") and "\n" not in str(err.value)
+        load(_variant(tmp_path, edit, f"gay_balmaz_wu/{source}.yaml", f"{source}.yaml"))
+    assert str(err.value).startswith(f"{source}.yaml:{key}=") and "\n" not in str(err.value)
+
+
+def test_a_solvability_panel_on_an_integrator_without_half_step_momenta_is_refused_before_any_compute(tmp_path):
+    """Figure 14's map is solved by the run's own integrator: TMK has no (A, B) of eqs. (62)."""
+    common = ["system=rigid_body", "integrator=tmk", "plan.paths=1", "plan.keep_paths=1", "plan.dt=0.01", "plan.T=0.01",
+              "plan.output_dt=0.01", "plan.observables=[H,C2]"]
+    exp = load(_variant(tmp_path, lambda s: s.update(common=common), "gay_balmaz_wu/fig14.yaml", "fig14.yaml"))
+    with pytest.raises(ConfigError, match=r"tmk has no half_step_momenta\(") as err:
+        make_figure(exp, "smoke", tmp_path / "out", str(tmp_path / "runs"), log=lambda line: None)
+    assert "\n" not in str(err.value) and not (tmp_path / "runs").exists()
 
 
 def test_a_field_panel_or_spectrum_check_on_a_system_without_the_method_is_refused_before_any_compute(tmp_path):

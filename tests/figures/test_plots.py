@@ -388,3 +388,73 @@ def test_a_potential_panel_draws_v_of_theta_at_each_time_with_its_e_prime_dashed
     assert theta[i] == pytest.approx(0.5286, abs=2e-3) and v0.get_ydata()[i] == pytest.approx(0.86110, abs=1e-4)
     assert e0.get_linestyle() == "--" and e0.get_color() == v0.get_color() != v9.get_color()
     assert "t = 9" in v9.get_label() and not np.allclose(v9.get_ydata(), v0.get_ydata())
+
+
+# --- the rigid body on its momentum sphere, and the solvability map (spec 002 Figs 1, 2, 14) -----------------
+def _rigid_body_runs():
+    """A deterministic orbit about -e_x and three kept stochastic paths (path 2 crosses the separatrix)."""
+    import jax.numpy as jnp
+    angle = 2 * np.pi * T / 10
+    orbit = np.stack([-np.full_like(T, 0.6), 0.8 * np.cos(angle), 0.8 * np.sin(angle)], -1)
+    system = SimpleNamespace(hamiltonian=lambda mu: 0.5 * jnp.sum(jnp.asarray(mu) ** 2 / jnp.array([1.0, 2.0, 3.0])))
+    energy = 0.28 + np.array([[0.01], [0.002], [-0.04]]) * np.sin(np.pi * T / 10)
+    pi = np.stack([orbit, orbit, orbit[:, [1, 0, 2]]])
+    one = lambda x: Series(T, x[0], np.full_like(T, np.nan), None, kept=x)
+    stochastic = RunData({"H": one(energy)}, "H", system, lambda at: None, 3, np.zeros(len(T), int), {"pi": pi})
+    deterministic = RunData({"H": one(np.full((1, len(T)), 0.28))}, "H", system, lambda at: None, 1,
+                            np.zeros(len(T), int), {"pi": orbit[None]})
+    return {"candidates": stochastic, "deterministic": deterministic}
+
+
+def test_a_sphere_panel_draws_energy_contours_a_red_run_and_the_path_a_rule_picks():
+    data = _rigid_body_runs()
+    panel = {"quantity": "sphere", "runs": ["deterministic", "candidates"], "solid": "pi", "red": ["deterministic"],
+             "contours": 5, "view": [18, 200], "select": {"run": "candidates", "rule": "farthest_crossing",
+                                                          "orbit": "deterministic"}}
+    fig = _figure([panel], data, {"deterministic": "deterministic", "candidates": "stochastic"})
+    (ax3d,) = [a for a in fig.axes if a.name == "3d"]
+    lines = {line.get_label(): line for line in ax3d.get_lines()}
+    assert lines["deterministic: pi"].get_color() == "red" and "pi(0) = (-0.6, 0.8, 0)" in lines
+    picked = [label for label in lines if label.startswith("stochastic, path 2 of 3: farthest")]
+    assert picked and "1 qualify" in picked[0]
+    assert "separatrix E = 0.25" in lines and "energy contours: 5 levels in (0.2222, 0.4444)" in lines
+    contours = [line for line in ax3d.get_lines() if line.get_label().startswith("_") and line.get_color() == "k"]
+    assert len(contours) >= 6 and ax3d.elev == 18 and ax3d.azim == 200
+
+
+def test_a_sphere_panel_at_a_time_draws_every_kept_paths_point():
+    data = _rigid_body_runs()
+    panel = {"quantity": "sphere", "runs": ["candidates", "deterministic"], "solid": "pi", "red": ["deterministic"],
+             "at": 5, "title": "(a) t = 5"}
+    fig = _figure([panel], data, {"deterministic": "deterministic", "candidates": "member"})
+    (ax3d,) = [a for a in fig.axes if a.name == "3d"]
+    members, deterministic = ax3d.get_lines()[:2]
+    assert members.get_label() == "member: pi at t = 5 (3 kept paths)" and len(members.get_data_3d()[0]) == 3
+    assert deterministic.get_color() == "red" and len(deterministic.get_data_3d()[0]) == 1
+    renderer = fig.canvas.get_renderer()     # a titled sphere first: its title stays below the heading
+    assert ax3d.title.get_window_extent(renderer).y1 <= fig._suptitle.get_window_extent(renderer).y0
+
+
+def test_a_solvability_panel_maps_the_norm_of_a_b_per_increment_vector():
+    """Spec 002 Fig. 14: one (theta, phi) map per fixed increment vector, from the run's integrator's half-step
+    momenta (here a stand-in: A = B = pi, so ||(A, B)|| = sqrt 2 |pi|), titled with the increments."""
+    import jax.numpy as jnp
+
+    from sgi_run.integrators.lie_group_variational import HalfStepMomenta
+
+    class Integrator:
+        name = "stand-in"
+
+        def half_step_momenta(self, system, pi, dt, dw):
+            return HalfStepMomenta(pi * (1 + 0 * jnp.sum(dw)), pi, jnp.int32(3), jnp.bool_(True))
+
+    run = RunData({"H": Series(T, np.ones_like(T), np.zeros_like(T))}, "H", SYSTEM, paths=1, dt=0.01, integrator=Integrator(),
+                  increment_bound=0.42919)
+    panel = {"quantity": "solvability", "runs": ["map"], "increments": [[0, 0, 0], ["D", "D", "-D"]], "radius": 2.0,
+             "title": "||(A, B)||"}
+    fig = _figure([panel], {"map": run}, {"map": "LGVI"})
+    images = [im for ax in fig.axes for im in ax.get_images()]
+    assert [im.get_array().shape for im in images] == [(91, 181), (91, 181)]
+    assert np.allclose(images[0].get_array(), 2 * np.sqrt(2))
+    titles = [ax.get_title() for ax in fig.axes]
+    assert any(t.startswith("ΔW = (D, D, -D), D = 0.42919\n") and "≤ 3 iterations, all converged" in t for t in titles)

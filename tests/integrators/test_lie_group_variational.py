@@ -92,6 +92,36 @@ def test_stochastic_rigid_body_keeps_the_sphere_and_the_spatial_momentum(make_in
     assert float(jnp.ptp(energy)) > 1e-2 and int(stats.unconverged.sum()) == 0
 
 
+@pytest.mark.parametrize("variant", ["paper", "exact"])
+def test_half_step_momenta_are_the_steps_own_solution(make_integrator, variant):
+    """Spec 2.4 (Fig. 14): (A, B) solve M_+A = Pi, M_+B = M_-A at the X of the step's own solve: X = dt xi with
+    xi = I^-1 S / 4 + sum_i chi_i dW_i / (2 dt), S = A + B, and the step's Pi_{n+1} = M_-(X) B = cay(-X)^2 Pi."""
+    system, dt = rigid_body(0.02), 0.01
+    integrator = make_integrator("lgvi_cayley", dtau_variant=variant, tol=1e-15)
+    q = integrator.tableau.quadratic[variant]
+    pi, dw = jnp.array([0.3, -0.8, 0.52]), jnp.array([0.42919, -0.1, 0.3])
+    solved = integrator.half_step_momenta(system, pi, dt, dw)
+    a, b = solved.a, solved.b
+    x = dt * (0.25 * (a + b) / jnp.array([1.0, 2.0, 3.0]) + 0.5 * 0.02 * dw / dt)
+    m = lambda sign: jnp.eye(3) + sign * 0.5 * lie.hat(x) + q * jnp.outer(x, x)
+    assert float(jnp.abs(m(1) @ a - pi).max()) < 1e-15 and float(jnp.abs(m(1) @ b - m(-1) @ a).max()) < 1e-15
+    stepped = integrator.advance(system, system.state(pi, jnp.eye(3)), dt, dw[None])[0]["pi"]
+    assert float(jnp.abs(m(-1) @ b - stepped).max()) < 1e-15
+    assert bool(solved.converged) and int(solved.iterations) <= 10
+    assert float(jnp.hypot(jnp.linalg.norm(a), jnp.linalg.norm(b))) == pytest.approx(np.sqrt(2) * float(
+        jnp.linalg.norm(pi)), rel=1e-4)
+
+
+def test_half_step_momenta_vmap_over_momenta_and_refuse_the_heavy_top(make_integrator):
+    """Figure 14 solves every point of a sphere mesh at once; the heavy top's step has no (A, B) of eqs. (62)."""
+    integrator = make_integrator("lgvi_cayley", tol=1e-15)
+    points = jnp.eye(3)
+    solved = jax.vmap(lambda p: integrator.half_step_momenta(rigid_body(0.02), p, 0.01, jnp.zeros(3)))(points)
+    assert solved.a.shape == (3, 3) and bool(solved.converged.all()) and int(solved.iterations.max()) <= 10
+    with pytest.raises(sgi_run.ConfigError, match="a rigid body"):
+        integrator.half_step_momenta(heavy_top(), jnp.eye(3)[2], 0.01, jnp.zeros(0))
+
+
 def test_deterministic_heavy_top_keeps_its_momenta_and_bounds_the_energy(make_integrator):
     """Spec Fig. 5: p_psi, p_phi and |Gamma|^2 to 1e-12, max |E - E0| in [1e-7, 1e-4] (6.7e-6 measured by the spec),
     Gamma = R^T e_z, and theta between the turning points 0.15 pi and 0.59161 (Fig. 4)."""
