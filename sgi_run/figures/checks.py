@@ -683,6 +683,43 @@ def effective_potential(series: Series, *, data: RunData, statistic: str, at: fl
     return Measurement(float(value), None, float(series.t[series.index_at(at)]), band, f"path {path}: " + "; ".join(details))
 
 
+# --- a statistic over every kept path (spec 002 Figs 6-13: the fraction of seeds that ...) ------------------
+PER_PATH = ("value", "change", "abs_change", "running_min", "running_max")
+ACROSS_PATHS = ("fraction_above", "fraction_below", "median")
+
+
+@check_kind("across_paths")
+def across_paths(series: Series, *, per_path: str, statistic: str, at: float | None = None, threshold: float = 0.0,
+                 start: float = 0.0, min: float | None = None, max: float | None = None) -> Measurement:
+    """A statistic over the run's kept paths, each path reduced to one number ``per_path``: x(at) (``value``),
+    x(at) - x(0) (``change``), |x(at) - x(0)| (``abs_change``), or the least/largest x over the output times in
+    [start, at] (``running_min``/``running_max``). ``statistic``: the fraction of paths above or below
+    ``threshold`` (binomial SE sqrt(p(1 - p)/n)) or the median (SE 1.2533 sd/sqrt(n), the normal approximation)
+    lies in [min, max] (spec 002: e.g. |E'(20) - E'(0)| > 0.01 in 94% of 200 seeds, the median running min of
+    theta). SKIP when the run stops before ``at``."""
+    band = Band(min, max)
+    series.require_kept("across_paths")          # refuses a run that keeps no paths
+    x = np.asarray(series.kept, float)
+    i = series.index_at(at)
+    if i is None:
+        return _skip(at, series, band)
+    inside = (series.t >= start - 1e-9) & (np.arange(len(series.t)) <= i)
+    values = {"value": lambda: x[:, i], "change": lambda: x[:, i] - x[:, 0],
+              "abs_change": lambda: np.abs(x[:, i] - x[:, 0]),
+              "running_min": lambda: np.min(x[:, inside], axis=1),
+              "running_max": lambda: np.max(x[:, inside], axis=1)}[per_path]()
+    n = values.size
+    if statistic == "median":
+        value = float(np.median(values))
+        se = float(1.2533 * np.std(values, ddof=1) / math.sqrt(n)) if n > 1 else None
+    else:
+        value = float(np.mean(values > threshold if statistic == "fraction_above" else values < threshold))
+        se = math.sqrt(value * (1 - value) / n) if 0 < value < 1 else None
+    return Measurement(value, se, float(series.t[i]), band,
+                       f"{per_path} over {n} kept paths: 5-95% [{np.percentile(values, 5):.4g}, "
+                       f"{np.percentile(values, 95):.4g}], median {np.median(values):.4g}")
+
+
 # --- the rigid body's kept paths on its momentum sphere (spec 002 Figs 1, 2) ----------------------------
 @check_kind("path_selection")
 def path_selection(series: Series, *, data: RunData, select: str, other: RunData | None = None,
@@ -863,7 +900,8 @@ _CHOICES = {("path_extent", "statistic"): _STATISTICS, ("solver_statistic", "sta
             ("spectrum_fraction", "quantity"): SPECTRUM_QUANTITIES, ("fitted_order", "norm"): ("terminal", "sup"),
             ("effective_potential", "statistic"): POTENTIAL_STATISTICS, ("path_deviation", "select"): SELECTION_RULES,
             ("path_extent", "select"): SELECTION_RULES, ("path_selection", "select"): SELECTION_RULES,
-            ("solvability", "statistic"): SOLVABILITY_STATISTICS}
+            ("solvability", "statistic"): SOLVABILITY_STATISTICS, ("across_paths", "per_path"): PER_PATH,
+            ("across_paths", "statistic"): ACROSS_PATHS}
 # Parameters of a given shape: refused at load with what they must be.
 _SHAPES = {("solvability", "increments"): (valid_increments, 'a list of increment vectors, entries numbers or "D" / '
                                           '"-D" (+-the truncation bound), e.g. [[0, 0, 0], [D, D, D]]'),

@@ -748,3 +748,24 @@ def test_a_band_shows_its_ends_with_the_digits_they_were_given():
     assert str(Band(0.95, 1.15)) == "[0.95, 1.15]" and str(Band(None, 1e-12)) == "<= 1e-12"
     assert str(Band(1.41420, 1.41426)) == "[1.4142, 1.41426]"
     assert str(Band(1 / 3, 1 / 3 + 1e-7)) == "[0.3333333, 0.3333334]"     # computed ends: as many as tell them apart
+
+
+def test_across_paths_fractions_and_medians_of_per_path_values():
+    """Spec 002 Figs 7, 9, 12: a statistic over every kept path, each reduced to x(at), |x(at) - x(0)| or its
+    running min/max; the fraction carries the binomial SE, the median its normal-approximation SE."""
+    ramps = [1 + c * T / 100 for c in (0.0, 0.005, 0.02, 0.05)]      # |x(100) - x(0)| = 0, 0.005, 0.02, 0.05
+    run = kept(*ramps)
+    moved = check("across_paths", run, per_path="abs_change", at=100, statistic="fraction_above", threshold=0.01,
+                  min=0.4)
+    assert moved.verdict == PASS and moved.value == 0.5 and moved.se == pytest.approx(0.25)
+    assert check("across_paths", run, per_path="abs_change", at=100, statistic="fraction_above", threshold=0.01,
+                 min=0.9).verdict == FAIL
+    median = check("across_paths", run, per_path="value", at=50, statistic="median", min=1.0, max=1.02)
+    assert median.verdict == PASS and median.value == pytest.approx(1 + 0.0125 / 2)
+    lowest = check("across_paths", kept(np.cos(T / 20), np.sin(T / 20) + 2), per_path="running_min", at=40,
+                   statistic="fraction_below", threshold=0.0, max=0)
+    assert lowest.verdict == FAIL and lowest.value == 0.5          # cos dips below 0 by t = 40, sin + 2 never
+    assert check("across_paths", run, per_path="value", at=55, statistic="median").verdict == SKIP
+    for key, value in (("per_path", "mean"), ("statistic", "mode")):
+        with pytest.raises(ConfigError, match=rf"^test\.{key}='{value}' is not allowed: one of"):
+            validate({"id": "c", "kind": "across_paths", "per_path": "value", "statistic": "median", key: value}, "test")
