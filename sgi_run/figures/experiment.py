@@ -259,23 +259,19 @@ def _check_panel(panel, k, where: str, runs: dict, studies: frozenset) -> None:
                                        and panel["ylim"][0] < panel["ylim"][1]),
           k(f"{where}.ylim"), panel.get("ylim"), "[low, high] with low < high")
     if convergence:
-        for key in panel:
-            _need(key in _CONVERGENCE_KEYS, k(f"{where}.{key}"), panel[key], f"a key of a convergence panel: {list(_CONVERGENCE_KEYS)}")
+        _check_keys(panel, _CONVERGENCE_KEYS, "convergence", k, where)
         slopes = panel.get("slopes", [])
-        _need(isinstance(slopes, list) and all(isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0
-                                               for v in slopes),
+        _need(isinstance(slopes, list) and all(_is_number(v) and v > 0 for v in slopes),
               k(f"{where}.slopes"), slopes, "a list of reference orders > 0, e.g. [1] or [0.5, 1]")
     else:
         _need("slopes" not in panel, k(f"{where}.slopes"), panel.get("slopes"), "a key of convergence panels only")
     if panel["quantity"] == "path":
-        for key in panel:
-            _need(key in _PATH_KEYS, k(f"{where}.{key}"), panel[key], f"a key of a path panel: {list(_PATH_KEYS)}")
+        _check_keys(panel, _PATH_KEYS, "path", k, where)
         observables = panel.get("observable")
         _need(observables is None or isinstance(observables, str)
               or (isinstance(observables, list) and observables and all(isinstance(o, str) for o in observables)),
               k(f"{where}.observable"), observables, "an observable or a list of observables")
-        _need(isinstance(panel.get("path", 0), int) and panel.get("path", 0) >= 0, k(f"{where}.path"),
-              panel.get("path"), "the index of a kept path (an integer >= 0)")
+        _check_path_index(panel, k, where)
         deviation = panel.get("deviation", "initial")
         _need(deviation is None or deviation == "initial" or (isinstance(deviation, (int, float))
                                                              and not isinstance(deviation, bool)),
@@ -283,13 +279,11 @@ def _check_panel(panel, k, where: str, runs: dict, studies: frozenset) -> None:
         for flag in ("absolute", "relative"):
             _need(isinstance(panel.get(flag, False), bool), k(f"{where}.{flag}"), panel.get(flag), "true or false")
     if panel["quantity"] == "sphere":
-        for key in panel:
-            _need(key in _SPHERE_KEYS, k(f"{where}.{key}"), panel[key], f"a key of a sphere panel: {list(_SPHERE_KEYS)}")
+        _check_keys(panel, _SPHERE_KEYS, "sphere", k, where)
         for key in ("solid", "dashed"):
             _need(panel.get(key) is None or isinstance(panel[key], str), k(f"{where}.{key}"), panel.get(key),
                   "a state view the runs keep along their paths (e.g. gamma, pi)")
-        _need(isinstance(panel.get("path", 0), int) and panel.get("path", 0) >= 0, k(f"{where}.path"),
-              panel.get("path"), "the index of a kept path (an integer >= 0)")
+        _check_path_index(panel, k, where)
         for key, how in (("black", "drawn black"), ("red", "drawn red, their start a red dot")):
             _need(isinstance(panel.get(key, []), list) and all(r in panel["runs"] for r in panel.get(key, [])),
                   k(f"{where}.{key}"), panel.get(key), f"a list of this panel's runs, {how}")
@@ -299,17 +293,13 @@ def _check_panel(panel, k, where: str, runs: dict, studies: frozenset) -> None:
     if panel["quantity"] == "field":
         _check_field(panel, k, where)
     if panel["quantity"] == "potential":
-        for key in panel:
-            _need(key in _POTENTIAL_KEYS, k(f"{where}.{key}"), panel[key], f"a key of a potential panel: {list(_POTENTIAL_KEYS)}")
+        _check_keys(panel, _POTENTIAL_KEYS, "potential", k, where)
         at = panel.get("at")
-        _need(isinstance(at, list) and len(at) > 0 and all(isinstance(t, (int, float)) and not isinstance(t, bool)
-                                                            and t >= 0 for t in at),
-              k(f"{where}.at"), at, "a list of output times >= 0 (the momenta V is built from)")
+        _need(_is_times(at), k(f"{where}.at"), at, "a list of output times >= 0 (the momenta V is built from)")
         xlim = panel.get("xlim", [0.2, 1.0])
-        _need(isinstance(xlim, list) and len(xlim) == 2 and all(isinstance(v, (int, float)) for v in xlim)
+        _need(isinstance(xlim, list) and len(xlim) == 2 and all(_is_number(v) for v in xlim)
               and 0 < xlim[0] < xlim[1] < math.pi, k(f"{where}.xlim"), xlim, "[low, high] inside (0, pi)")
-        _need(_is_int(panel.get("path", 0)) and panel.get("path", 0) >= 0, k(f"{where}.path"), panel.get("path"),
-              "the index of a kept path (an integer >= 0)")
+        _check_path_index(panel, k, where)
     if panel["quantity"] == "density":
         for key in _DENSITY_KEYS:
             _need(key in panel, k(f"{where}.{key}"), None, "a value (density panels need "
@@ -318,6 +308,28 @@ def _check_panel(panel, k, where: str, runs: dict, studies: frozenset) -> None:
 
 def _is_int(v) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _check_keys(panel: dict, allowed: tuple, kind: str, k, where: str) -> None:
+    """Every key of a panel is one its kind takes."""
+    for key in panel:
+        _need(key in allowed, k(f"{where}.{key}"), panel[key], f"a key of a {kind} panel: {list(allowed)}")
+
+
+def _check_path_index(panel: dict, k, where: str) -> None:
+    _need(_is_int(panel.get("path", 0)) and panel.get("path", 0) >= 0, k(f"{where}.path"), panel.get("path"),
+          "the index of a kept path (an integer >= 0)")
+
+
+def _check_texts(panel: dict, keys: tuple, k, where: str) -> None:
+    for key in keys:
+        _need(panel.get(key) is None or (isinstance(panel[key], str) and panel[key].strip() != ""),
+              k(f"{where}.{key}"), panel.get(key), "a text")
+
+
+def _is_times(at) -> bool:
+    """A non-empty list of times >= 0."""
+    return isinstance(at, list) and len(at) > 0 and all(_is_number(t) and t >= 0 for t in at)
 
 
 def _is_number(v) -> bool:
@@ -344,38 +356,29 @@ def _check_sphere_extras(panel: dict, k, where: str) -> None:
 
 def _check_solvability(panel: dict, k, where: str) -> None:
     """A solvability panel's keys: one run, its increment vectors, the sphere's radius, texts."""
-    for key in panel:
-        _need(key in _SOLVABILITY_KEYS, k(f"{where}.{key}"), panel[key],
-              f"a key of a solvability panel: {list(_SOLVABILITY_KEYS)}")
+    _check_keys(panel, _SOLVABILITY_KEYS, "solvability", k, where)
     _need(len(panel["runs"]) == 1, k(f"{where}.runs"), panel["runs"], "a list of one run id (whose integrator and "
           "system the map is solved with)")
     _need(valid_increments(panel.get("increments")), k(f"{where}.increments"), panel.get("increments"),
           'a list of increment vectors, entries numbers or "D" / "-D" (+-the truncation bound)')
     _need(_is_number(panel.get("radius", 1.0)) and panel.get("radius", 1.0) > 0, k(f"{where}.radius"),
           panel.get("radius"), "the sphere's radius |Pi| > 0 (default 1)")
-    for key in ("title", "label"):
-        _need(panel.get(key) is None or (isinstance(panel[key], str) and panel[key].strip() != ""),
-              k(f"{where}.{key}"), panel.get(key), "a text")
+    _check_texts(panel, ("title", "label"), k, where)
 
 
 def _check_field(panel: dict, k, where: str) -> None:
     """A field panel's keys: one run, snapshot times, a path index, the grid, texts."""
-    for key in panel:
-        _need(key in _FIELD_KEYS, k(f"{where}.{key}"), panel[key], f"a key of a field panel: {list(_FIELD_KEYS)}")
+    _check_keys(panel, _FIELD_KEYS, "field", k, where)
     _need(len(panel["runs"]) == 1, k(f"{where}.runs"), panel["runs"], "a list of one run id (a field panel draws "
           "one run's snapshots)")
     at = panel.get("at")
-    _need(at is None or (isinstance(at, list) and len(at) > 0 and len(set(at)) == len(at)
-                         and all(isinstance(t, (int, float)) and not isinstance(t, bool) and t >= 0 for t in at)),
+    _need(at is None or (_is_times(at) and len(set(at)) == len(at)),
           k(f"{where}.at"), at, "a list of distinct snapshot times >= 0 (plan.snapshots), or absent: every snapshot")
-    _need(_is_int(panel.get("path", 0)) and panel.get("path", 0) >= 0, k(f"{where}.path"), panel.get("path"),
-          "the index of a path (an integer >= 0)")
+    _check_path_index(panel, k, where)
     grid = panel.get("grid", [2, 2])
     _need(isinstance(grid, list) and len(grid) == 2 and all(_is_int(n) and n >= 2 for n in grid),
           k(f"{where}.grid"), grid, "[n_lat, n_lon]: two integers >= 2 (default [256, 512])")
-    for key in ("title", "label"):
-        _need(panel.get(key) is None or (isinstance(panel[key], str) and panel[key].strip() != ""),
-              k(f"{where}.{key}"), panel.get(key), "a text")
+    _check_texts(panel, ("title", "label"), k, where)
 
 
 def _check_system_methods(exp: "Experiment", configs: dict) -> None:
@@ -414,8 +417,7 @@ def _check_scan(panel: dict, k, where: str) -> None:
           k(f"{where}.series"), series, "a list of {label: text, runs: [run ids]}, one curve each")
     _need("runs" not in panel, k(f"{where}.runs"), panel.get("runs"), "nothing: a scan panel's runs are its series'")
     panel["runs"] = [r for e in series for r in e["runs"]]
-    for key in panel:
-        _need(key in _SCAN_KEYS, k(f"{where}.{key}"), panel[key], f"a key of a scan panel: {list(_SCAN_KEYS)}")
+    _check_keys(panel, _SCAN_KEYS, "scan", k, where)
     _need(panel.get("measure") in SCAN_MEASURES, k(f"{where}.measure"), panel.get("measure"),
           f"one of {list(SCAN_MEASURES)}")
     _need(isinstance(panel.get("relative", False), bool), k(f"{where}.relative"), panel.get("relative"),

@@ -112,9 +112,9 @@ class CayleyLGVI(LiePoissonIntegrator):
     def advance(self, system, z, dt, xi):
         dw = xi[0]
         cayley = lie.SO3().cayley
-        semidirect = isinstance(system.algebra, lie.SE3)
-        pi, gamma = system.dual(z) if semidirect else (system.dual(z), None)
-        sol = self._solve(system, system.dual(z), dt, dw)
+        semidirect, mu = isinstance(system.algebra, lie.SE3), system.dual(z)
+        pi, gamma = mu if semidirect else (mu, None)
+        sol = self._solve(system, mu, dt, dw)
         x, b = sol.x if semidirect else (sol.x, None)
         rotate = cayley(-x)
         pi_next = rotate @ (rotate @ pi)

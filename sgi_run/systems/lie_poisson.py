@@ -183,9 +183,9 @@ class AttitudeCarrier(LiePoissonSystem):
 
     def dual(self, z):
         names = self.momentum_leaves
-        if len(self.space.leaves) == 1:
-            return z
-        return z[names[0]] if len(names) == 1 else tuple(z[name] for name in names)
+        if len(names) == 1:
+            return z[names[0]] if self.carries_attitude else z       # a bare leaf without the attitude
+        return tuple(z[name] for name in names)
 
     def state(self, mu, attitude=None):
         names = self.momentum_leaves
@@ -291,8 +291,7 @@ class HeavyTop(AttitudeCarrier):
     k1: float = 0.1
     k2: float = 0.1
 
-    NOISE_CASES: ClassVar[dict[str, int]] = {"alpha": 1, "det": 1, "piz": 1, "gz": 1, "normpi2": 1, "gxgy": 2,
-                                             "pixpiy": 2}
+    NOISE_CASES: ClassVar[tuple[str, ...]] = ("alpha", "det", "piz", "gz", "normpi2", "gxgy", "pixpiy")
     momentum_leaves: ClassVar[tuple[str, ...]] = ("pi", "gamma")
 
     def check(self):
@@ -310,7 +309,7 @@ class HeavyTop(AttitudeCarrier):
 
     @property
     def noises(self) -> int:
-        return self.NOISE_CASES[self.noise_case]
+        return len(self.noise_coefficients()[2])
 
     @property
     def algebra(self):
@@ -325,17 +324,25 @@ class HeavyTop(AttitudeCarrier):
         return (self.kinetic_factor * jnp.sum(pi**2 / jnp.asarray(self.inertia))
                 + self.gravity_sign * jnp.dot(jnp.asarray(self.chi), gamma))
 
+    def noise_coefficients(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The noise case as data, (a (m, 3), b (m, 3), c (m,)): h_i = a_i.pi + b_i.gamma + c_i |pi|^2 (every case
+        of both papers is of this form)."""
+        e, zero, mg = np.eye(3), np.zeros(3), self.mg
+        a, b, c = {"alpha": ([self.alpha], [zero], [0.0]),
+                   "det": ([zero], [zero], [0.0]),
+                   "piz": ([self.k * e[2]], [zero], [0.0]),
+                   "gz": ([zero], [mg * self.k * e[2]], [0.0]),
+                   "normpi2": ([zero], [zero], [self.k]),
+                   "gxgy": ([zero, zero], [mg * self.k1 * e[0], mg * self.k2 * e[1]], [0.0, 0.0]),
+                   "pixpiy": ([self.k1 * e[0], self.k2 * e[1]], [zero, zero], [0.0, 0.0])}[self.noise_case]
+        return np.asarray(a, float), np.asarray(b, float), np.asarray(c, float)
+
     def noise_hamiltonians(self, mu):
         pi, gamma = mu
-        case, mgk = self.noise_case, self.mg * self.k
-        values = {"alpha": lambda: [jnp.dot(jnp.asarray(self.alpha), pi)],
-                  "det": lambda: [0.0 * pi[2]],
-                  "piz": lambda: [self.k * pi[2]],
-                  "gz": lambda: [mgk * gamma[2]],
-                  "normpi2": lambda: [self.k * jnp.dot(pi, pi)],
-                  "gxgy": lambda: [self.mg * self.k1 * gamma[0], self.mg * self.k2 * gamma[1]],
-                  "pixpiy": lambda: [self.k1 * pi[0], self.k2 * pi[1]]}[case]()
-        return jnp.stack(values)
+        a, b, c = self.noise_coefficients()
+        # Only the terms a case has: the step stays what it was for paper 001's alpha.pi.
+        terms = [w @ x for w, x in ((a, pi), (b, gamma)) if w.any()] + ([c * jnp.dot(pi, pi)] if c.any() else [])
+        return sum(terms) if terms else jnp.zeros(len(c))
 
     def initial_momentum(self):
         return jnp.asarray(self.pi0, dtype=jnp.float64), jnp.asarray(self.gamma0, dtype=jnp.float64)
