@@ -27,11 +27,13 @@ test: $(VENV)/.installed
 figures: $(VENV)/.installed
 	$(BIN)/sgi-figures --fidelity $(FIDELITY) $(if $(FIGURE),--only $(FIGURE))
 
-## bench: throughput benchmarks, the engine's overhead on a matrix state, one Zeitlin su(128) IsoMP step; outputs/bench/
+## bench: throughput benchmarks, the engine's overhead on a matrix state, one Zeitlin su(128) IsoMP step,
+## the Dask executor's scaling and the memory of 10^5..10^7-path runs; outputs/bench/
 bench: $(VENV)/.installed
 	$(BIN)/python benchmarks/throughput.py
 	$(BIN)/python benchmarks/pytree_overhead.py
 	$(BIN)/python benchmarks/zeitlin_step.py
+	$(BIN)/python benchmarks/scale.py
 
 clean:
 	rm -rf $(VENV) outputs/runs outputs/figures outputs/bench

@@ -8,6 +8,7 @@ say how many shards were kept; the same command resumes from them.
 """
 from __future__ import annotations
 
+import os
 import signal
 import sys
 from pathlib import Path
@@ -16,7 +17,7 @@ import hydra
 from omegaconf import DictConfig
 
 from sgi_run import __version__
-from sgi_run.config import (CONF_DIR, GROUPS, compose, config_hash, expand_sweeps, group_options, register_resolvers,
+from sgi_run.config import (CONF_DIR, GROUPS, check_hydra_groups, compose, config_hash, expand_sweeps, group_options, register_resolvers,
                             run_dir_for)
 from sgi_run.core.errors import ConfigError
 
@@ -56,6 +57,10 @@ def _job(cfg: DictConfig) -> None:
     from sgi_run import summary
     from sgi_run.runner import run
 
+    if os.environ.get(SLOTS_ENV):           # a job of a parallel sweep: its own cores, before JAX starts
+        from sgi_run.engine.executor import claim_cores
+        slots, directory = os.environ[SLOTS_ENV].split(":", 1)
+        claim_cores(directory, int(slots))
     console = Console()
     run_dir = HydraConfig.get().runtime.output_dir
     try:
@@ -76,7 +81,8 @@ def _job(cfg: DictConfig) -> None:
         console.print(f"[yellow]{nonfinite} path(s) went non-finite; excluded from the statistics and counted in diagnostics/nonfinite_paths[/]")
     resumed = f" (resumed {result.shards_resumed} finished shard(s) of an interrupted run)" if result.shards_resumed else ""
     done = "cached (failed run)" if result.failed and result.cached else "cached" if result.cached else "wrote"
-    console.print(f"{done} {result.path}{resumed}")
+    where = result.ensemble.attrs.get("executor")
+    console.print(f"{done} {result.path}{resumed}" + (f"; ran on {where}" if where else ""))
 
 
 def _explicit(argv: list[str], key: str) -> str | None:
@@ -107,6 +113,27 @@ def _check_run_dirs(argv: list[str], configs: list[DictConfig]) -> bool:
             continue
         cache.check_writable(directory, key, explicit if key == "hydra.run.dir" else cfg.output_root)
     return read_only
+
+
+# Set for a sweep's jobs under the joblib launcher: where they claim their share of the cores.
+SLOTS_ENV = "SGI_RUN_CORE_SLOTS"
+
+
+def _share_cores_among_jobs(argv: list[str]) -> None:
+    """Under the joblib launcher a sweep's jobs run side by side, each a JAX process whose CPU thread
+    pool XLA sizes by the process's cores: each job claims its own share of them (one thread pool
+    per core, never two fighting over one). The jobs inherit this environment from this process."""
+    if _explicit(argv, "hydra/launcher") != "joblib":
+        return
+    import tempfile
+    cores = len(os.sched_getaffinity(0))
+    try:
+        n_jobs = int(_explicit(argv, "hydra.launcher.n_jobs") or -1)  # joblib's: -1 all cores, -2 all but one
+    except ValueError:
+        return        # Hydra refuses it
+    jobs = n_jobs if n_jobs > 0 else max(1, cores + 1 + n_jobs)
+    if jobs > 1:
+        os.environ[SLOTS_ENV] = f"{jobs}:{tempfile.mkdtemp(prefix='sgi-run-cores-')}"
 
 
 def _on_sigterm(signum, frame) -> None:
@@ -156,6 +183,7 @@ def main() -> None:
         return
     if not _HYDRA_INFO_FLAGS & set(argv):
         try:
+            check_hydra_groups([a for a in argv if a.lstrip("+~").startswith("hydra/")])
             configs = [compose(job) for job in expand_sweeps(_overrides(argv))]
             if "--cfg" not in argv and "-c" not in argv and _check_run_dirs(argv, configs):
                 sys.argv.append("hydra.output_subdir=null")   # show the finished run; Hydra writes nothing
@@ -163,6 +191,7 @@ def main() -> None:
             _refuse(err)
     from sgi_run.runner import RunInterrupted
 
+    _share_cores_among_jobs(argv)
     signal.signal(signal.SIGTERM, _on_sigterm)
     register_resolvers()
     try:

@@ -23,6 +23,7 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from sgi_run.core.errors import ConfigError
+from sgi_run.engine import executor
 from sgi_run.engine.convergence_plan import ConvergencePlan
 from sgi_run.engine.plan import Plan
 from sgi_run.engine.simulate import format_bytes, memory_estimate, observable_functions
@@ -31,7 +32,6 @@ from sgi_run.systems import SYSTEMS, System
 
 CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
 GROUPS = ("system", "integrator", "plan", "executor")
-EXECUTORS = ("local",)
 PROGRESS = ("auto", "on", "off")
 # cache: reuse a finished run (a stale one, computed by other numerics code, with a warning) |
 # refresh_stale (recompute stale runs) | off (always recompute).
@@ -44,6 +44,31 @@ _NOT_HASHED = ("hydra", "progress", "output_root", "executor", "cache")
 
 def group_options(group: str) -> list[str]:
     return sorted(p.stem for p in (CONF_DIR / group).glob("*.yaml"))
+
+
+def check_hydra_groups(overrides: Sequence[str]) -> None:
+    """Refuse an unknown option of one of Hydra's groups (``hydra/launcher=jolib``), naming those installed."""
+    for o in _parsed(overrides):
+        if o.key_or_group.startswith("hydra/"):
+            allowed = hydra_group_options(o.key_or_group)
+            for v in _values(o):
+                if allowed and v not in allowed:
+                    raise ConfigError(o.key_or_group, v, f"one of {allowed}")
+
+
+def hydra_group_options(group: str) -> list[str]:
+    """The options of one of Hydra's own groups (``hydra/launcher``: basic, joblib, submitit_slurm, ...),
+    installed plugins' and conf/'s own (conf/hydra/launcher/slurm_sweep.yaml) included; empty for a
+    group Hydra does not have."""
+    from hydra.core.config_store import ConfigStore
+    from hydra.core.plugins import Plugins
+
+    Plugins.instance()      # discovers the installed plugins, which register their configs
+    try:
+        registered = [name.removesuffix(".yaml") for name in ConfigStore.instance().list(group)]
+    except OSError:
+        registered = []
+    return sorted(set(registered) | set(group_options(group))) if registered else []
 
 
 # --- overrides ---------------------------------------------------------------------------------
@@ -83,6 +108,7 @@ _SET_BY_GROUP = {"system.name": "system", "integrator.name": "integrator", "inte
 def check_overrides(overrides: Sequence[str]) -> None:
     """Refuse unknown group options, unknown keys (also ``+key`` additions) and removed keys, with the
     allowed ones named."""
+    check_hydra_groups(overrides)
     parsed = [o for o in _parsed(overrides) if not o.key_or_group.startswith("hydra")]
     for o in parsed:
         if o.is_delete():
@@ -151,12 +177,13 @@ class Setup:
     plan: Plan | ConvergencePlan   # a ConvergencePlan when plan.kind = convergence
 
 
-def _container(node):
+def plain(node):
+    """A config node as plain Python (dicts, lists), interpolations resolved; anything else as it is."""
     return OmegaConf.to_container(node, resolve=True) if isinstance(node, (DictConfig, ListConfig)) else node
 
 
 def build_system(cfg) -> System:
-    cfg = dict(_container(cfg))
+    cfg = dict(plain(cfg))
     name = cfg.pop("name", None)
     if name not in SYSTEMS:
         raise ConfigError("system.name", name, f"one of {sorted(SYSTEMS)}")
@@ -221,17 +248,17 @@ def _make_integrator(cfg) -> Integrator:
 def build(cfg: DictConfig) -> Setup:
     """System, integrator and plan from a composed config; raises ConfigError before any compute."""
     system = build_system(cfg.system)
-    integrator = _make_integrator(_container(cfg.integrator))
+    integrator = _make_integrator(plain(cfg.integrator))
     integrator.check_fits(system)
     kind = cfg.plan.get("kind", "ensemble")
     if kind not in PLAN_KINDS:
         raise ConfigError("plan.kind", kind, f"one of {list(PLAN_KINDS)}")
     if kind == "convergence":
-        plan = ConvergencePlan.from_mapping(_container(cfg.plan)).fitted_to(system, integrator)
+        plan = ConvergencePlan.from_mapping(plain(cfg.plan)).fitted_to(system, integrator)
         _check_memory(memory_estimate(system, integrator, plan), plan)
         _check_run_options(cfg)
         return Setup(system, integrator, plan)
-    plan = Plan.from_mapping(_container(cfg.plan))
+    plan = Plan.from_mapping(plain(cfg.plan))
     if integrator.noise_kind == "three_point":
         # The three-point law is not a Brownian path: there is no finer grid to sum, nothing to clip.
         if plan.brownian_refine != 1:
@@ -299,8 +326,7 @@ def _check_run_options(cfg: DictConfig) -> None:
     output_root = cfg.get("output_root")
     if not (isinstance(output_root, str) and output_root.strip()):
         raise ConfigError("output_root", output_root, "a directory (a non-empty path)")
-    if cfg.executor.name not in EXECUTORS:
-        raise ConfigError("executor.name", cfg.executor.name, f"one of {list(EXECUTORS)}")
+    executor.spec_of(plain(cfg.executor))
     if cfg.get("progress", "auto") not in PROGRESS:
         raise ConfigError("progress", cfg.progress, f"one of {list(PROGRESS)}")
     if cfg.get("cache", "reuse") not in CACHE_POLICIES:
@@ -315,7 +341,7 @@ _HASHED_WHEN_SET = {"plan": ("time_average",)}
 
 def config_hash(cfg) -> str:
     """12 hex digits identifying the numbers a config produces (display-only keys left out)."""
-    content = {k: _container(cfg[k]) for k in cfg if k not in _NOT_HASHED}
+    content = {k: plain(cfg[k]) for k in cfg if k not in _NOT_HASHED}
     for group, keys in _HASHED_WHEN_SET.items():
         for key in keys:
             if isinstance(content.get(group), dict) and content[group].get(key, 0) is None:

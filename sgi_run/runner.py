@@ -20,9 +20,9 @@ import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
 from sgi_run import __version__, cache, convergence_run, provenance, store, summary
-from sgi_run.config import build, config_hash, run_dir_for
+from sgi_run.config import Setup, plain, build, config_hash, run_dir_for
 from sgi_run.core.errors import ConfigError
-from sgi_run.engine import convergence
+from sgi_run.engine import convergence, executor
 from sgi_run.engine.checkpoint import DamagedCheckpoint, ShardStore
 from sgi_run.engine.convergence_plan import ConvergencePlan
 from sgi_run.engine.ensemble import run_shards
@@ -82,6 +82,27 @@ def run_identity(cfg) -> dict[str, str]:
     return {"config_hash": config_hash(cfg), "code_digest": provenance.code_digest()}
 
 
+def simulator_of(setup: Setup) -> Simulator:
+    """The engine's simulator of a run: its ensemble, or a convergence study's levels in lock-step."""
+    if isinstance(setup.plan, ConvergencePlan):
+        return convergence.simulator(setup.system, setup.integrator, setup.plan)
+    return Simulator(setup.system, setup.integrator, setup.plan)
+
+
+@dataclasses.dataclass(frozen=True)
+class Recipe:
+    """What a dask worker rebuilds a run's simulator from: the run's config as YAML text (resolved,
+    Hydra's own node left out), never a pickled function."""
+    config: str
+
+    @classmethod
+    def of(cls, cfg) -> "Recipe":
+        return cls(OmegaConf.to_yaml({k: plain(cfg[k]) for k in cfg if k != "hydra"}))
+
+    def __call__(self) -> Simulator:
+        return simulator_of(build(OmegaConf.create(self.config)))
+
+
 def checkpoints(cfg, run_dir: Path, plan) -> ShardStore:
     return ShardStore(Path(run_dir) / "shards", plan.shard_count, run_identity(cfg))
 
@@ -117,7 +138,8 @@ def run(cfg: DictConfig, run_dir: Path | None = None, *, progress: bool | None =
         found = cache.lookup(path, wanted, policy, load)
         if found is not None:
             return finished(found)
-        sim = convergence.simulator(system, setup.integrator, plan) if study else Simulator(system, setup.integrator, plan)
+        sim = simulator_of(setup)
+        cluster = executor.connect(executor.spec_of(plain(cfg.executor)))   # a bad address: refused here
         shards = checkpoints(cfg, run_dir, sim.plan)
         _audit_checkpoints(shards, policy)
         label = f"{cfg.system.name}/{cfg.integrator.name}"
@@ -125,13 +147,15 @@ def run(cfg: DictConfig, run_dir: Path | None = None, *, progress: bool | None =
         mode = _progress_mode(cfg, progress)
         if mode:
             _say(_planned(label, sim.plan, len(shards.finished()), levels=len(plan.dts) if study else 0)
-                 + f"; {memory_estimate(system, setup.integrator, plan).describe()}")
+                 + f"; {memory_estimate(system, setup.integrator, plan).describe()}"
+                 + (f"; on {cluster.where}" if cluster is not None else ""))
         try:
             with _progress(mode, label, sim.plan, len(shards.finished())) as on_output:
-                result = run_shards(sim, shards, on_output, on_shard_done)
+                result = run_shards(sim, shards, on_output, on_shard_done, cluster, Recipe.of(cfg))
         except KeyboardInterrupt:
             raise RunInterrupted(run_dir, len(shards.finished()), sim.plan.shard_count, len(shards.in_progress())) from None
-        ens = _ensemble(cfg, sim, result, time.perf_counter() - started)
+        where = cluster.where if cluster is not None else executor.Local().describe()
+        ens = _ensemble(cfg, sim, result, time.perf_counter() - started, where)
         if study:
             found, rows = convergence_run.write_study(path, run_dir, sim, result, ens)
             shards.clear()
@@ -169,7 +193,7 @@ def _audit_checkpoints(shards: ShardStore, policy: str) -> None:
                               f"{shards.identity['code_digest']}) and would mix two codes' numbers")
 
 
-def _ensemble(cfg, sim: Simulator, result, wall_time: float) -> store.Ensemble:
+def _ensemble(cfg, sim: Simulator, result, wall_time: float, where: str) -> store.Ensemble:
     plan = sim.plan
     m = result.moments
     mean, var, count = (sim.split_entries(x, 1) for x in (m.mean_or_nan, m.var, m.count))
@@ -189,7 +213,7 @@ def _ensemble(cfg, sim: Simulator, result, wall_time: float) -> store.Ensemble:
                "config": OmegaConf.to_yaml(cfg, resolve=True), "config_hash": config_hash(cfg),
                "system": cfg.system.name, "integrator": cfg.integrator.name,
                "paths": plan.paths, "shards": plan.shard_count,
-               "path_steps": total, "wall_time_s": wall_time,
+               "path_steps": total, "wall_time_s": wall_time, "executor": where,
                "solver": solver or "none",
                "solver_iterations_per_step": float(np.sum(result.solver.iterations) / total),
                **({"time_average": list(plan.time_average)} if plan.time_average is not None else {})},

@@ -20,8 +20,8 @@ Layout::
                                          that was non-finite at any of those times)
     /path, /kept_path                    path indices: the scales of the path axes
     attrs: schema_version, sgi_run_version, code_digest, seed, config (resolved YAML), config_hash,
-           system, integrator, paths, wall_time_s, shards, observables (their order), content_digest,
-           attributes_digest
+           system, integrator, paths, wall_time_s, executor (where the shards ran), shards, observables
+           (their order), content_digest, attributes_digest
 
 Every dataset carries HDF5's fletcher32 checksum, and ``content_digest`` (sha256 over every dataset)
 also catches a value rewritten through h5py, which recomputes fletcher32; ``attributes_digest`` does

@@ -148,3 +148,54 @@ def test_a_finished_run_on_a_read_only_mount_is_shown(read_only, tmp_path):
     other = subprocess.run([sys.executable, "-m", "sgi_run.cli", *args, "plan.seed=3", f"output_root={mount}"],
                            cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert other.returncode == 2 and len(other.stderr.strip().splitlines()) == 1
+
+
+# --- issue 14: sweeps through Hydra's launcher plugins --------------------------------------------------
+def test_a_joblib_sweep_equals_the_sequential_one(tmp_path):
+    """Four jobs in parallel processes (hydra-joblib-launcher): each float64, filed by its config hash,
+    with the numbers the basic launcher computes one after another."""
+    sweep = ["-m", "integrator=midpoint,heun", "plan.dt=0.5,0.25", "plan.paths=2000", "plan.T=4",
+             "plan.keep_paths=2", "progress=off"]
+    for name in ("joblib", "basic"):
+        (tmp_path / name).mkdir()
+    parallel = sgi_run_cli(tmp_path / "joblib", *sweep, "hydra/launcher=joblib", "hydra.launcher.n_jobs=2")
+    assert parallel.returncode == 0, parallel.stderr
+    assert "Joblib.Parallel(n_jobs=2" in parallel.stdout + parallel.stderr
+    sequential = sgi_run_cli(tmp_path / "basic", *sweep)
+    assert sequential.returncode == 0, sequential.stderr
+    files = {p.relative_to(tmp_path / "joblib" / "runs"): p for p in (tmp_path / "joblib" / "runs").glob("*/*/ensemble.h5")}
+    assert len(files) == 4
+    for name, path in files.items():
+        a, b = sgi_run.load(path), sgi_run.load(tmp_path / "basic" / "runs" / name)
+        for stat in ("mean", "var", "count"):
+            assert (a.observables["H"][stat] == b.observables["H"][stat]).all()
+        assert (a.paths["q"] == b.paths["q"]).all()
+    again = sgi_run_cli(tmp_path / "joblib", *sweep, "hydra/launcher=joblib")
+    assert again.returncode == 0 and again.stdout.count("cached") == 4
+
+
+def test_an_unknown_launcher_is_one_line(tmp_path):
+    out = sgi_run_cli(tmp_path, "-m", "hydra/launcher=jobllib", "plan.dt=0.5,0.25")
+    assert out.returncode == 2
+    assert out.stderr.strip() == ("sgi-run: error: hydra/launcher='jobllib' is not allowed: one of "
+                                  "['basic', 'joblib', 'slurm_sweep', 'submitit_local', 'submitit_slurm']")
+    assert not (tmp_path / "runs").exists()
+
+
+def test_the_slurm_sweep_example_composes_into_submitits_slurm_launcher():
+    """conf/hydra/launcher/slurm_sweep.yaml, as Hydra composes it, instantiates the SLURM launcher
+    (no cluster is needed to build it; submitting needs one)."""
+    from hydra import compose, initialize_config_dir
+    from hydra.utils import instantiate
+
+    from sgi_run.config import CONF_DIR, register_resolvers
+    register_resolvers()
+    with initialize_config_dir(str(CONF_DIR), version_base=None):
+        cfg = compose("config", overrides=["hydra/launcher=slurm_sweep", "hydra.launcher.partition=compute",
+                                           "integrator=heun"], return_hydra_config=True)
+    launcher = cfg.hydra.launcher
+    assert launcher._target_ == "hydra_plugins.hydra_submitit_launcher.submitit_launcher.SlurmLauncher"
+    assert (launcher.partition, launcher.timeout_min, launcher.cpus_per_task, launcher.tasks_per_node) == \
+        ("compute", 120, 8, 1)
+    from hydra_plugins.hydra_submitit_launcher.submitit_launcher import SlurmLauncher
+    assert isinstance(instantiate(launcher), SlurmLauncher)

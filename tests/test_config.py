@@ -121,6 +121,20 @@ def test_a_run_that_does_not_fit_in_memory_is_refused_naming_sizes(monkeypatch):
         compose([])
 
 
+def test_big_ensembles_fit_unless_they_keep_every_path(monkeypatch):
+    """10^7 and 10^9 paths need a shard's memory, not the paths'; what grows with the paths (snapshots,
+    per-path time averages) is refused before compute with the bytes it needs and the limit."""
+    monkeypatch.setenv("SGI_RUN_MEMORY_LIMIT", "4GiB")
+    for paths in (10**7, 10**9):
+        compose([f"plan.paths={paths}", "plan.T=10", "plan.dt=0.1", "plan.output_dt=1", "plan.keep_paths=100"])
+    with pytest.raises(ConfigError) as err:
+        compose(["plan.paths=1000000000", "plan.snapshots=[0,10]"])
+    assert str(err.value).startswith("plan.snapshots=(0, 10) is not allowed: a run that fits in memory: this one "
+                                     "needs 89.9 GiB (89.4 GiB for plan.snapshots) and 4 GiB is SGI_RUN_MEMORY_LIMIT")
+    with pytest.raises(ConfigError, match=r"^plan.time_average=\(0, 10\) is not allowed: .* \(22.4 GiB for plan.time_average\)"):
+        compose(["plan.paths=1000000000", "plan.time_average=[0,10]"])
+
+
 def test_the_memory_estimate_counts_what_the_plan_keeps():
     from sgi_run.config import build
     from sgi_run.engine.simulate import memory_estimate

@@ -7,6 +7,7 @@ from typing import Callable
 import numpy as np
 
 from sgi_run.engine.checkpoint import ShardStore
+from sgi_run.engine.executor import Cluster
 from sgi_run.engine.moments import Moments
 from sgi_run.engine.simulate import ShardResult, Simulator, SolverCounts
 
@@ -36,27 +37,33 @@ class EnsembleResult:
 
 def run_shards(sim: Simulator, store: ShardStore | None,
                on_output: Callable[[int], None] | None = None,
-               on_shard_done: Callable[[ShardResult], None] | None = None) -> EnsembleResult:
-    """Every shard of ``sim.plan``, skipping those ``store`` already holds.
+               on_shard_done: Callable[[ShardResult], None] | None = None,
+               cluster: Cluster | None = None, recipe: Callable[[], Simulator] | None = None) -> EnsembleResult:
+    """Every shard of ``sim.plan``, skipping those ``store`` already holds: here, one after another,
+    or as tasks on ``cluster``, whose workers rebuild the simulator from ``recipe`` (``executor``).
 
-    The merge always runs in shard order, so the result does not depend on which shards were
-    resumed; with a different shard count it differs only by the round-off of the merge.
+    Each finished shard is saved as it arrives. The merge always runs in shard order, so the result
+    depends neither on which shards were resumed nor on where or in which order they ran; with a
+    different shard count it differs only by the round-off of the merge.
     """
     count = sim.plan.shard_count
     done = set(store.finished()) if store else set()
     results: dict[int, ShardResult] = {s: store.load(s) for s in sorted(done)}
-    for s in range(count):
-        if s in done:
-            continue
+    missing = [s for s in range(count) if s not in done]
+    if cluster is not None:
+        resumes = {s: store.load_progress(s) for s in missing} if store else {}
+        computed = cluster.run_shards(recipe, missing, {s: r for s, r in resumes.items() if r is not None},
+                                      on_output, sim.plan.outputs)
+    else:
+        computed = (sim.run_shard(s, on_output, resume=store.load_progress(s),
+                                  on_progress=lambda arrays, s=s: store.save_progress(s, arrays))
+                    if store else sim.run_shard(s, on_output) for s in missing)
+    for result in computed:
+        results[result.shard] = result
         if store:
-            progress = lambda arrays, s=s: store.save_progress(s, arrays)
-            results[s] = sim.run_shard(s, on_output, resume=store.load_progress(s), on_progress=progress)
-        else:
-            results[s] = sim.run_shard(s, on_output)
-        if store:
-            store.save(results[s])
+            store.save(result)
         if on_shard_done:
-            on_shard_done(results[s])
+            on_shard_done(result)
 
     ordered = [results[s] for s in range(count)]
     moments = ordered[0].moments

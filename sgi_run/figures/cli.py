@@ -2,6 +2,7 @@
 
     sgi-figures --fidelity smoke
     sgi-figures --fidelity reduced --only fig4_1
+    sgi-figures --fidelity paper --only fig4_1 --executor dask --executor-option address=tcp://host:8786
 
 Exit status: 0 when every figure was made (FAIL verdicts are results, not errors), 1 with
 ``--strict`` when any check FAILs, 2 on bad input (one line on stderr), 130 on Ctrl-C (finished runs
@@ -17,6 +18,7 @@ from pathlib import Path
 from sgi_run import cache
 from sgi_run.config import CACHE_POLICIES
 from sgi_run.core.errors import ConfigError
+from sgi_run.engine import executor
 from sgi_run.figures.experiment import FIDELITIES
 
 
@@ -33,6 +35,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--cache", choices=CACHE_POLICIES, default="reuse",
                    help="reuse finished runs (default; a run computed by other numerics code is reused and "
                         "marked), refresh_stale (recompute those), off (recompute every run)")
+    p.add_argument("--executor", choices=executor.NAMES, default="local",
+                   help="where missing runs compute their shards: local (default), dask (a LocalCluster, or "
+                        "a scheduler: --executor-option address=tcp://host:8786), slurm (dask workers as SLURM "
+                        "jobs: --executor-option queue=NAME); the numbers and the run cache are the same")
+    p.add_argument("--executor-option", action="append", default=[], metavar="KEY=VALUE",
+                   help="a key of conf/executor/<executor>.yaml, e.g. workers=4; repeatable")
     p.add_argument("--strict", action="store_true", help="exit 1 when any check FAILs")
     return p
 
@@ -58,8 +66,9 @@ def main(argv: list[str] | None = None) -> int:
     console = Console()
     try:
         experiments = experiment.discover(args.experiments, args.only)
+        where = [f"executor={args.executor}"] + [f"executor.{o}" for o in args.executor_option]
         for exp in experiments:    # every figure's runs are validated before the first computes
-            experiment.compose_runs(exp, args.fidelity, args.runs_root, args.cache)
+            experiment.compose_runs(exp, args.fidelity, args.runs_root, args.cache, where)
         for key, directory in (("--runs-root", args.runs_root), ("--output", args.output)):
             cache.check_writable(Path(directory), key, directory)
         outcomes = []
@@ -68,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
             console.print(f"[bold]{exp.heading}[/] ({args.fidelity})", highlight=False)
             outcomes.append(experiment.make_figure(exp, args.fidelity, args.output, args.runs_root,
                                                    log=lambda line: console.print(line, markup=False, highlight=False),
-                                                   cache=args.cache))
+                                                   cache=args.cache, executor=where))
             console.print(f"    wrote {outcomes[-1].files['png']} in {time.perf_counter() - started:.0f} s")
     except ConfigError as err:
         print(f"sgi-figures: error: {err}", file=sys.stderr)

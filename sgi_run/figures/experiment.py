@@ -16,7 +16,7 @@ import json
 import math
 import re
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Sequence
 
 import numpy as np
 import yaml
@@ -107,13 +107,15 @@ class Experiment:
         """The figure's title as a reader cites it: "Kraus & Tyranowski (2021), Figure 4.1: <title>"."""
         return f"{self.label}: {self.title}"
 
-    def overrides(self, run_id: str, fidelity: str, runs_root: str | None = None, cache: str | None = None) -> list[str]:
-        """The run's overrides at a fidelity; a later value for the same key replaces an earlier one."""
+    def overrides(self, run_id: str, fidelity: str, runs_root: str | None = None, cache: str | None = None,
+                  executor: Sequence[str] = ()) -> list[str]:
+        """The run's overrides at a fidelity; a later value for the same key replaces an earlier one.
+        ``executor``: where its shards run (``executor=dask``, ``executor.address=...``), never its numbers."""
         profile = self.fidelity[fidelity]
         layers = [self.common, self.runs[run_id].overrides, profile["overrides"],
                   profile["runs"].get(run_id, ()), [f"plan.fidelity={fidelity}"],
                   [f"output_root={runs_root}"] if runs_root is not None else [],
-                  [f"cache={cache}"] if cache is not None else []]
+                  [f"cache={cache}"] if cache is not None else [], executor]
         return list(_merged(layers).values())
 
 
@@ -546,16 +548,18 @@ def _describe(cfg) -> str:
     return f"{cfg.integrator.name} dt={plan.dt} paths={plan.paths} T={plan.T}"
 
 
-def compose_runs(exp: Experiment, fidelity: str, runs_root: str | None = None, cache: str | None = None) -> dict:
+def compose_runs(exp: Experiment, fidelity: str, runs_root: str | None = None, cache: str | None = None,
+                 executor: Sequence[str] = ()) -> dict:
     """Every run's validated config: a bad override is refused here, before any compute."""
-    return {run_id: compose(exp.overrides(run_id, fidelity, runs_root, cache)) for run_id in exp.runs}
+    return {run_id: compose(exp.overrides(run_id, fidelity, runs_root, cache, executor)) for run_id in exp.runs}
 
 
 def make_figure(exp: Experiment, fidelity: str, output_dir, runs_root: str | None = None,
-                log: Callable[[str], None] = print, cache: str | None = None) -> FigureOutcome:
+                log: Callable[[str], None] = print, cache: str | None = None,
+                executor: Sequence[str] = ()) -> FigureOutcome:
     from sgi_run.figures import plots   # matplotlib only when a figure is drawn
 
-    configs = compose_runs(exp, fidelity, runs_root, cache)
+    configs = compose_runs(exp, fidelity, runs_root, cache, executor)
     _check_system_methods(exp, configs)
     results, data = {}, {}
     for n, (run_id, cfg) in enumerate(configs.items(), 1):

@@ -1,0 +1,49 @@
+"""What runs inside a dask worker process (``engine.executor`` submits it): the shard task, the
+plugin that pins a worker to its share of the cores, and what a test asks a worker about itself."""
+from __future__ import annotations
+
+import functools
+import os
+
+from distributed import WorkerPlugin
+
+from sgi_run.engine import executor
+
+
+class PinCores(WorkerPlugin):
+    """Pins each worker process to its block of the host's cores as it starts, before JAX does: the
+    worker's slot is its number among the ``slots`` processes that share the host (a LocalCluster's
+    worker names are 0..W-1; a SLURM job's processes end their names in -0..-P-1)."""
+    name = "sgi-run-pin-cores"
+
+    def __init__(self, slots: int):
+        self.slots = slots
+
+    def setup(self, worker) -> None:
+        if self.slots > 1:
+            executor.pin(int(str(worker.name).rsplit("-", 1)[-1]) % self.slots, self.slots)
+
+
+@functools.lru_cache(maxsize=4)
+def _simulator(recipe):
+    """The simulator of a recipe, built once per worker process (its compiled steps are reused by
+    every shard of the run that lands on this worker)."""
+    return recipe()
+
+
+def run_shard(recipe, shard: int, resume):
+    import sgi_run.core  # noqa: F401  (float64 on, before the recipe builds anything)
+    return _simulator(recipe).run_shard(shard, resume=resume)
+
+
+def facts() -> dict:
+    """What this worker process is: float64 on, how it was started, the cores any of its threads may use."""
+    import jax
+
+    import sgi_run.core  # noqa: F401
+    with open("/proc/self/cmdline", "rb") as f:
+        spawned = b"spawn_main" in f.read()
+    cores = set()
+    for thread in executor.threads():
+        cores |= os.sched_getaffinity(thread)
+    return {"pid": os.getpid(), "x64": bool(jax.config.jax_enable_x64), "spawned": spawned, "cores": sorted(cores)}

@@ -1,0 +1,294 @@
+"""Where a run's shards execute: in this process (``executor=local``) or as tasks on a
+``dask.distributed`` cluster: a ``LocalCluster`` on this machine or a running scheduler
+(``executor=dask``), or SLURM jobs started by ``dask_jobqueue.SLURMCluster`` (``executor=slurm``).
+
+A task is ``(recipe, shard, resume)``: the worker rebuilds the simulator from the recipe (the run's
+config as text; built once per worker process and kept), never from a pickled jitted function, and
+sends the finished shard back; this process saves it as a checkpoint and merges the shards in shard
+order, so the numbers are those of ``executor=local`` whatever the workers. A worker that dies
+mid-shard has its shard recomputed by the scheduler (same random numbers: they are addressed by
+path and step); a killed client keeps the shards it had saved, and the same command resumes.
+
+Workers are fresh processes (spawned, never forked: JAX deadlocks in a child forked after it
+started its threads) that enable float64 when they import ``sgi_run.core``. Each worker of a
+LocalCluster or of a SLURM job is pinned to its own share of the cores before JAX starts: XLA sizes
+its CPU thread pool by the process's CPU affinity (the XLA_FLAGS that once limited it no longer do:
+measured, a process with them still kept 1.9 cores busy), so workers never run two thread pools on
+one core. A sweep's jobs under the joblib launcher share the cores the same way (``claim_cores``).
+"""
+from __future__ import annotations
+
+import atexit
+import logging
+import dataclasses
+import math
+import os
+from typing import Callable, Iterator
+
+from sgi_run.core.errors import ConfigError
+
+NAMES = ("local", "dask", "slurm")
+# Libraries that size their own thread pools by environment: one thread each in a worker, whose
+# parallelism is its share of the cores (``pin``).
+WORKER_ENV = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+_ADDRESS_SCHEMES = ("tcp://", "tls://", "ucx://", "inproc://")
+
+
+# --- the config group, validated ---------------------------------------------------------------------
+def _need(key: str, value, ok: bool, allowed: str) -> None:
+    if not ok:
+        raise ConfigError(f"executor.{key}", value, allowed)
+
+
+def _is_int(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _positive_seconds(key: str, v) -> None:
+    _need(key, v, isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0,
+          "a number of seconds > 0")
+
+
+@dataclasses.dataclass(frozen=True)
+class Local:
+    name: str = "local"
+
+    def check(self) -> None:
+        pass
+
+    def describe(self) -> str:
+        return "local (this process)"
+
+
+@dataclasses.dataclass(frozen=True)
+class Dask:
+    """A LocalCluster of ``workers`` processes (``auto``: one per core / threads_per_worker), or the
+    running scheduler at ``address``."""
+    name: str = "dask"
+    address: str | None = None
+    workers: int | str = "auto"
+    threads_per_worker: int = 1
+    connect_timeout: float = 5.0
+
+    def check(self) -> None:
+        _need("address", self.address, self.address is None or (
+            isinstance(self.address, str) and self.address.startswith(_ADDRESS_SCHEMES)),
+            f"null (start a LocalCluster) or a scheduler address: {'|'.join(_ADDRESS_SCHEMES)}host:port")
+        _need("workers", self.workers, self.workers == "auto" or (_is_int(self.workers) and self.workers >= 1),
+              "'auto' (one per core) or an integer >= 1")
+        _need("threads_per_worker", self.threads_per_worker,
+              _is_int(self.threads_per_worker) and self.threads_per_worker >= 1, "an integer >= 1")
+        _positive_seconds("connect_timeout", self.connect_timeout)
+
+    @property
+    def worker_count(self) -> int:
+        return (max(1, (os.cpu_count() or 1) // self.threads_per_worker) if self.workers == "auto"
+                else int(self.workers))
+
+
+@dataclasses.dataclass(frozen=True)
+class Slurm:
+    """``dask_jobqueue.SLURMCluster``: ``jobs`` SLURM jobs of ``cores`` cores and ``memory`` each, split
+    into ``processes`` worker processes; ``job_extra`` are extra ``#SBATCH`` directives."""
+    name: str = "slurm"
+    queue: str | None = None
+    account: str | None = None
+    jobs: int = 1
+    cores: int = 8
+    processes: int = 1
+    memory: str = "16GiB"
+    walltime: str = "01:00:00"
+    job_extra: tuple[str, ...] = ()
+    interface: str | None = None
+    connect_timeout: float = 5.0
+
+    def check(self) -> None:
+        text = lambda v: isinstance(v, str) and v.strip() != ""
+        _need("queue", self.queue, text(self.queue), "the SLURM partition the workers' jobs go to (e.g. queue=compute)")
+        _need("account", self.account, self.account is None or text(self.account), "null or a SLURM account")
+        for key in ("jobs", "cores", "processes"):
+            _need(key, getattr(self, key), _is_int(getattr(self, key)) and getattr(self, key) >= 1, "an integer >= 1")
+        _need("processes", self.processes, self.cores % self.processes == 0,
+              f"a divisor of cores = {self.cores} (each worker process gets the same number of cores)")
+        _need("memory", self.memory, text(self.memory), "a size per job, e.g. 16GiB")
+        _need("walltime", self.walltime, text(self.walltime), "a SLURM time, e.g. 01:00:00")
+        _need("job_extra", self.job_extra, all(text(x) for x in self.job_extra),
+              "a list of #SBATCH options, e.g. ['--gres=gpu:1']")
+        _need("interface", self.interface, self.interface is None or text(self.interface),
+              "null or a network interface, e.g. ib0")
+        _positive_seconds("connect_timeout", self.connect_timeout)
+
+    def cluster_options(self) -> dict:
+        """The keyword arguments of ``dask_jobqueue.SLURMCluster``."""
+        return {"queue": self.queue, "account": self.account, "cores": self.cores, "processes": self.processes,
+                "memory": self.memory, "walltime": self.walltime, "job_extra_directives": list(self.job_extra),
+                "interface": self.interface,
+                "job_script_prologue": [f"export {k}='{v}'" for k, v in WORKER_ENV.items()]}
+
+
+_SPECS = {"local": Local, "dask": Dask, "slurm": Slurm}
+
+
+def spec_of(mapping) -> Local | Dask | Slurm:
+    """The validated executor of a config's ``executor`` node (a plain mapping)."""
+    mapping = dict(mapping)
+    name = mapping.get("name")
+    if name not in _SPECS:
+        raise ConfigError("executor.name", name, f"one of {list(NAMES)}")
+    cls = _SPECS[name]
+    known = [f.name for f in dataclasses.fields(cls)]
+    for key, value in mapping.items():
+        _need(key, value, key in known, f"a key of executor={name}: {known}")
+    if "job_extra" in mapping:
+        _need("job_extra", mapping["job_extra"], isinstance(mapping["job_extra"], (list, tuple)),
+              "a list of #SBATCH options")
+        mapping["job_extra"] = tuple(mapping["job_extra"])
+    spec = cls(**mapping)
+    spec.check()
+    return spec
+
+
+# --- sharing the cores ----------------------------------------------------------------------------------
+def share(slot: int, slots: int, cores: list[int] | None = None) -> list[int]:
+    """The cores of ``slot`` when ``slots`` processes share ``cores`` (this process's, by default):
+    consecutive blocks of equal size; more slots than cores share them round robin."""
+    cores = sorted(os.sched_getaffinity(0)) if cores is None else sorted(cores)
+    if slots >= len(cores):
+        return [cores[slot % len(cores)]]
+    size = len(cores) // slots
+    return cores[slot * size:(slot + 1) * size]
+
+
+def pin(slot: int, slots: int) -> list[int]:
+    """Pin this process to its share of the cores (before JAX starts, which sizes its pool by them):
+    every thread it has, since an affinity is a thread's (a dask worker's task thread exists before
+    its plugins run), and so every thread it starts later."""
+    mine = share(slot, slots)
+    for thread in threads():
+        try:
+            os.sched_setaffinity(thread, mine)
+        except ProcessLookupError:     # the thread ended meanwhile
+            pass
+    return mine
+
+
+def threads() -> list[int]:
+    """The ids of this process's threads."""
+    return [int(t) for t in os.listdir("/proc/self/task")]
+
+
+_claimed: list = []     # the lock of the slot this process holds, kept open while it lives
+
+
+def claim_cores(directory: str, slots: int) -> list[int] | None:
+    """Pin this process to the cores of the first of ``slots`` slots no other process holds (a lock file
+    per slot in ``directory``, held until this process ends): how a sweep's parallel jobs, started by a
+    launcher that does not number them, share the cores. None when every slot is taken."""
+    import fcntl
+    if _claimed:
+        return sorted(os.sched_getaffinity(0))
+    for slot in range(slots):
+        fd = os.open(os.path.join(directory, f"slot-{slot}.lock"), os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            continue
+        _claimed.append(fd)
+        return pin(slot, slots)
+    return None
+
+
+# --- this process's side ----------------------------------------------------------------------------
+class Cluster:
+    """A connected ``distributed.Client`` and what it runs on."""
+
+    def __init__(self, client, where: str, owned=None):
+        self.client, self.where, self._owned = client, where, owned
+
+    def run_shards(self, recipe: Callable, shards: list[int], resumes: dict,
+                   on_output: Callable[[int], None] | None = None, outputs: int = 1) -> Iterator:
+        """Yield each of ``shards`` as a ``ShardResult`` when it finishes (in any order), starting
+        those in ``resumes`` from their saved progress. ``on_output`` hears of a finished shard as
+        of its paths at each of its ``outputs`` output intervals. Leaving early (Ctrl-C, an error)
+        cancels the shards not yet finished."""
+        from distributed import as_completed
+
+        from sgi_run.engine.dask_worker import run_shard
+
+        futures = [self.client.submit(run_shard, recipe, s, resumes.get(s), pure=False, priority=-s)
+                   for s in shards]
+        try:
+            for future in as_completed(futures):
+                result = future.result()
+                if on_output is not None:
+                    on_output(result.paths * outputs)
+                yield result
+        finally:
+            self.client.cancel([f for f in futures if not f.done()])
+
+    def close(self) -> None:
+        self.client.close()
+        if self._owned is not None:
+            self._owned.close()
+
+
+_open: dict = {}
+
+
+def connect(spec: Local | Dask | Slurm) -> Cluster | None:
+    """The cluster of an executor (None: run here), started or attached once per process and kept
+    for the process's later runs (a figure's runs share one LocalCluster)."""
+    if isinstance(spec, Local):
+        return None
+    if spec not in _open:
+        _open[spec] = _start(spec)
+    return _open[spec]
+
+
+def _start(spec: Dask | Slurm) -> Cluster:
+    import dask
+    from distributed import Client
+
+    from sgi_run.engine.dask_worker import PinCores
+
+    if isinstance(spec, Dask) and spec.address is not None:
+        try:
+            client = Client(spec.address, timeout=f"{spec.connect_timeout}s")
+        except (OSError, TimeoutError) as err:
+            raise ConfigError("executor.address", spec.address,
+                              f"the address of a running dask scheduler (none answered within "
+                              f"{spec.connect_timeout:g} s: {str(err).splitlines()[0]})") from None
+        workers = len(client.scheduler_info(n_workers=-1)["workers"])
+        return Cluster(client, f"dask scheduler {spec.address} ({workers} workers)")
+    with dask.config.set({"distributed.worker.multiprocessing-method": "spawn"}):
+        if isinstance(spec, Dask):
+            from distributed import LocalCluster
+            cluster = LocalCluster(n_workers=spec.worker_count, threads_per_worker=spec.threads_per_worker,
+                                   processes=True, env=dict(WORKER_ENV), dashboard_address=":0",
+                                   host="127.0.0.1", silence_logs=logging.ERROR)
+            cores = share(0, spec.worker_count)
+            where = (f"dask LocalCluster ({spec.worker_count} worker processes x {spec.threads_per_worker} "
+                     f"thread{'s' if spec.threads_per_worker > 1 else ''}, {len(cores)} core"
+                     f"{'s' if len(cores) > 1 else ''} each)")
+        else:
+            from dask_jobqueue import SLURMCluster
+            cluster = SLURMCluster(**spec.cluster_options())
+            cluster.scale(jobs=spec.jobs)
+            where = (f"dask SLURMCluster (queue {spec.queue}: {spec.jobs} job(s) x {spec.processes} worker "
+                     f"process(es), {spec.cores} cores, {spec.memory})")
+    client = Client(cluster, timeout=f"{spec.connect_timeout}s")
+    # Every worker (and every one restarted later) pins itself before it runs a task.
+    client.register_plugin(PinCores(spec.worker_count if isinstance(spec, Dask) else spec.processes))
+    return Cluster(client, where, owned=cluster)
+
+
+@atexit.register
+def close_all() -> None:
+    """Close every cluster this process started or attached to (at exit, and between tests)."""
+    for cluster in _open.values():
+        try:
+            cluster.close()
+        except Exception:       # already gone (interpreter shutting down, scheduler killed)
+            pass
+    _open.clear()

@@ -1,0 +1,209 @@
+"""executor=dask: shards as tasks on a dask.distributed LocalCluster (two spawned worker processes),
+with the numbers of executor=local; a worker killed mid-shard and a client killed mid-run lose nothing.
+executor=slurm: validated and composed (no SLURM here)."""
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+import sgi_run
+from sgi_run.core.errors import ConfigError
+from sgi_run.engine import executor
+
+DASK = ["executor=dask", "executor.workers=2"]
+# Four shards, kept paths in two of them, snapshots and per-path time averages: every part of the file.
+KUBO = ["integrator=midpoint", "plan.paths=4000", "plan.shard_size=1000", "plan.T=2", "plan.dt=0.01",
+        "plan.output_dt=0.25", "plan.keep_paths=1500", "plan.snapshots=[1.0,2.0]", "plan.time_average=[1.0,2.0]",
+        "plan.observables=[H,q,H_change]"]
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    """The LocalCluster that runs with executor=dask executor.workers=2 use (one for the module)."""
+    yield executor.connect(executor.spec_of({"name": "dask", "workers": 2}))
+    executor.close_all()
+
+
+def assert_same_files(a, b):
+    """Every dataset of two ensembles equal, bit for bit."""
+    ea, eb = sgi_run.load(a.path), sgi_run.load(b.path)
+    for name in ea.observables:
+        for stat in ("mean", "var", "count"):
+            np.testing.assert_array_equal(ea.observables[name][stat], eb.observables[name][stat], err_msg=name)
+    for group in ("paths", "snapshots", "time_averages", "diagnostics"):
+        x, y = getattr(ea, group), getattr(eb, group)
+        assert x.keys() == y.keys(), group
+        for name in x:
+            np.testing.assert_array_equal(x[name], y[name], err_msg=f"{group}/{name}")
+
+
+def test_workers_are_spawned_float64_processes_each_on_its_own_cores(cluster):
+    """XLA sizes its CPU thread pool by the process's cores: two workers on disjoint halves of them
+    never run two pools on one core."""
+    from sgi_run.engine.dask_worker import facts as worker_facts
+    facts = list(cluster.client.run(worker_facts).values())
+    assert len(facts) == 2 and len({f["pid"] for f in facts} | {os.getpid()}) == 3
+    for f in facts:
+        assert f["x64"] and f["spawned"], f
+    cores = sorted(os.sched_getaffinity(0))
+    if len(cores) >= 2:
+        assert not set(facts[0]["cores"]) & set(facts[1]["cores"])
+        assert sorted(facts[0]["cores"] + facts[1]["cores"]) == cores[:2 * (len(cores) // 2)]
+    share = len(cores) // 2 or 1
+    assert cluster.where == f"dask LocalCluster (2 worker processes x 1 thread, {share} core{'s' * (share > 1)} each)"
+
+
+def test_cores_are_shared_in_blocks_and_each_block_claimed_by_one_process(tmp_path):
+    assert [executor.share(s, 2, [0, 1, 2, 3]) for s in range(2)] == [[0, 1], [2, 3]]
+    assert [executor.share(s, 3, [0, 1]) for s in range(3)] == [[0], [1], [0]]
+    if len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("one core: nothing to share")
+    # Each process claims the first free block and holds it while it lives; a third finds none.
+    claim = ("import sys; from sgi_run.engine.executor import claim_cores; "
+             "print(claim_cores(sys.argv[1], 2), flush=True); sys.stdin.read()")
+    holders = [subprocess.Popen([sys.executable, "-c", claim, str(tmp_path)], stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, text=True) for _ in range(3)]
+    claimed = []
+    for holder in holders:                   # one at a time: each prints once it has claimed
+        claimed.append(holder.stdout.readline().strip())
+    for holder in holders:
+        holder.communicate("")
+    assert sorted(claimed) == sorted([str(executor.share(0, 2)), str(executor.share(1, 2)), "None"])
+
+
+@pytest.mark.parametrize("overrides", [
+    KUBO,
+    # A pytree state, a fixed-point solver's counts in diagnostics.
+    ["system=rigid_body", "integrator=isomp", "plan.paths=60", "plan.shard_size=20", "plan.T=0.5", "plan.dt=0.05",
+     "plan.output_dt=0.25", "plan.keep_paths=25", "plan.observables=[H,C2,spectrum]"],
+], ids=["kubo_midpoint", "rigid_body_isomp"])
+def test_a_dask_run_equals_the_local_run(cluster, tmp_path, overrides):
+    local = sgi_run.run(sgi_run.compose(overrides + [f"output_root={tmp_path}/local", "progress=off"]))
+    on_dask = sgi_run.run(sgi_run.compose(overrides + DASK + [f"output_root={tmp_path}/dask", "progress=off"]))
+    assert on_dask.ensemble.attrs["executor"] == cluster.where
+    assert local.ensemble.attrs["executor"] == "local (this process)"
+    assert on_dask.ensemble.attrs["config_hash"] == local.ensemble.attrs["config_hash"]   # where is not what
+    assert_same_files(local, on_dask)
+
+
+def test_a_convergence_study_on_dask_equals_the_local_one(cluster, tmp_path):
+    overrides = ["integrator=heun", "plan=convergence", "plan.paths=400", "plan.shard_size=100", "plan.T=1",
+                 "plan.dts=[0.1,0.05]", "plan.reference=fine", "plan.bootstrap=0"]
+    local = sgi_run.run(sgi_run.compose(overrides + [f"output_root={tmp_path}/local", "progress=off"]))
+    on_dask = sgi_run.run(sgi_run.compose(overrides + DASK + [f"output_root={tmp_path}/dask", "progress=off"]))
+    np.testing.assert_array_equal(local.result.error, on_dask.result.error)
+    np.testing.assert_array_equal(local.result.se, on_dask.result.se)
+
+
+def test_a_worker_killed_mid_shard_has_its_shard_recomputed_to_the_same_numbers(cluster, tmp_path):
+    overrides = ["integrator=midpoint", "plan.paths=12000", "plan.shard_size=1000", "plan.T=20", "plan.dt=0.01",
+                 "plan.output_dt=1", "plan.keep_paths=2"]
+    killed = []
+
+    def kill_a_busy_worker(shard):
+        if killed:
+            return
+        busy = [w for w, keys in cluster.client.processing().items() if keys]
+        if busy:
+            pid = cluster.client.run(os.getpid, workers=busy[:1])[busy[0]]
+            os.kill(pid, signal.SIGKILL)
+            killed.append(pid)
+
+    on_dask = sgi_run.run(sgi_run.compose(overrides + DASK + [f"output_root={tmp_path}/dask", "progress=off"]),
+                          on_shard_done=kill_a_busy_worker)
+    assert killed, "no worker was busy when the first shard came back"
+    cluster.client.wait_for_workers(2, timeout=60)       # the nanny started a new one
+    assert killed[0] not in cluster.client.run(os.getpid).values()
+    local = sgi_run.run(sgi_run.compose(overrides + [f"output_root={tmp_path}/local", "progress=off"]))
+    assert_same_files(local, on_dask)
+
+
+def test_a_killed_client_and_scheduler_resume_from_the_finished_shards(cluster, tmp_path):
+    """The client (and the LocalCluster's scheduler in it) is SIGKILLed mid-run; the same command
+    resumes from the shards it had saved, to the numbers of an uninterrupted local run."""
+    overrides = ["integrator=midpoint", "plan.paths=16000", "plan.shard_size=1000", "plan.T=10", "plan.dt=0.01",
+                 "plan.output_dt=1", "plan.keep_paths=2", f"output_root={tmp_path}/dask"]
+    proc = subprocess.Popen([sys.executable, "-m", "sgi_run.cli", *overrides, *DASK, "progress=on"], cwd=tmp_path,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+    deadline = time.time() + 180
+    try:
+        while time.time() < deadline and not list((tmp_path / "dask").glob("*/*/shards/shard-*.npz")):
+            assert proc.poll() is None, proc.stderr.read().decode()
+            time.sleep(0.05)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)      # client, scheduler and its worker processes
+        proc.wait()
+    kept = len(list((tmp_path / "dask").glob("*/*/shards/shard-*.npz")))
+    assert 1 <= kept < 16 and not list((tmp_path / "dask").glob("*/*/ensemble.h5"))
+    planned = proc.stderr.readline().decode()          # the progress says where the run runs
+    assert "16000 paths x 1000 steps" in planned and "on dask LocalCluster (2 worker processes" in planned
+
+    resumed = sgi_run.run(sgi_run.compose(overrides + DASK + ["progress=off"]))
+    assert resumed.shards_resumed == kept
+    local = sgi_run.run(sgi_run.compose(overrides[:-1] + [f"output_root={tmp_path}/local", "progress=off"]))
+    assert_same_files(local, resumed)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_an_unreachable_scheduler_is_refused_in_seconds_and_nothing_is_computed(tmp_path):
+    address = f"tcp://127.0.0.1:{_free_port()}"
+    cfg = sgi_run.compose([f"output_root={tmp_path}", "progress=off", "executor=dask", f"executor.address={address}",
+                           "executor.connect_timeout=2"])
+    started = time.perf_counter()
+    with pytest.raises(ConfigError) as err:
+        sgi_run.run(cfg)
+    assert time.perf_counter() - started < 15
+    assert str(err.value).startswith(f"executor.address='{address}' is not allowed: the address of a running dask "
+                                     "scheduler (none answered within 2 s")
+    assert "\n" not in str(err.value)
+    assert not list(tmp_path.glob("*/*/shards")) and not list(tmp_path.glob("*/*/ensemble.h5"))
+
+
+@pytest.mark.parametrize("override, message", [
+    ("executor.workers=0", "executor.workers=0 is not allowed: 'auto' (one per core) or an integer >= 1"),
+    ("executor.workers=-2", "executor.workers=-2 is not allowed: 'auto' (one per core) or an integer >= 1"),
+    ("executor.threads_per_worker=0", "executor.threads_per_worker=0 is not allowed: an integer >= 1"),
+    ("executor.address=localhost:8786", "executor.address='localhost:8786' is not allowed: null (start a "
+     "LocalCluster) or a scheduler address: tcp://|tls://|ucx://|inproc://host:port"),
+    ("executor.connect_timeout=0", "executor.connect_timeout=0 is not allowed: a number of seconds > 0"),
+])
+def test_bad_dask_options_are_one_line(override, message):
+    with pytest.raises(ConfigError) as err:
+        sgi_run.compose(["executor=dask", override])
+    assert str(err.value) == message
+
+
+def test_a_slurm_executor_needs_a_queue_and_whole_worker_processes():
+    with pytest.raises(ConfigError) as err:
+        sgi_run.compose(["executor=slurm"])
+    assert str(err.value) == ("executor.queue=None is not allowed: the SLURM partition the workers' jobs go to "
+                              "(e.g. queue=compute)")
+    with pytest.raises(ConfigError, match=r"^executor.processes=3 is not allowed: a divisor of cores = 8"):
+        sgi_run.compose(["executor=slurm", "executor.queue=compute", "executor.processes=3"])
+    with pytest.raises(ConfigError, match=r"^executor.job_extra=\['' \]|^executor.job_extra="):
+        sgi_run.compose(["executor=slurm", "executor.queue=compute", "executor.job_extra=['']"])
+
+
+def test_the_slurm_config_makes_the_job_script_it_documents():
+    """dask-jobqueue's own job script from conf/executor/slurm.yaml's keys (no SLURM needed to write it)."""
+    from dask_jobqueue.slurm import SLURMJob
+
+    cfg = sgi_run.compose(["executor=slurm", "executor.queue=compute", "executor.account=proj42", "executor.cores=8",
+                           "executor.processes=2", "executor.memory=32GiB", "executor.walltime=02:00:00",
+                           "executor.job_extra=['--gres=gpu:1']"])
+    spec = executor.spec_of(sgi_run.config.plain(cfg.executor))
+    script = SLURMJob(scheduler="tcp://127.0.0.1:8786", name="sgi-run", **spec.cluster_options()).job_script()
+    for line in ("#SBATCH -p compute", "#SBATCH -A proj42", "#SBATCH -n 1", "#SBATCH --cpus-per-task=8",
+                 "#SBATCH -t 02:00:00", "#SBATCH --gres=gpu:1", "--nworkers 2", "--nthreads 4",
+                 "export OMP_NUM_THREADS='1'"):
+        assert line in script, (line, script)
