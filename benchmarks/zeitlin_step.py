@@ -1,9 +1,10 @@
 """One IsoMP step of the stochastic Euler-Zeitlin equations at N = 128 (issue 12, Speed): milliseconds per
 step and per fixed-point iteration, iterations per step, for the deterministic step (the reference's) and
 the paper's stochastic one, and what a step is made of (a Hoppe-Yau transform, the tridiagonal Poisson
-solve, the generator, one complex 128 x 128 product), on ONE thread (``--threads``; XLA's CPU
-thread pool is sized before JAX starts): the reference it is compared with, a numba + OpenBLAS code, runs
-on one core, and two thread pools fighting over two cores were measured 50x slower.
+solve, the generator, one complex 128 x 128 product), on ONE core (``--threads``: the process is pinned
+to that many cores before JAX starts, and XLA sizes its CPU thread pool by them): the reference it is
+compared with, a numba + OpenBLAS code, runs on one core, and two thread pools fighting over two cores
+were measured 50x slower.
 
     python benchmarks/zeitlin_step.py [--n 128] [--steps 50] [--repeats 5] [--threads 1] [--out outputs/bench]
 
@@ -29,17 +30,17 @@ def _parse(argv):
     parser.add_argument("--n", type=int, default=128)
     parser.add_argument("--steps", type=int, default=50, help="steps per timed run (one path)")
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--threads", type=int, default=1, help="XLA CPU threads (1: the reference's setting)")
+    parser.add_argument("--threads", type=int, default=1, help="cores, and so XLA CPU threads (1: the reference's setting)")
     parser.add_argument("--out", default=str(ROOT / "outputs" / "bench"))
     return parser.parse_args(argv)
 
 
 def main(argv=None) -> int:
     args = _parse(argv)
-    # Before JAX is imported: one intra-op thread, no Eigen thread pool.
-    if args.threads == 1:
-        os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_cpu_multi_thread_eigen=false"
-                                   " intra_op_parallelism_threads=1").strip()
+    # Before JAX starts: XLA sizes its CPU thread pool by the process's cores (its affinity; the
+    # XLA_FLAGS that once limited the pool no longer do: with them a process still kept 1.9 cores busy).
+    cores = sorted(os.sched_getaffinity(0))
+    os.sched_setaffinity(0, cores[:args.threads])
     sys.path.insert(0, str(ROOT))
     import sgi_run.core  # noqa: F401  (float64 first)
     import jax
@@ -91,7 +92,7 @@ def main(argv=None) -> int:
         "machine": {"processor": platform.processor() or platform.machine(), "cores": os.cpu_count(),
                     "python": platform.python_version(), "jax": jax.__version__,
                     "backend": jax.default_backend(), "threads": args.threads,
-                    "xla_flags": os.environ.get("XLA_FLAGS", "")},
+                    "pinned_to_cores": sorted(os.sched_getaffinity(0))},
         "N": args.n, "dt": dt, "steps": args.steps, "repeats": args.repeats, "step": steps,
         "reference_ms_per_iteration": REFERENCE_MS_PER_ITERATION,
         "ratio_to_reference": steps["deterministic"]["ms_per_iteration"] / REFERENCE_MS_PER_ITERATION,
@@ -102,7 +103,7 @@ def main(argv=None) -> int:
     (out / "zeitlin_step.json").write_text(json.dumps(record, indent=1) + "\n")
     lines = [f"# IsoMP step, Euler-Zeitlin su({args.n})", "",
              f"- machine: {record['machine']['processor']}, {record['machine']['cores']} cores; jax "
-             f"{record['machine']['jax']} ({record['machine']['backend']}), {args.threads} XLA thread(s)",
+             f"{record['machine']['jax']} ({record['machine']['backend']}), {args.threads} core(s), pinned",
              f"- one path, {args.steps} steps of dt = 0.1 hbar, best of {args.repeats} runs",
              f"- reference (numba + OpenBLAS, deterministic step, one core): {REFERENCE_MS_PER_ITERATION} ms per "
              f"iteration; ours / reference = {record['ratio_to_reference']:.2f}", "",

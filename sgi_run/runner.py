@@ -164,7 +164,7 @@ def run(cfg: DictConfig, run_dir: Path | None = None, *, progress: bool | None =
         store.write(path, ens)
         shards.clear()
     rows = summary.summarize(ens, system, setup.integrator, plan)
-    summary.write(rows, run_dir, f"{label}  dt={plan.dt}  paths={plan.paths}  T={plan.T}")
+    summary.write(rows, run_dir, f"{label}  dt={plan.dt}  paths={plan.paths}  T={plan.T}  (ran on {where})")
     return RunResult(path, run_dir, ens, rows, cached=False, shards_resumed=result.shards_resumed)
 
 

@@ -16,12 +16,17 @@ from sgi_run.config import GROUPS, _hydra_compose, expand_sweeps, group_options
 
 
 
+# Options that need a key set before they compose at all (a SLURM cluster has no default partition).
+REQUIRED = {"executor=slurm": ("executor.queue=compute",)}
+
+
 def _fitting(choice: str) -> tuple[str, ...]:
     """``choice`` with an option of the other group that fits it (CSVIA needs a constrained system, ...),
     so that an override of any key goes through every check, past the system/integrator pairing."""
     group = choice.split("=")[0]
     other = {"system": "integrator", "integrator": "system"}.get(group)
     partners = [()] + [(f"{other}={o}",) for o in (group_options(other) if other else [])]
+    partners += [REQUIRED[choice]] if choice in REQUIRED else []
     # A large state (Zeitlin su(128)) fits the default 10^4-path shards in no memory: one path then.
     for plan in ((), ("plan.paths=1", "plan.keep_paths=1")):
         for partner in partners:

@@ -133,7 +133,7 @@ def spec_of(mapping) -> Local | Dask | Slurm:
     """The validated executor of a config's ``executor`` node (a plain mapping)."""
     mapping = dict(mapping)
     name = mapping.get("name")
-    if name not in _SPECS:
+    if not isinstance(name, str) or name not in _SPECS:
         raise ConfigError("executor.name", name, f"one of {list(NAMES)}")
     cls = _SPECS[name]
     known = [f.name for f in dataclasses.fields(cls)]

@@ -88,6 +88,7 @@ def test_a_dask_run_equals_the_local_run(cluster, tmp_path, overrides):
     assert on_dask.ensemble.attrs["executor"] == cluster.where
     assert local.ensemble.attrs["executor"] == "local (this process)"
     assert on_dask.ensemble.attrs["config_hash"] == local.ensemble.attrs["config_hash"]   # where is not what
+    assert (on_dask.run_dir / "summary.md").read_text().splitlines()[0].endswith(f"(ran on {cluster.where})")
     assert_same_files(local, on_dask)
 
 
