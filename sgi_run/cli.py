@@ -20,6 +20,7 @@ from sgi_run import __version__
 from sgi_run.config import (CONF_DIR, GROUPS, check_hydra_groups, compose, config_hash, expand_sweeps, group_options, register_resolvers,
                             run_dir_for)
 from sgi_run.core.errors import ConfigError
+from sgi_run.engine.executor import ShardLost
 
 _HYDRA_FLAGS_WITH_VALUE = {"-cn", "--config-name", "-cp", "--config-path", "-cd", "--config-dir",
                            "--info", "-i", "--experimental-rerun", "--package", "-p", "--cfg", "-c"}
@@ -67,6 +68,10 @@ def _job(cfg: DictConfig) -> None:
         result = run(cfg, run_dir=run_dir)
     except ConfigError as err:
         _refuse(err)
+    except ShardLost as err:
+        print(f"sgi-run: error: {err}; the finished shards are kept, the same command resumes from them",
+              file=sys.stderr)
+        sys.exit(1)
     if cfg.plan.get("kind", "ensemble") == "convergence":
         from sgi_run.convergence_run import show
         show(result, console)

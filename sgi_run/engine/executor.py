@@ -200,6 +200,11 @@ def claim_cores(directory: str, slots: int) -> list[int] | None:
 
 
 # --- this process's side ----------------------------------------------------------------------------
+class ShardLost(RuntimeError):
+    """A shard whose every try killed the worker running it (dask's ``allowed-failures``): a shard
+    that does not fit a worker's memory, or a crash of the worker's process. One line."""
+
+
 class Cluster:
     """A connected ``distributed.Client`` and what it runs on."""
 
@@ -212,7 +217,7 @@ class Cluster:
         those in ``resumes`` from their saved progress. ``on_output`` hears of a finished shard as
         of its paths at each of its ``outputs`` output intervals. Leaving early (Ctrl-C, an error)
         cancels the shards not yet finished."""
-        from distributed import as_completed
+        from distributed import KilledWorker, as_completed
 
         from sgi_run.engine.dask_worker import run_shard
 
@@ -220,7 +225,12 @@ class Cluster:
                    for s in shards]
         try:
             for future in as_completed(futures):
-                result = future.result()
+                try:
+                    result = future.result()
+                except KilledWorker:
+                    shard = shards[futures.index(future)]
+                    raise ShardLost(f"shard {shard} was lost: every worker that ran it died (out of memory? a "
+                                    f"smaller plan.shard_size needs less; see the workers' logs); {self.where}") from None
                 if on_output is not None:
                     on_output(result.paths * outputs)
                 yield result

@@ -150,6 +150,21 @@ def test_a_killed_client_and_scheduler_resume_from_the_finished_shards(cluster, 
     assert_same_files(local, resumed)
 
 
+class DyingRecipe:
+    """A recipe whose worker process dies as it builds (as one killed for its memory would)."""
+
+    def __call__(self):
+        os._exit(1)
+
+
+def test_a_shard_that_kills_every_worker_it_runs_on_is_one_line(cluster):
+    with pytest.raises(executor.ShardLost) as err:
+        list(cluster.run_shards(DyingRecipe(), [3], {}))
+    assert str(err.value).startswith("shard 3 was lost: every worker that ran it died (out of memory?")
+    assert "\n" not in str(err.value)
+    cluster.client.wait_for_workers(2, timeout=60)
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
