@@ -90,8 +90,8 @@ def scaling(paths: int) -> dict:
              _dask(clusters[2], 2, 2 * paths, 10**4)]
     weak = rows[3]["path_steps_per_s"] / rows[1]["path_steps_per_s"]
     sizes = []
-    for size in (250, 1000, 4000, 16000):
-        sizes.append(_dask(clusters[1], 1, max(8 * size, 32000), size))
+    for size in (25, 50, 100, 250, 1000, 4000, 16000):
+        sizes.append(_dask(clusters[1], 1, max(8 * size, 8000), size))
     under = [r["shard_size"] for r in sizes if r["overhead_fraction"] < 0.05]
     executor.close_all()
     return {"rows": rows, "weak_scaling_speedup": weak, "shard_sizes": sizes,
