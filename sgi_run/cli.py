@@ -138,7 +138,11 @@ def _share_cores_among_jobs(argv: list[str]) -> None:
         return        # Hydra refuses it
     jobs = n_jobs if n_jobs > 0 else max(1, cores + 1 + n_jobs)
     if jobs > 1:
-        os.environ[SLOTS_ENV] = f"{jobs}:{tempfile.mkdtemp(prefix='sgi-run-cores-')}"
+        import atexit
+        import shutil
+        directory = tempfile.mkdtemp(prefix="sgi-run-cores-")
+        atexit.register(shutil.rmtree, directory, ignore_errors=True)
+        os.environ[SLOTS_ENV] = f"{jobs}:{directory}"
 
 
 def _on_sigterm(signum, frame) -> None:
