@@ -171,6 +171,8 @@ Examples:
   sgi-run system.nu=0.3 plan.paths=50000 plan.T=50 plan.observables=[H,q,p] plan.keep_paths=20
   sgi-run -m integrator=midpoint,dirk,heun plan=convergence  # strong order with a 95% CI
   sgi-run integrator=srkw2 plan=convergence plan.error=weak  # weak order
+  sgi-run executor=dask plan.paths=1000000           # shards as tasks on a dask LocalCluster (same numbers)
+  sgi-run -m hydra/launcher=joblib plan.dt=0.1,0.05  # a sweep's jobs in parallel processes
   sgi-run system=van_der_pol --cfg job               # show the composed config (validated), run nothing
 
 Config groups (choose with group=option):
