@@ -28,7 +28,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -66,12 +65,12 @@ def _local(paths: int, shard_size: int) -> dict:
 
 
 def _dask(cluster, workers: int, paths: int, shard_size: int) -> dict:
-    from sgi_run.engine import executor
+    from sgi_run.engine import cores
     sim, recipe = _setup(paths, shard_size)
     every = list(range(sim.plan.shard_count))
     list(cluster.run_shards(recipe, every[:2 * workers], {}))    # compile on every worker
     wall, shards = _timed(lambda: cluster.run_shards(recipe, every, {}))
-    return _row("dask", f"{workers} worker(s), {len(executor.share(0, workers))} core(s) each", paths, shard_size, sim.plan, wall, shards, slots=workers)
+    return _row("dask", f"{workers} worker(s), {len(cores.share(0, workers))} core(s) each", paths, shard_size, sim.plan, wall, shards, slots=workers)
 
 
 def _row(executor, where, paths, shard_size, plan, wall, shards, slots) -> dict:
@@ -119,7 +118,7 @@ def memory() -> list[dict]:
 
 def _markdown(report: dict) -> str:
     m = report["machine"]
-    lines = [f"# Scale-out: Dask executor and big ensembles", "",
+    lines = ["# Scale-out: Dask executor and big ensembles", "",
              f"Machine: {m.get('cpu_model')}, {m.get('cpu_cores_usable')} cores, {m.get('memory_gib')} GiB, {m.get('os')}; "
              f"Python {m.get('python')}, jax {m.get('jax')}.", ""]
     if "scaling" in report:

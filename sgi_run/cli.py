@@ -59,7 +59,7 @@ def _job(cfg: DictConfig) -> None:
     from sgi_run.runner import run
 
     if os.environ.get(SLOTS_ENV):           # a job of a parallel sweep: its own cores, before JAX starts
-        from sgi_run.engine.executor import claim_cores
+        from sgi_run.engine.cores import claim_cores
         slots, directory = os.environ[SLOTS_ENV].split(":", 1)
         claim_cores(directory, int(slots))
     console = Console()

@@ -151,7 +151,8 @@ def run(cfg: DictConfig, run_dir: Path | None = None, *, progress: bool | None =
                  + (f"; on {cluster.where}" if cluster is not None else ""))
         try:
             with _progress(mode, label, sim.plan, len(shards.finished())) as on_output:
-                result = run_shards(sim, shards, on_output, on_shard_done, cluster, Recipe.of(cfg))
+                result = run_shards(sim, shards, on_output, on_shard_done, cluster,
+                                    Recipe.of(cfg) if cluster is not None else None)
         except KeyboardInterrupt:
             raise RunInterrupted(run_dir, len(shards.finished()), sim.plan.shard_count, len(shards.in_progress())) from None
         where = cluster.where if cluster is not None else executor.Local().describe()

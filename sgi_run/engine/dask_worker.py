@@ -7,7 +7,7 @@ import os
 
 from distributed import WorkerPlugin
 
-from sgi_run.engine import executor
+from sgi_run.engine import cores
 
 
 class PinCores(WorkerPlugin):
@@ -21,7 +21,7 @@ class PinCores(WorkerPlugin):
 
     def setup(self, worker) -> None:
         if self.slots > 1:
-            executor.pin(int(str(worker.name).rsplit("-", 1)[-1]) % self.slots, self.slots)
+            cores.pin(int(str(worker.name).rsplit("-", 1)[-1]) % self.slots, self.slots)
 
 
 @functools.lru_cache(maxsize=4)
@@ -43,7 +43,7 @@ def facts() -> dict:
     import sgi_run.core  # noqa: F401
     with open("/proc/self/cmdline", "rb") as f:
         spawned = b"spawn_main" in f.read()
-    cores = set()
-    for thread in executor.threads():
-        cores |= os.sched_getaffinity(thread)
-    return {"pid": os.getpid(), "x64": bool(jax.config.jax_enable_x64), "spawned": spawned, "cores": sorted(cores)}
+    allowed = set()
+    for thread in cores.threads():
+        allowed |= os.sched_getaffinity(thread)
+    return {"pid": os.getpid(), "x64": bool(jax.config.jax_enable_x64), "spawned": spawned, "cores": sorted(allowed)}

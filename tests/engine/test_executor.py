@@ -58,24 +58,6 @@ def test_workers_are_spawned_float64_processes_each_on_its_own_cores(cluster):
     assert cluster.where == f"dask LocalCluster (2 worker processes x 1 thread, {share} core{'s' * (share > 1)} each)"
 
 
-def test_cores_are_shared_in_blocks_and_each_block_claimed_by_one_process(tmp_path):
-    assert [executor.share(s, 2, [0, 1, 2, 3]) for s in range(2)] == [[0, 1], [2, 3]]
-    assert [executor.share(s, 3, [0, 1]) for s in range(3)] == [[0], [1], [0]]
-    if len(os.sched_getaffinity(0)) < 2:
-        pytest.skip("one core: nothing to share")
-    # Each process claims the first free block and holds it while it lives; a third finds none.
-    claim = ("import sys; from sgi_run.engine.executor import claim_cores; "
-             "print(claim_cores(sys.argv[1], 2), flush=True); sys.stdin.read()")
-    holders = [subprocess.Popen([sys.executable, "-c", claim, str(tmp_path)], stdin=subprocess.PIPE,
-                                stdout=subprocess.PIPE, text=True) for _ in range(3)]
-    claimed = []
-    for holder in holders:                   # one at a time: each prints once it has claimed
-        claimed.append(holder.stdout.readline().strip())
-    for holder in holders:
-        holder.communicate("")
-    assert sorted(claimed) == sorted([str(executor.share(0, 2)), str(executor.share(1, 2)), "None"])
-
-
 @pytest.mark.parametrize("overrides", [
     KUBO,
     # A pytree state, a fixed-point solver's counts in diagnostics.
