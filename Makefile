@@ -27,10 +27,12 @@ test: $(VENV)/.installed
 figures: $(VENV)/.installed
 	$(BIN)/sgi-figures --fidelity $(FIDELITY) $(if $(FIGURE),--only $(FIGURE))
 
-## bench: throughput benchmarks, the engine's overhead on a matrix state, one Zeitlin su(128) IsoMP step,
+## bench: throughput benchmarks, path-steps/s against paths beside the generator bound (on JAX's device),
+## the engine's overhead on a matrix state, one Zeitlin su(128) IsoMP step,
 ## the Dask executor's scaling and the memory of 10^5..10^7-path runs; outputs/bench/
 bench: $(VENV)/.installed
 	$(BIN)/python benchmarks/throughput.py
+	$(BIN)/python benchmarks/device_sweep.py
 	$(BIN)/python benchmarks/pytree_overhead.py
 	$(BIN)/python benchmarks/zeitlin_step.py
 	$(BIN)/python benchmarks/scale.py

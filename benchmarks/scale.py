@@ -48,7 +48,8 @@ def _setup(paths: int, shard_size: int):
     from sgi_run.config import build
     from sgi_run.runner import Recipe, simulator_of
     cfg = sgi_run.compose(WORKLOAD + [f"plan.paths={paths}", f"plan.shard_size={shard_size}"])
-    return simulator_of(build(cfg)), Recipe.of(cfg)
+    setup = build(cfg)
+    return simulator_of(setup), Recipe.of(cfg, setup.plan)
 
 
 def _timed(run) -> tuple[float, list]:

@@ -86,7 +86,7 @@ def _job(cfg: DictConfig) -> None:
         console.print(f"[yellow]{nonfinite} path(s) went non-finite; excluded from the statistics and counted in diagnostics/nonfinite_paths[/]")
     resumed = f" (resumed {result.shards_resumed} finished shard(s) of an interrupted run)" if result.shards_resumed else ""
     done = "cached (failed run)" if result.failed and result.cached else "cached" if result.cached else "wrote"
-    where = result.ensemble.attrs.get("executor")
+    where = ", ".join(result.ensemble.attrs[k] for k in ("executor", "device") if k in result.ensemble.attrs)
     console.print(f"{done} {result.path}{resumed}" + (f"; ran on {where}" if where else ""))
 
 

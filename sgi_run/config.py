@@ -23,10 +23,10 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from sgi_run.core.errors import ConfigError
-from sgi_run.engine import executor
+from sgi_run.engine import device, executor
 from sgi_run.engine.convergence_plan import ConvergencePlan
 from sgi_run.engine.plan import Plan
-from sgi_run.engine.simulate import format_bytes, memory_estimate, observable_functions
+from sgi_run.engine.simulate import fit_shard_size, format_bytes, memory_estimate, observable_functions
 from sgi_run.integrators import Integrator, make_integrator
 from sgi_run.systems import SYSTEMS, System
 
@@ -254,7 +254,7 @@ def build(cfg: DictConfig) -> Setup:
     if kind not in PLAN_KINDS:
         raise ConfigError("plan.kind", kind, f"one of {list(PLAN_KINDS)}")
     if kind == "convergence":
-        plan = ConvergencePlan.from_mapping(plain(cfg.plan)).fitted_to(system, integrator)
+        plan = fit_shard_size(system, integrator, ConvergencePlan.from_mapping(plain(cfg.plan)).fitted_to(system, integrator))
         _check_memory(memory_estimate(system, integrator, plan), plan)
         _check_run_options(cfg)
         return Setup(system, integrator, plan)
@@ -268,6 +268,7 @@ def build(cfg: DictConfig) -> Setup:
             raise ConfigError("plan.truncate", plan.truncate,
                               f"null with the weak integrator {integrator.name} (three-point increments)")
     observable_functions(system, plan.observables)   # refuses an unknown observable name
+    plan = fit_shard_size(system, integrator, plan)
     _check_memory(memory_estimate(system, integrator, plan), plan)
     _check_run_options(cfg)
     return Setup(system, integrator, plan)
@@ -310,6 +311,12 @@ _MEMORY_ADVICE = {
 
 
 def _check_memory(estimate, plan: Plan | ConvergencePlan) -> None:
+    on_device, free = estimate.parts["plan.shard_size"], device.free_bytes()
+    if free is not None and on_device > free:
+        key = "plan.shard_size" if plan.shards == "auto" else "plan.shards"
+        raise ConfigError(key, getattr(plan, key.split(".", 1)[1]),
+                          f"a shard that fits on the device: one needs {format_bytes(on_device)} and "
+                          f"{device.describe()} has {format_bytes(free)} free; use {_MEMORY_ADVICE[key]}")
     limit, source = memory_limit()
     if estimate.total <= limit:
         return

@@ -92,12 +92,15 @@ def simulator_of(setup: Setup) -> Simulator:
 @dataclasses.dataclass(frozen=True)
 class Recipe:
     """What a dask worker rebuilds a run's simulator from: the run's config as YAML text (resolved,
-    Hydra's own node left out), never a pickled function."""
+    Hydra's own node left out), never a pickled function. ``plan.shard_size: auto`` is written as
+    this process settled it: a worker on another device keeps the same shard layout."""
     config: str
 
     @classmethod
-    def of(cls, cfg) -> "Recipe":
-        return cls(OmegaConf.to_yaml({k: plain(cfg[k]) for k in cfg if k != "hydra"}))
+    def of(cls, cfg, plan) -> "Recipe":
+        content = {k: plain(cfg[k]) for k in cfg if k != "hydra"}
+        content["plan"] = {**content["plan"], "shard_size": plan.shard_size}
+        return cls(OmegaConf.to_yaml(content))
 
     def __call__(self) -> Simulator:
         return simulator_of(build(OmegaConf.create(self.config)))
@@ -152,7 +155,7 @@ def run(cfg: DictConfig, run_dir: Path | None = None, *, progress: bool | None =
         try:
             with _progress(mode, label, sim.plan, len(shards.finished())) as on_output:
                 result = run_shards(sim, shards, on_output, on_shard_done, cluster,
-                                    Recipe.of(cfg) if cluster is not None else None)
+                                    Recipe.of(cfg, plan) if cluster is not None else None)
         except KeyboardInterrupt:
             raise RunInterrupted(run_dir, len(shards.finished()), sim.plan.shard_count, len(shards.in_progress())) from None
         where = cluster.where if cluster is not None else executor.Local().describe()
@@ -165,7 +168,7 @@ def run(cfg: DictConfig, run_dir: Path | None = None, *, progress: bool | None =
         store.write(path, ens)
         shards.clear()
     rows = summary.summarize(ens, system, setup.integrator, plan)
-    summary.write(rows, run_dir, f"{label}  dt={plan.dt}  paths={plan.paths}  T={plan.T}  (ran on {where})")
+    summary.write(rows, run_dir, f"{label}  dt={plan.dt}  paths={plan.paths}  T={plan.T}  (ran on {where}, {ens.attrs['device']})")
     return RunResult(path, run_dir, ens, rows, cached=False, shards_resumed=result.shards_resumed)
 
 
@@ -215,6 +218,7 @@ def _ensemble(cfg, sim: Simulator, result, wall_time: float, where: str) -> stor
                "system": cfg.system.name, "integrator": cfg.integrator.name,
                "paths": plan.paths, "shards": plan.shard_count,
                "path_steps": total, "wall_time_s": wall_time, "executor": where,
+               "device": " and ".join(result.devices) or "unknown",
                "solver": solver or "none",
                "solver_iterations_per_step": float(np.sum(result.solver.iterations) / total),
                **({"time_average": list(plan.time_average)} if plan.time_average is not None else {})},

@@ -62,16 +62,42 @@ def noise_key(path_key: jax.Array) -> jax.Array:
     return jax.random.fold_in(path_key, _NOISE_STREAM)
 
 
+def _bits(key: jax.Array, m: int) -> jax.Array:
+    """m random 64-bit words from one step's key. The key is itself threefry(path key, step): its
+    own 64 bits are the first word, so a one-noise step costs one threefry hash, the least a
+    counter-based draw addressed by (path, step) can (``jax.random.normal`` on that key would hash
+    again, and a step's draw ran at half the generator's bulk rate). Further words are
+    ``jax.random.bits`` of the key."""
+    hi, lo = jax.random.key_data(key).astype(jnp.uint64)
+    first = (hi << 32) | lo
+    if m == 1:
+        return first[None]
+    return jnp.concatenate([first[None], jax.random.bits(key, (m - 1,), jnp.uint64)])
+
+
+def _uniform(bits: jax.Array, low: float) -> jax.Array:
+    """Uniform on [low, 1) from 64-bit words, as ``jax.random.uniform`` makes it: the top 52 bits as
+    the mantissa of a float in [1, 2)."""
+    floats = jax.lax.bitcast_convert_type((bits >> 12) | jnp.uint64(0x3FF0000000000000), jnp.float64) - 1.0
+    return jnp.maximum(low, floats * (1.0 - low) + low)
+
+
+def _standard_normal(key: jax.Array, m: int) -> jax.Array:
+    """m N(0, 1) from one step's key, by ``jax.random.normal``'s transform: sqrt(2) erfinv(u), u
+    uniform on (-1, 1)."""
+    return jnp.sqrt(2.0) * jax.lax.erf_inv(_uniform(_bits(key, m), jnp.nextafter(-1.0, 0.0)))
+
+
 def _standard_pair(key: jax.Array, m: int) -> tuple[jax.Array, jax.Array]:
     """chi and eta ~ N(0,1)^m for one fine step; chi does not depend on whether eta is used."""
-    return jax.random.normal(key, (m,)), jax.random.normal(jax.random.fold_in(key, 1), (m,))
+    return _standard_normal(key, m), _standard_normal(jax.random.fold_in(key, 1), m)
 
 
 def fine_gaussian(key: jax.Array, fine_step, dt_fine, m: int, pair: bool) -> jax.Array:
     """Increments of one fine step: (1, m) dW, or (2, m) (dW, dZ)."""
     k = jax.random.fold_in(key, fine_step)
     if not pair:
-        return (jnp.sqrt(dt_fine) * jax.random.normal(k, (m,)))[None]
+        return (jnp.sqrt(dt_fine) * _standard_normal(k, m))[None]
     chi, eta = _standard_pair(k, m)
     dw = jnp.sqrt(dt_fine) * chi
     dz = 0.5 * dt_fine**1.5 * (chi + eta / jnp.sqrt(3.0))
@@ -96,7 +122,7 @@ def aggregate(fine: jax.Array, dt_fine) -> jax.Array:
 
 def three_point(key: jax.Array, step, dt, m: int) -> jax.Array:
     """Weak three-point variable, shape (1, m)."""
-    u = jax.random.uniform(jax.random.fold_in(key, step), (m,))
+    u = _uniform(_bits(jax.random.fold_in(key, step), m), 0.0)
     a = jnp.sqrt(3.0 * dt)
     return jnp.where(u < 1.0 / 6.0, -a, jnp.where(u > 5.0 / 6.0, a, 0.0))[None]
 

@@ -62,7 +62,7 @@ class ShardStore:
     def save(self, r: ShardResult) -> None:
         arrays = {"count": r.moments.count, "mean": r.moments.mean, "m2": r.moments.m2,
                   "nonfinite": r.nonfinite, "meta": np.array([r.shard, r.first_path, r.paths]),
-                  "wall_time": np.array(r.wall_time)}
+                  "wall_time": np.array(r.wall_time), "device": np.array(r.device)}
         arrays.update({f"solver/{f.name}": getattr(r.solver, f.name) for f in dataclasses.fields(SolverCounts)})
         arrays.update({f"kept/{k}": v for k, v in r.kept.items()})
         arrays.update({f"snapshots/{k}": v for k, v in r.snapshots.items()})
@@ -101,7 +101,8 @@ class ShardStore:
             return ShardResult(shard_, first, paths, Moments(f["count"], f["mean"], f["m2"]),
                                f["nonfinite"], SolverCounts(**group("solver")), group("kept"),
                                float(f["wall_time"]), group("snapshots"),
-                               f["time_averages"] if "time_averages" in f.files else None)
+                               f["time_averages"] if "time_averages" in f.files else None,
+                               str(f["device"]) if "device" in f.files else "")
 
     def clear(self) -> None:
         for s in range(self.shard_count):

@@ -41,7 +41,7 @@ class ConvergencePlan:
     fidelity: str = "reduced"
     kind: str = "convergence"
     shards: int | str = "auto"      # as an ensemble's: paths are run in shards, each checkpointed
-    shard_size: int = 10000
+    shard_size: int | str = 10000   # "auto": settled for the device (simulate.fit_shard_size)
     checkpoint_every: int = 0       # a shard saves its progress every this many coarse steps (0: when finished)
     truncate: float | str | None = None   # null, a bound on |dW|, or log_dt: each level truncated after summing
     resolvable_se: float = 2.0      # the order is fitted on the errors above this many SEs (spec 004: 3 x 1.96)
@@ -93,7 +93,8 @@ class ConvergencePlan:
              f"null, a number > 0 (the bound on |dW|) or a rule {list(noise.TRUNCATION_RULES)} (with every dt < 1)")
         need("shards", self.shards == "auto" or (is_int(self.shards) and 1 <= self.shards <= self.paths),
              f"'auto' or an integer in [1, paths = {self.paths}]")
-        need("shard_size", is_int(self.shard_size) and self.shard_size >= 1, "an integer >= 1")
+        need("shard_size", self.shard_size == "auto" or (is_int(self.shard_size) and self.shard_size >= 1),
+             "'auto' (chosen for the device: engine.device) or an integer >= 1")
         need("resolvable_se", is_num(self.resolvable_se) and self.resolvable_se > 0,
              "a number > 0 (an error enters the fitted order when it exceeds this many standard errors)")
         need("checkpoint_every", is_int(self.checkpoint_every) and self.checkpoint_every >= 0,

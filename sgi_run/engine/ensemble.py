@@ -24,6 +24,7 @@ class EnsembleResult:
     shards_run: int
     shards_resumed: int
     wall_time: float
+    devices: tuple[str, ...] = ()  # what computed the shards (engine.device.describe), each named once
 
     @property
     def newton_iterations(self) -> np.ndarray:
@@ -88,4 +89,5 @@ def run_shards(sim: Simulator, store: ShardStore | None,
         shards_run=count - len(done),
         shards_resumed=len(done),
         wall_time=sum(r.wall_time for r in ordered),
+        devices=tuple(dict.fromkeys(r.device for r in ordered if r.device)),
     )

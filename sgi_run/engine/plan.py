@@ -41,7 +41,7 @@ class Plan:
     keep_paths: int = 0
     seed: int = 0
     shards: int | str = "auto"
-    shard_size: int = 10000
+    shard_size: int | str = 10000    # "auto": settled for the device (simulate.fit_shard_size)
     brownian_refine: int = 1
     truncate: float | str | None = None      # null, a bound on |dW|, or a rule (core.noise: log_dt)
     fidelity: str = "reduced"
@@ -94,7 +94,8 @@ class Plan:
         need("seed", is_int(self.seed) and 0 <= self.seed < 2**32, "an integer in [0, 2^32)")
         need("shards", self.shards == "auto" or (is_int(self.shards) and 1 <= self.shards <= self.paths),
              f"'auto' or an integer in [1, paths = {self.paths}]")
-        need("shard_size", is_int(self.shard_size) and self.shard_size >= 1, "an integer >= 1")
+        need("shard_size", self.shard_size == "auto" or (is_int(self.shard_size) and self.shard_size >= 1),
+             "'auto' (chosen for the device: engine.device) or an integer >= 1")
         need("truncate", self.truncate is None or (is_num(self.truncate) and self.truncate > 0)
              or self.truncate in noise.TRUNCATION_RULES,
              f"null (untruncated), a number > 0 (the bound on |dW|) or a rule: {list(noise.TRUNCATION_RULES)}")
@@ -151,6 +152,8 @@ class Plan:
     # --- shard layout: contiguous blocks of path indices --------------------------------------
     @property
     def shard_count(self) -> int:
+        if self.shards == "auto" and self.shard_size == "auto":
+            raise ValueError("plan.shard_size is 'auto': settle it for the device first (simulate.fit_shard_size)")
         return math.ceil(self.paths / self.shard_size) if self.shards == "auto" else int(self.shards)
 
     @property

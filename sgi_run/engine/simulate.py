@@ -28,6 +28,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from sgi_run.core import noise
+from sgi_run.engine import device
 from sgi_run.engine.convergence_plan import ConvergencePlan
 from sgi_run.engine.moments import Moments
 from sgi_run.engine.plan import Plan
@@ -128,6 +129,21 @@ def memory_estimate(system, integrator, plan: Plan | ConvergencePlan) -> MemoryE
     return MemoryEstimate({key: 8 * n for key, n in words.items()})
 
 
+def fit_shard_size(system, integrator, plan):
+    """The plan (ensemble or convergence study) with ``shard_size: auto`` settled for this device
+    (``engine.device.auto_shard_size``) from the words one more path of a shard costs: its state and
+    solver temporaries, and one step of its random numbers (a block holds at least one step)."""
+    if plan.shard_size != "auto":
+        return plan
+    rows = noise.NOISE_KINDS[integrator.noise_kind] * system.noises
+    if isinstance(plan, ConvergencePlan):
+        levels, grid = len(plan.dts) + 1, round(plan.dts[0] / plan.grid_dt)
+        words = levels * _words_per_path(system, integrator) + grid * state_words(system.space) + rows * grid * levels
+    else:
+        words = _words_per_path(system, integrator) + rows * plan.brownian_refine
+    return dataclasses.replace(plan, shard_size=device.auto_shard_size(8 * words, plan.paths))
+
+
 def _words_per_path(system, integrator) -> int:
     """Device memory of one path in float64 words, as measured (peak resident memory on a CPU, per
     10^6 paths: Heun 17, midpoint 49, SRKw2 383 words for d = 2): the state and its start, keys,
@@ -191,6 +207,7 @@ class ShardResult:
     wall_time: float
     snapshots: dict[str, np.ndarray]   # the state's leaves by name, each (plan.snapshots, paths of the shard, *leaf shape)
     time_averages: np.ndarray | None = None  # (paths of the shard, observable entries) over plan.time_average
+    device: str = ""              # what computed it (engine.device.describe)
 
 
 class Simulator:
@@ -368,4 +385,4 @@ class Simulator:
         kept.update(self.split_entries(kept_values, 2))
         return ShardResult(shard, first, count, moments, nonfinite, solver, kept,
                            earlier + time.perf_counter() - start, space.leaves_of(snapshots),
-                           path_sums / len(averaged) if len(averaged) else None)
+                           path_sums / len(averaged) if len(averaged) else None, device.describe())

@@ -87,3 +87,33 @@ def test_truncation_clips_each_level_after_its_increments_are_summed():
                        for step in range(40)])
     assert np.allclose(coarse, np.clip(summed, -bound, bound), rtol=0, atol=1e-14)
     assert (np.abs(summed) > bound).sum() >= 1
+
+
+@pytest.mark.parametrize("m", [1, 3])
+def test_gaussian_increments_follow_the_normal_law(m):
+    """Each noise of a step is N(0, dt): the first from the step key's own bits, the others from
+    jax.random.bits of it (core.noise._bits). A KS test at p = 1e-6 (a correct law fails it once in
+    a million runs; a wrong transform, e.g. a uniform or a half-normal, always)."""
+    from scipy import stats
+
+    dt = 0.3
+    xi = draws("gaussian", dt, m=m)[:, 0, :] / np.sqrt(dt)
+    for j in range(m):
+        assert stats.kstest(xi[:, j], "norm").pvalue > 1e-6
+        assert abs(np.mean(np.abs(xi[:, j]) > 3) - 0.0026998) < 5 * np.sqrt(0.0027 / N)   # the tails too
+    for i in range(m):
+        for j in range(i):
+            assert abs(np.corrcoef(xi[:, i], xi[:, j])[0, 1]) < 5 / np.sqrt(N)
+
+
+def test_consecutive_steps_are_uncorrelated():
+    keys = jax.vmap(noise.noise_key)(noise.path_keys(7, 0, N))
+    step = lambda s: np.asarray(jax.vmap(lambda k: noise.increments("gaussian", k, s, 1.0, 1))(keys))[:, 0, 0]
+    assert abs(np.corrcoef(step(3), step(4))[0, 1]) < 5 / np.sqrt(N)
+    assert abs(np.corrcoef(step(3) ** 2, step(4) ** 2)[0, 1]) < 5 / np.sqrt(N)
+
+
+def test_uniform_from_bits_spans_its_interval():
+    bits = jnp.array([0, 2**63, 2**64 - 1], dtype=jnp.uint64)
+    u = np.asarray(noise._uniform(bits, -1.0))
+    assert u[0] == -1.0 and u[1] == 0.0 and u[2] < 1.0 and u[2] > 1.0 - 1e-15

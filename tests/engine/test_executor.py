@@ -13,7 +13,7 @@ import pytest
 
 import sgi_run
 from sgi_run.core.errors import ConfigError
-from sgi_run.engine import executor
+from sgi_run.engine import device, executor
 
 DASK = ["executor=dask", "executor.workers=2"]
 # Four shards, kept paths in two of them, snapshots and per-path time averages: every part of the file.
@@ -70,7 +70,10 @@ def test_a_dask_run_equals_the_local_run(cluster, tmp_path, overrides):
     assert on_dask.ensemble.attrs["executor"] == cluster.where
     assert local.ensemble.attrs["executor"] == "local (this process)"
     assert on_dask.ensemble.attrs["config_hash"] == local.ensemble.attrs["config_hash"]   # where is not what
-    assert (on_dask.run_dir / "summary.md").read_text().splitlines()[0].endswith(f"(ran on {cluster.where})")
+    # The workers name their device (the same kind as this process's here).
+    assert on_dask.ensemble.attrs["device"] == local.ensemble.attrs["device"] == device.describe()
+    assert (on_dask.run_dir / "summary.md").read_text().splitlines()[0].endswith(
+        f"(ran on {cluster.where}, {device.describe()})")
     assert_same_files(local, on_dask)
 
 
