@@ -2,8 +2,9 @@ r"""Random variables consumed by the integrators.
 
 Every random number is addressed by (seed, path index, fine step index), never by shard or
 worker: ``path_key = fold_in(key(seed), path)`` and the increment of fine step ``k`` is drawn
-from ``fold_in(noise_key(path), k)``. A run's numbers therefore do not depend on how paths are
-split into shards, on the output grid, or on resuming.
+from ``fold_in(noise_key(path), k)``, whose own 64 bits are its first normal (one threefry hash a
+step: ``_bits``). A run's numbers therefore do not depend on how paths are split into shards, on the
+output grid, on resuming, or on the device (CPU or GPU: the same bits, the same transform).
 
 Kinds (``NOISE_KINDS``), each an array of shape ``(rows, m)`` per step, ``m`` = number of noises:
 

@@ -376,10 +376,13 @@ def strong_study(system, integrator, T: float, dts: Sequence[float], paths: int,
 
 def weak_study(system, integrator, T: float, dts: Sequence[float], paths: int, seed: int = 0,
                bootstrap: int = 200, reference: str = "exact", reference_refine: int = 8,
-               observable: str = "H", on_step_size: Callable | None = None) -> "ConvergenceResult":
-    """Error of E(observable)(T) against the exact mean or a fine run, with Monte Carlo SEs."""
+               observable: str = "H", on_step_size: Callable | None = None,
+               resolvable_se: float = 2.0) -> "ConvergenceResult":
+    """Error of E(observable)(T) against the exact mean or a fine run, with Monte Carlo SEs; errors
+    within ``resolvable_se`` SEs of zero are reported, not fitted."""
     plan = _plan(system, integrator, dts=dts, T=T, paths=paths, seed=seed, bootstrap=bootstrap, error="weak",
-                 reference=reference, reference_refine=reference_refine, observable=observable)
+                 reference=reference, reference_refine=reference_refine, observable=observable,
+                 resolvable_se=resolvable_se)
     return study(system, integrator, plan)[0]
 
 

@@ -17,12 +17,15 @@ Tableau (3.44): ``a0 | b0`` over ``a1 | b1 | b3`` over ``alpha | beta``. A table
 a single-noise method (the paper's "b3 = 0 for m = 1", SRKw2) and refuses systems with m > 1.
 
 Solving: the stages form a dependency graph (stage u depends on v when v's coefficient in u's
-equation is nonzero). Only the stages the update reaches are computed (SRKw2 never needs
-:math:`Z^{(1)}_{3,4}`), and they are solved one strongly connected component at a time, in
-dependency order: a component that depends on itself is one Newton solve in all its unknowns,
-any other is evaluated explicitly. So SRKw1 (lambda = 0) is two sequential 2N solves and SRKw2 one
-coupled 12N solve (:math:`a^{(1)}_{14} = 1/3` ties :math:`Z^{(1)}_1` to :math:`Z^{(0)}_4`), with
-no per-method code.
+equation is nonzero and the field evaluated at v depends on the state). Only the stages the update
+reaches are computed (SRKw2 never needs :math:`Z^{(1)}_{3,4}`), and they are solved one strongly
+connected component at a time, in dependency order: a component that depends on itself is one
+solve in its unknowns alone, any other is evaluated explicitly. The tableau alone gives SRKw1
+(lambda = 0) two sequential 2N solves and SRKw2 one coupled 12N solve (:math:`a^{(1)}_{14} = 1/3`
+ties :math:`Z^{(1)}_1` to :math:`Z^{(0)}_4`, whose :math:`b^{(0)}` row ties it back). A field that
+does not depend on the state (additive noise, read off the system's jaxpr) ties no stage to
+another, so its stages are never needed: with additive noise SRKw2 is four sequential 2N solves
+(:math:`a^{(0)}` is lower triangular; spec 000 section 2.7) and SRKw1 one. No per-method code.
 
 Every tableau is checked on construction against the Lagrange-d'Alembert conditions (3.43) and
 the weak order conditions of its declared ``weak_order`` (for one noise; ``weak_srk``).
@@ -35,6 +38,7 @@ from typing import ClassVar
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.extend.core import Var
 
 from sgi_run.core.tableau import coefficient_array, variational_residual
 from sgi_run.integrators.base import ImplicitIntegrator, SolverStats
@@ -84,14 +88,20 @@ class WeakLdATableau:
                                          self.weak_order))
         return res
 
-    def schedule(self, m: int) -> list[tuple[tuple[tuple[int, int], ...], bool]]:
+    def schedule(self, m: int, constant_drift: bool = False, constant_noise: bool = False
+                 ) -> list[tuple[tuple[tuple[int, int], ...], bool]]:
         """The needed stages in solving order, as components ``((group, stage), ...), implicit``;
-        group 0 is the drift stages, group l the stages of noise l (see the module docstring)."""
+        group 0 is the drift stages, group l the stages of noise l (see the module docstring).
+        ``constant_drift``, ``constant_noise``: that field does not depend on the state."""
         s = self.stages
         # depends[u, v]: stage u's equation has a nonzero coefficient on stage v; u = group * s + i.
         depends = np.block([[self.a0] + [self.b0] * m]
                            + [[self.a1] + [self.b1 if r == l else self.b3 for r in range(m)] for l in range(m)]) != 0
         update = np.concatenate([self.alpha] + [self.beta] * m) != 0
+        # A constant field has the same value at every stage: nothing depends on where it is evaluated.
+        constant = np.repeat([constant_drift] + [constant_noise] * m, s)
+        depends[:, constant] = False
+        update[constant] = False
         n = len(update)
         reach = depends | np.eye(n, dtype=bool)   # u reaches v: the reflexive-transitive closure,
         for _ in range(n.bit_length()):            # by squaring (paths double in length each time)
@@ -108,6 +118,24 @@ class WeakLdATableau:
         return [(tuple(divmod(v, s) for v in c), implicit) for c, implicit in components]
 
 
+def _depends_on_argument(f, x) -> bool:
+    """Whether ``f(x)`` depends on ``x``, read off its jaxpr: an operation with an input that
+    depends on ``x`` is taken to have outputs that do (conservative: never a false no)."""
+    jaxpr = jax.make_jaxpr(f)(x).jaxpr
+    dependent = set(jaxpr.invars)
+    for eqn in jaxpr.eqns:
+        if any(isinstance(v, Var) and v in dependent for v in eqn.invars):
+            dependent.update(eqn.outvars)
+    return any(isinstance(v, Var) and v in dependent for v in jaxpr.outvars)
+
+
+def _plus_weighted(start, weights, fields):
+    """``start + sum_v weights[v] * fields[v]``."""
+    for v, w in weights.items():
+        start = start + w * fields[v]
+    return start
+
+
 @dataclasses.dataclass(frozen=True)
 class WeakLdARK(ImplicitIntegrator):
     family: ClassVar[str] = "weak_lda_rk"
@@ -120,56 +148,75 @@ class WeakLdARK(ImplicitIntegrator):
     def noise_kind(self) -> str:
         return "three_point"
 
+    @staticmethod
+    def constant_fields(system) -> tuple[bool, bool]:
+        """Whether the system's drift, and its noise fields, do not depend on the state."""
+        z = system.space.zeros()
+        return not _depends_on_argument(system.drift, z), not _depends_on_argument(system.noise_fields, z)
+
+    def schedule(self, system):
+        """The tableau's schedule on ``system``, knowing which of its fields are constant."""
+        return self.tableau.schedule(system.noises, *self.constant_fields(system))
+
     def newton_unknowns(self, system) -> int:
-        implicit = [len(component) for component, implicit in self.tableau.schedule(system.noises) if implicit]
+        implicit = [len(component) for component, implicit in self.schedule(system) if implicit]
         return max(implicit, default=0) * 2 * system.dof
 
-    def _stage_values(self, z, dt, i_hat, drift, noise):
-        """Right-hand sides of all stage equations, (m + 1, s, 2N), from the field values
-        ``drift[j] = X(Z0_j)`` and ``noise[r, j] = Y_r(Z^(r)_j)``."""
+    def advance(self, system, z, dt, xi):
+        return self._advance_in_order(self.schedule(system), system, z, dt, xi)
+
+    def _weights(self, dt, i_hat, group, i) -> dict[tuple[int, int], jax.Array]:
+        """Stage ``(group, i)``'s equation as ``Z = z + sum_v weights[v] * field(Z_v)``, over the
+        stages v = (h, j) with a nonzero coefficient: ``dt a_ij`` on ``X(Z0_j)`` and ``I_h b_ij`` on
+        ``Y_h(Z^(h)_j)``, where b is b0 for a drift stage, b1 (own noise) or b3 for a noise stage."""
         t = self.tableau
-        weighted = jnp.einsum("r,rjn->jn", i_hat, noise)      # sum_r I_r Y_r(Z^(r)_j)
-        z0 = z + dt * t.a0 @ drift + t.b0 @ weighted
-        # Noise l sees its own field through b1 and the others through b3.
-        zl = (z + dt * t.a1 @ drift + t.b3 @ weighted)[None] \
-            + i_hat[:, None, None] * jnp.einsum("ij,rjn->rin", t.b1 - t.b3, noise)
-        return jnp.concatenate([z0[None], zl])
+        a = t.a0 if group == 0 else t.a1
+        weights = {(0, j): dt * a[i, j] for j in range(t.stages) if a[i, j] != 0}
+        for h in range(1, len(i_hat) + 1):
+            b = t.b0 if group == 0 else t.b1 if h == group else t.b3
+            weights.update({(h, j): i_hat[h - 1] * b[i, j] for j in range(t.stages) if b[i, j] != 0})
+        return weights
 
     @staticmethod
-    def _with_fields(system, component, values, drift, noise):
-        """Field arrays with the fields at the component's stage values filled in, one vmapped
-        evaluation per group (drift, or noise l)."""
-        groups = np.array([g for g, _ in component])
-        stages = np.array([i for _, i in component])
-        for g in np.unique(groups):
-            at = groups == g
-            if g == 0:
-                drift = drift.at[stages[at]].set(jax.vmap(system.drift)(values[at]))
-            else:
-                noise = noise.at[g - 1, stages[at]].set(jax.vmap(system.noise_fields)(values[at])[:, g - 1])
-        return drift, noise
+    def _fields_at(system, component, values):
+        """``{(group, stage): field}`` at the component's stage values ``values`` (one row each):
+        ``X(Z0_i)`` for group 0, ``Y_l(Z^(l)_i)`` for group l."""
+        return {(g, i): system.drift(v) if g == 0 else system.noise_fields(v)[g - 1]
+                for (g, i), v in zip(component, values)}
 
-    def advance(self, system, z, dt, xi):
+    def _advance_in_order(self, schedule, system, z, dt, xi):
+        """One step, solving the stages component by component in ``schedule``'s order (the
+        tableau's schedule, or, for tests, any order that puts every stage after what it reads)."""
         t, m, d = self.tableau, system.noises, z.shape[0]
         i_hat = xi[0]
-        # Fields of the stages solved so far; the others stay zero, and no equation solved
-        # before them has a nonzero coefficient on them.
-        drift, noise = jnp.zeros((t.stages, d)), jnp.zeros((m, t.stages, d))
+        # A constant field is evaluated once, for every stage: the schedule then needs no stage of it.
+        fields = {}
+        constant_drift, constant_noise = self.constant_fields(system)
+        if constant_drift:
+            fields.update({(0, j): system.drift(z) for j in range(t.stages)})
+        if constant_noise:
+            noise = system.noise_fields(z)
+            fields.update({(r, j): noise[r - 1] for r in range(1, m + 1) for j in range(t.stages)})
         stats = SolverStats.none()
-        for component, implicit in t.schedule(m):
-            rows = tuple(np.array(component).T)
+        for component, implicit in schedule:
+            weights = [self._weights(dt, i_hat, *u) for u in component]
+            # The terms in stages solved before stay fixed during this component's solve.
+            known = [_plus_weighted(z, {v: w for v, w in ws.items() if v not in component}, fields)
+                     for ws in weights]
+            own = [{v: w for v, w in ws.items() if v in component} for ws in weights]
 
-            def equations(x, component=component, rows=rows, drift=drift, noise=noise):
-                fields = self._with_fields(system, component, x.reshape(-1, d), drift, noise)
-                return self._stage_values(z, dt, i_hat, *fields)[rows].ravel()
+            def right_hand_sides(x, component=component, known=known, own=own):
+                trial = self._fields_at(system, component, x.reshape(-1, d))
+                return jnp.concatenate([_plus_weighted(k, ws, trial) for k, ws in zip(known, own)])
 
-            x = jnp.tile(z, len(component))
             if implicit:
-                sol = self.solve.fixed_point(equations, x)
+                sol = self.solve.fixed_point(right_hand_sides, jnp.tile(z, len(component)))
                 x, stats = sol.x, stats.add(sol)
-            else:
-                x = equations(x)   # the right-hand side involves solved stages only
-            drift, noise = self._with_fields(system, component, x.reshape(-1, d), drift, noise)
+            else:   # no stage of the component weighs one of its own
+                x = jnp.concatenate(known)
+            fields = {**fields, **self._fields_at(system, component, x.reshape(-1, d))}
 
-        z_next = z + dt * t.alpha @ drift + t.beta @ jnp.einsum("r,rjn->jn", i_hat, noise)
-        return z_next, stats
+        update = {(0, j): dt * t.alpha[j] for j in range(t.stages) if t.alpha[j] != 0}
+        update.update({(r, j): i_hat[r - 1] * t.beta[j]
+                       for r in range(1, m + 1) for j in range(t.stages) if t.beta[j] != 0})
+        return _plus_weighted(z, update, fields), stats

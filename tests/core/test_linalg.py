@@ -15,9 +15,11 @@ def test_needs_pivoting():
     a = np.array([[0.0, 1.0, 2.0], [1.0, 0.0, 1.0], [2.0, 1.0, 0.0]])
     b = np.array([1.0, 2.0, 3.0])
     assert np.allclose(solve(a, b), np.linalg.solve(a, b), rtol=1e-13)
+    swap = np.array([[0.0, 1.0], [1.0, 0.0]])          # 2 x 2: Cramer's rule needs no pivot
+    assert np.allclose(solve(swap, b[:2]), [2.0, 1.0], rtol=1e-15)
 
 
-@pytest.mark.parametrize("n", [1, 3, 6, 8, 9])
+@pytest.mark.parametrize("n", [1, 2, 3, 6, 8, 9])
 def test_matrix_right_hand_sides_and_the_inverse_operator(n):
     """The chord method's frozen Jacobian: an explicit inverse up to UNROLL_MAX unknowns, LU above."""
     from sgi_run.core.linalg import inverse_operator

@@ -19,7 +19,7 @@ from sgi_run.engine.linear_oracle import method_moments
 from sgi_run.engine.plan import Plan
 from sgi_run.engine.simulate import Simulator
 from sgi_run.integrators import make_integrator as build
-from sgi_run.systems import Kubo
+from sgi_run.systems import Kubo, VanDerPol
 from sgi_run.systems.canonical import CanonicalSystem
 
 from tests.conftest import integrator_config
@@ -118,11 +118,49 @@ def test_single_noise_methods_refuse_two_noises():
 
 def test_stage_schedule():
     """SRKw1 (lam = 0): the drift stage, then the noise stage (two small solves); with lam != 0
-    they are coupled. SRKw2: one coupled solve of six stages; Z1_3, Z1_4 (and so lam1..3) unused."""
+    they are coupled. SRKw2: one coupled solve of six stages; Z1_3, Z1_4 (and so lam1..3) unused.
+    With constant noise fields no noise stage is needed: SRKw2 is its four drift stages in turn."""
     assert make("srkw1").tableau.schedule(1) == [(((0, 0),), True), (((1, 0),), True)]
     assert make("srkw1", parameters={"lam": 0.3}).tableau.schedule(1) == [(((0, 0), (1, 0)), True)]
     assert make("srkw1").tableau.schedule(2) == [(((0, 0),), True), (((1, 0), (2, 0)), True)]
     assert make("srkw2").tableau.schedule(1) == [(((0, 0), (0, 1), (0, 2), (0, 3), (1, 0), (1, 1)), True)]
+    assert make("srkw1").tableau.schedule(1, constant_noise=True) == [(((0, 0),), True)]
+    assert make("srkw2").tableau.schedule(1, constant_noise=True) == [(((0, i),), True) for i in range(4)]
+
+
+def test_the_schedule_reads_constant_fields_off_the_system():
+    """Van der Pol's noise is additive, Kubo's multiplicative; the Newton unknowns follow."""
+    srkw2 = make("srkw2")
+    assert srkw2.constant_fields(VanDerPol()) == (False, True)
+    assert srkw2.constant_fields(Kubo()) == (False, False)
+    assert srkw2.schedule(VanDerPol()) == srkw2.tableau.schedule(1, constant_noise=True)
+    assert srkw2.schedule(Kubo()) == srkw2.tableau.schedule(1)
+    assert (srkw2.newton_unknowns(VanDerPol()), srkw2.newton_unknowns(Kubo())) == (2, 12)
+
+
+def all_stages_coupled(integrator, system):
+    """Every stage the tableau alone needs, in one solve (the step as (3.42) writes it)."""
+    stages = tuple(u for component, _ in integrator.tableau.schedule(system.noises) for u in component)
+    return [(stages, True)]
+
+
+@pytest.mark.parametrize("name, system", [
+    ("srkw2", VanDerPol(nu=0.5, sigma=0.4)), ("srkw2", Kubo(beta=0.5, nu=0.3)),
+    ("srkw1", VanDerPol(nu=0.5, sigma=0.4)), ("srkw1", Kubo(beta=0.5, nu=0.3)), ("srkw1", TwoNoisePendulum())])
+def test_stages_solved_in_order_match_the_coupled_solve(name, system):
+    """Solving the stages component by component (the schedule) gives the one coupled solve's
+    step to round-off, over a few steps, and reports the iterations of all its solves."""
+    integrator = make(name, tol=1e-14)   # near round-off, so the solves' tolerance does not show
+    schedule = integrator.schedule(system)
+    in_order = jax.jit(lambda z, xi: integrator.advance(system, z, 0.1, xi))
+    coupled = jax.jit(lambda z, xi: integrator._advance_in_order(all_stages_coupled(integrator, system),
+                                                                 system, z, 0.1, xi))
+    i_hat = np.sqrt(0.3) * jax.random.choice(jax.random.key(3), jnp.array([-1.0, 0.0, 1.0]), (5, 1, system.noises))
+    z = z_coupled = system.initial_state(None)
+    for xi in i_hat:
+        (z, stats), (z_coupled, _) = in_order(z, xi), coupled(z_coupled, xi)
+        assert np.max(np.abs(z - z_coupled)) <= 1e-12 * np.max(np.abs(z_coupled))
+        assert int(stats.iterations) >= sum(implicit for _, implicit in schedule) and not stats.unconverged
 
 
 # --- equivalent forms of one step ------------------------------------------------------------------------
@@ -143,7 +181,7 @@ def test_srkw1_is_a_midpoint_drift_step_then_a_midpoint_noise_step():
 
 def test_srkw2_with_additive_noise_is_sequential():
     """Spec 000 section 2.7: for constant Y, Z0_i = z + dt sum_{j<=i} a0_ij X(Z0_j) + I r_i Y with
-    r = b0 e, and z+ = z + dt/4 sum_i X(Z0_i) + I Y. Checks the coupled solve on a nonlinear drift."""
+    r = b0 e, and z+ = z + dt/4 sum_i X(Z0_i) + I Y, on a nonlinear drift."""
     system, srkw2 = AdditiveVanDerPol(), make("srkw2")
     a0, r = srkw2.tableau.a0, srkw2.tableau.b0.sum(axis=1)
     dt, i_hat, z = 0.4, 0.9, jnp.array([1.0, 1.0])
