@@ -172,18 +172,20 @@ def plot(out: Path) -> Path | None:
     docs = [json.loads(p.read_text()) for p in found]
     if not docs:
         return None
-    fig, ax = plt.subplots(figsize=(8, 5.5))
+    fig, ax = plt.subplots(figsize=(11, 5.5))
+    # One colour per method across devices, one line style per device.
+    methods = list(dict.fromkeys(r["method"] for doc in docs for r in doc["results"]))
+    colors = dict(zip(methods, plt.cm.tab10.colors))
     for doc, style in zip(docs, ("-o", "--s", ":^")):
-        methods = dict.fromkeys(r["method"] for r in doc["results"])
-        for method, color in zip(methods, plt.cm.tab10.colors):
+        for method in dict.fromkeys(r["method"] for r in doc["results"]):
             rows = sorted((r for r in doc["results"] if r["method"] == method), key=lambda r: r["paths"])
-            ax.plot([r["paths"] for r in rows], [r["path_steps_per_s"] for r in rows], style, color=color,
+            ax.plot([r["paths"] for r in rows], [r["path_steps_per_s"] for r in rows], style, color=colors[method],
                     label=f"{method} ({doc['device']})")
         ax.axhline(doc["generator"]["jax_bulk"], color="k", ls=style[:-1], lw=0.8,
                    label=f"threefry normals/s ({doc['device']})")
     ax.set(xscale="log", yscale="log", xlabel="paths", ylabel="path-steps / s",
            title="sgi-run engine throughput, float64")
-    ax.legend(fontsize=6, ncol=2)
+    ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.tight_layout()
     path = out / "device_sweep.png"
     fig.savefig(path, dpi=120)
@@ -203,11 +205,15 @@ def main(argv=None) -> int:
                     help="labels of METHODS (default: all)")
     ap.add_argument("--sweep-methods", nargs="+", default=["Kubo Heun", "Kubo diffrax Heun"],
                     help="methods timed at every --paths; the others at the largest two only")
+    ap.add_argument("--plot-only", action="store_true", help="redraw device_sweep.png from the JSON files; measure nothing")
     ap.add_argument("--parts-only", action="store_true", help="measure only Kubo Heun taken apart (heun_parts)")
     ap.add_argument("--out", type=Path, default=ROOT / "outputs" / "bench")
     args = ap.parse_args(argv)
     log = lambda msg: print(msg, file=sys.stderr, flush=True)
 
+    if args.plot_only:
+        log(f"wrote {plot(args.out)}")
+        return 0
     log(f"device: {device.describe()}")
     generator = generator_rates(2**27 if accel else 2**24, args.repeats, min(args.paths[-1], 10**6))
     log(f"generator: {generator}")
