@@ -25,8 +25,8 @@ from __future__ import annotations
 
 import argparse
 import copy
+import dataclasses
 import json
-import math
 import sys
 import time
 from pathlib import Path
@@ -36,7 +36,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from throughput_report import machine  # noqa: E402
-from throughput_workloads import ROOT, WORKLOADS, Workload, _integrator_cfg, diffrax_entry, sgi_entry  # noqa: E402
+from throughput_timing import _CompileClock, result, time_once, warm_up  # noqa: E402
+from throughput_workloads import ROOT, Workload, _integrator_cfg, diffrax_entry, make_workload, sgi_entry  # noqa: E402
 
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
@@ -88,35 +89,25 @@ def generator_rates(n: int, repeats: int, paths: int) -> dict:
     return rates
 
 
-def _workload(name: str, paths: int, steps: int) -> Workload:
-    params, dt, _, sde, prefix = WORKLOADS[name]
-    return Workload(name, params, paths, dt, steps * dt, sde, prefix)
-
-
 def normals_per_path_step(w: Workload, method: str) -> int:
     """Standard normals one path-step draws: rows of the noise kind (2 for a (dW, dZ) pair) x noises."""
     kind = "gaussian" if method == "diffrax-heun" else make_integrator(_integrator_cfg(method)).noise_kind
     return noise.NOISE_KINDS[kind] * w.make_system().noises
 
 
-def measure(label, workload, method, paths, steps, repeats, bound) -> dict:
-    w = _workload(workload, paths, steps)
-    normals = normals_per_path_step(w, method)
+def measure(label, workload, method, paths, steps, repeats, bound, clock, log) -> dict:
+    """One method at one size, by throughput.py's harness (warm-up, best of ``repeats``, the CPU other
+    processes used), with its normals per path-step and fraction of the generator bound."""
+    # Throughput alone: no per-path Casimir changes (throughput.py's heavy-top entries report those).
+    w = dataclasses.replace(make_workload(workload, paths, steps), conserved=())
     entry = diffrax_entry(w, "unsafe") if method == "diffrax-heun" else sgi_entry(w, method, shards=1)
-    prepared = entry.prepare()
-    start = time.perf_counter()
-    prepared.warmup()
-    first = time.perf_counter() - start
-    best, stats = math.inf, None
+    tm = warm_up(entry, clock, log)
     for _ in range(repeats):
-        start = time.perf_counter()
-        stats = prepared.run()
-        best = min(best, time.perf_counter() - start)
-    rate = paths * steps / best
-    return {"method": label, "workload": workload, "integrator": method, "paths": paths, "steps": steps,
-            "seconds": best, "compile_s": max(0.0, first - best), "path_steps_per_s": rate,
-            "normals_per_path_step": normals, "fraction_of_bound": rate * normals / bound,
-            "mean_at_T": stats.mean, "se_at_T": stats.se, "finite_paths": stats.count}
+        time_once(tm, log)
+    r = result(tm)
+    normals = normals_per_path_step(w, method)
+    return r | {"method": label, "workload": workload, "integrator": method, "normals_per_path_step": normals,
+                "fraction_of_bound": r["path_steps_per_s"] * normals / bound}
 
 
 def heun_parts(paths: int, steps: int, repeats: int) -> dict:
@@ -127,7 +118,7 @@ def heun_parts(paths: int, steps: int, repeats: int) -> dict:
     from sgi_run.engine.simulate import Simulator
     from sgi_run.integrators.base import SolverStats
 
-    w = _workload("kubo", paths, steps)
+    w = make_workload("kubo", paths, steps)
     plan = Plan(paths=paths, dt=w.dt, T=w.T, output_dt=w.T, keep_paths=0, shards=1)
     heun = make_integrator(_integrator_cfg("heun"))
     trivial = copy.copy(heun)
@@ -158,7 +149,7 @@ def markdown(doc: dict) -> str:
               "|---|---:|---:|---:|---:|---:|---|"]
     for r in doc["results"]:
         lines.append(f"| {r['method']} | {r['paths']:.0e} | {r['steps']} | {r['path_steps_per_s'] / 1e6:,.1f} M | "
-                     f"{r['fraction_of_bound']:.2f} | {r['compile_s']:.1f} | {r['mean_at_T']:.5g} ± {r['se_at_T']:.2g} |")
+                     f"{r['fraction_of_bound']:.2f} | {r['compile_s']:.1f} | {r['mean_T']:.5g} ± {r['se_T']:.2g} |")
     return "\n".join(lines) + "\n"
 
 
@@ -215,6 +206,7 @@ def main(argv=None) -> int:
         log(f"wrote {plot(args.out)}")
         return 0
     log(f"device: {device.describe()}")
+    clock = _CompileClock()
     generator = generator_rates(2**27 if accel else 2**24, args.repeats, min(args.paths[-1], 10**6))
     log(f"generator: {generator}")
     paths = args.paths[-1]
@@ -235,7 +227,7 @@ def main(argv=None) -> int:
         sizes = args.paths if label in args.sweep_methods else args.paths[-2:]
         for paths in sizes:
             steps = int(min(args.max_steps, max(args.min_steps, args.work // paths)))
-            r = measure(label, workload, method, paths, steps, args.repeats, generator["jax_bulk"])
+            r = measure(label, workload, method, paths, steps, args.repeats, generator["jax_bulk"], clock, log)
             doc["results"].append(r)
             # Written after every measurement: a run stopped part-way keeps what it measured.
             stem.with_suffix(".json").write_text(json.dumps(doc, indent=2) + "\n")

@@ -318,16 +318,17 @@ CONSERVED = {"heavy_top": ("C1", "C2"), "rigid_body": ("C2",)}
 VDP_INTEGRATORS = ("midpoint", "stormer_verlet", "dirk", "heun", "r2", "e1", "srkw1", "srkw2", "rs1", "rs2")
 
 
-def make_workload(name: str, args) -> Workload:
-    params, dt, steps, sde, prefix = WORKLOADS[name]
-    return Workload(name, params, args.paths, dt, (args.steps or steps) * dt, sde, prefix,
+def make_workload(name: str, paths: int, steps: int | None = None) -> Workload:
+    """The workload ``name`` of ``WORKLOADS`` at ``paths`` paths and ``steps`` steps (None: its default)."""
+    params, dt, default_steps, sde, prefix = WORKLOADS[name]
+    return Workload(name, params, paths, dt, (steps or default_steps) * dt, sde, prefix,
                     conserved=CONSERVED.get(name, ()))
 
 
 def build_entries(args) -> list[Entry]:
     entries = []
     if "kubo" in args.workload:
-        kubo = make_workload("kubo", args)
+        kubo = make_workload("kubo", args.paths, args.steps)
         entries += [diffrax_entry(kubo, "unsafe", reference=True), *sgi_entries(kubo, "heun"),
                     *sgi_entries(kubo, "midpoint")]
         if args.vbt_paths > 0:
@@ -339,20 +340,20 @@ def build_entries(args) -> list[Entry]:
     if "van_der_pol" in args.workload:
         # Every integrator in its default layout only (shards of 10^4 paths): the layouts are compared
         # on the Kubo workload, and a second srkw2 layout would add ~3 minutes.
-        vdp = make_workload("van_der_pol", args)
+        vdp = make_workload("van_der_pol", args.paths, args.steps)
         entries += [diffrax_entry(vdp, "unsafe", reference=True), *(sgi_entry(vdp, i) for i in VDP_INTEGRATORS)]
     if "langevin_double_well" in args.workload:
         # diffrax Heun solves the same SDE (the system is also canonical: additive noise).
-        well = make_workload("langevin_double_well", args)
+        well = make_workload("langevin_double_well", args.paths, args.steps)
         entries += [diffrax_entry(well, "unsafe", reference=True), *(sgi_entry(well, i) for i in ("svia", "svib", "svic"))]
     if "spherical_pendulum" in args.workload:
         # No diffrax peer (no constrained solver there): the closed-form CSVIA is the reference.
-        sphere = make_workload("spherical_pendulum", args)
+        sphere = make_workload("spherical_pendulum", args.paths, args.steps)
         entries += [dataclasses.replace(sgi_entry(sphere, "csvia"), reference=True),
                     sgi_entry(sphere, "csvia", options={"shake": "newton"}),
                     *(sgi_entry(sphere, i) for i in ("csvib", "csvic"))]
     if "circle_pendulum" in args.workload:
-        circle = make_workload("circle_pendulum", args)
+        circle = make_workload("circle_pendulum", args.paths, args.steps)
         entries += [sgi_entry(circle, i) for i in ("csvia", "csvib", "csvic")]
     if "heavy_top" in args.workload:
         # 10^8 path-steps per entry (TMK ~130 s a run on the 2-core development machine): the sgi-run
@@ -360,7 +361,7 @@ def build_entries(args) -> list[Entry]:
         # diffrax Heun (~6 s a run) keeps --repeats: the reference, less exposed to a passing load.
         # TMK as configured (chord, the paper's solver) and with the fixed-point solve of the same
         # equation (same tolerance; every iterate stays on the coadjoint orbit either way).
-        top = make_workload("heavy_top", args)
+        top = make_workload("heavy_top", args.paths, args.steps)
         entries += [diffrax_entry(top, "unsafe", reference=True),
                     sgi_entry(top, "tmk", max_repeats=1),
                     sgi_entry(top, "tmk", options={"solver": "fixed_point"}, max_repeats=1),
@@ -368,7 +369,7 @@ def build_entries(args) -> list[Entry]:
     if "rigid_body" in args.workload:
         # IsoMP and the Cayley LGVI against paper 001's methods on the same system, and diffrax Heun on its
         # vector SDE.
-        body = make_workload("rigid_body", args)
+        body = make_workload("rigid_body", args.paths, args.steps)
         entries += [diffrax_entry(body, "unsafe", reference=True),
                     *(sgi_entry(body, i, max_repeats=1) for i in ("isomp", "lgvi_cayley", "tmk", "lp_midpoint"))]
     return entries

@@ -311,18 +311,17 @@ _MEMORY_ADVICE = {
 
 
 def _check_memory(estimate, plan: Plan | ConvergencePlan) -> None:
+    # A shard's size is set by plan.shards when it is a number, else by plan.shard_size.
+    shard_key = "plan.shard_size" if plan.shards == "auto" else "plan.shards"
     on_device, free = estimate.parts["plan.shard_size"], device.free_bytes()
     if free is not None and on_device > free:
-        key = "plan.shard_size" if plan.shards == "auto" else "plan.shards"
-        raise ConfigError(key, getattr(plan, key.split(".", 1)[1]),
+        raise ConfigError(shard_key, getattr(plan, shard_key.split(".", 1)[1]),
                           f"a shard that fits on the device: one needs {format_bytes(on_device)} and "
-                          f"{device.describe()} has {format_bytes(free)} free; use {_MEMORY_ADVICE[key]}")
+                          f"{device.describe()} has {format_bytes(free)} free; use {_MEMORY_ADVICE[shard_key]}")
     limit, source = memory_limit()
     if estimate.total <= limit:
         return
-    key = estimate.largest
-    if key == "plan.shard_size" and plan.shards != "auto":
-        key = "plan.shards"
+    key = shard_key if estimate.largest == "plan.shard_size" else estimate.largest
     value = getattr(plan, key.split(".", 1)[1])
     raise ConfigError(key, value, f"a run that fits in memory: this one needs {format_bytes(estimate.total)} "
                       f"({format_bytes(estimate.parts[estimate.largest])} for {key}) and "

@@ -115,12 +115,9 @@ def memory_estimate(system, integrator, plan: Plan | ConvergencePlan) -> MemoryE
         return _convergence_estimate(system, integrator, plan)
     d, n_times = state_words(system.space), plan.outputs + 1
     n_obs = sum(math.prod(shape) for shape in observable_shapes(system, plan.observables).values())
-    per_shard = plan.paths_per_shard * _words_per_path(system, integrator) + min(
-        BLOCK_VALUES, plan.paths_per_shard * noise.NOISE_KINDS[integrator.noise_kind] * system.noises
-        * plan.brownian_refine * plan.steps_per_output)
     copies = 3
     words = {
-        "plan.shard_size": per_shard,
+        "plan.shard_size": _shard_words(system, integrator, plan),
         "plan.output_dt": (plan.shard_count + copies) * n_times * (3 * n_obs + 3),
         "plan.keep_paths": copies * plan.keep_paths * n_times * (d + n_obs),
         "plan.snapshots": copies * len(plan.snapshots) * plan.paths * d,
@@ -129,19 +126,32 @@ def memory_estimate(system, integrator, plan: Plan | ConvergencePlan) -> MemoryE
     return MemoryEstimate({key: 8 * n for key, n in words.items()})
 
 
-def fit_shard_size(system, integrator, plan):
-    """The plan (ensemble or convergence study) with ``shard_size: auto`` settled for this device
-    (``engine.device.auto_shard_size``) from the words one more path of a shard costs: its state and
-    solver temporaries, and one step of its random numbers (a block holds at least one step)."""
-    if plan.shard_size != "auto":
-        return plan
+def _shard_layout_words(system, integrator, plan) -> tuple[int, int]:
+    """(words one path of a shard holds on the device, random-number words one path draws per output
+    interval), for an ensemble or a convergence study (``memory_estimate``, ``_convergence_estimate``).
+    A shard holds its paths and a block of random numbers of at most BLOCK_VALUES words."""
     rows = noise.NOISE_KINDS[integrator.noise_kind] * system.noises
     if isinstance(plan, ConvergencePlan):
-        levels, grid = len(plan.dts) + 1, round(plan.dts[0] / plan.grid_dt)
-        words = levels * _words_per_path(system, integrator) + grid * state_words(system.space) + rows * grid * levels
-    else:
-        words = _words_per_path(system, integrator) + rows * plan.brownian_refine
-    return dataclasses.replace(plan, shard_size=device.auto_shard_size(8 * words, plan.paths))
+        levels, grid = len(plan.dts) + 1, round(plan.dts[0] / plan.grid_dt)   # grid: fine steps per coarse step
+        return levels * _words_per_path(system, integrator) + grid * state_words(system.space), rows * grid * levels
+    return _words_per_path(system, integrator), rows * plan.brownian_refine * plan.steps_per_output
+
+
+def _shard_words(system, integrator, plan) -> int:
+    """Device words of one shard: its paths and its block of random numbers."""
+    per_path, drawn = _shard_layout_words(system, integrator, plan)
+    paths = (plan.grid_plan(["error"]) if isinstance(plan, ConvergencePlan) else plan).paths_per_shard
+    return paths * per_path + min(BLOCK_VALUES, paths * drawn)
+
+
+def fit_shard_size(system, integrator, plan):
+    """The plan (ensemble or convergence study) with ``shard_size: auto`` settled for this device
+    (``engine.device.auto_shard_size``) from the words one path of a shard holds (the block of random
+    numbers, at most BLOCK_VALUES, does not grow with the paths)."""
+    if plan.shard_size != "auto":
+        return plan
+    per_path, _ = _shard_layout_words(system, integrator, plan)
+    return dataclasses.replace(plan, shard_size=device.auto_shard_size(8 * per_path, plan.paths))
 
 
 def _words_per_path(system, integrator) -> int:
@@ -164,14 +174,9 @@ def _convergence_estimate(system, integrator, plan: ConvergencePlan) -> MemoryEs
     - per path, when the order gets a bootstrap interval: its final error at every level (three copies,
       as an ensemble's time averages).
     """
-    d, levels = state_words(system.space), len(plan.dts) + 1
-    grid = round(plan.dts[0] / plan.grid_dt)              # fine steps in one coarse step
-    rows = noise.NOISE_KINDS[integrator.noise_kind] * system.noises
-    shard = plan.grid_plan(["error"]).paths_per_shard
-    words = {"plan.shard_size": shard * (levels * _words_per_path(system, integrator) + grid * d)
-             + min(BLOCK_VALUES, shard * rows * grid * levels)}
+    words = {"plan.shard_size": _shard_words(system, integrator, plan)}
     if plan.bootstrap:
-        words["plan.paths"] = 3 * plan.paths * levels
+        words["plan.paths"] = 3 * plan.paths * (len(plan.dts) + 1)
     return MemoryEstimate({key: 8 * n for key, n in words.items()})
 
 

@@ -154,16 +154,18 @@ class WeakLdARK(ImplicitIntegrator):
         z = system.space.zeros()
         return not _depends_on_argument(system.drift, z), not _depends_on_argument(system.noise_fields, z)
 
-    def schedule(self, system):
-        """The tableau's schedule on ``system``, knowing which of its fields are constant."""
-        return self.tableau.schedule(system.noises, *self.constant_fields(system))
+    def schedule(self, system, constant: tuple[bool, bool] | None = None):
+        """The tableau's schedule on ``system``, knowing which of its fields are constant
+        (``constant_fields``, read off the system unless given)."""
+        return self.tableau.schedule(system.noises, *(constant or self.constant_fields(system)))
 
     def newton_unknowns(self, system) -> int:
         implicit = [len(component) for component, implicit in self.schedule(system) if implicit]
         return max(implicit, default=0) * 2 * system.dof
 
     def advance(self, system, z, dt, xi):
-        return self._advance_in_order(self.schedule(system), system, z, dt, xi)
+        constant = self.constant_fields(system)
+        return self._advance_in_order(self.schedule(system, constant), constant, system, z, dt, xi)
 
     def _weights(self, dt, i_hat, group, i) -> dict[tuple[int, int], jax.Array]:
         """Stage ``(group, i)``'s equation as ``Z = z + sum_v weights[v] * field(Z_v)``, over the
@@ -184,16 +186,18 @@ class WeakLdARK(ImplicitIntegrator):
         return {(g, i): system.drift(v) if g == 0 else system.noise_fields(v)[g - 1]
                 for (g, i), v in zip(component, values)}
 
-    def _advance_in_order(self, schedule, system, z, dt, xi):
+    def _advance_in_order(self, schedule, constant, system, z, dt, xi):
         """One step, solving the stages component by component in ``schedule``'s order (the
-        tableau's schedule, or, for tests, any order that puts every stage after what it reads)."""
+        tableau's schedule, or, for tests, any order that puts every stage after what it reads);
+        ``constant``: ``constant_fields(system)``."""
         t, m, d = self.tableau, system.noises, z.shape[0]
         i_hat = xi[0]
         # A constant field is evaluated once, for every stage: the schedule then needs no stage of it.
         fields = {}
-        constant_drift, constant_noise = self.constant_fields(system)
+        constant_drift, constant_noise = constant
         if constant_drift:
-            fields.update({(0, j): system.drift(z) for j in range(t.stages)})
+            drift = system.drift(z)
+            fields.update({(0, j): drift for j in range(t.stages)})
         if constant_noise:
             noise = system.noise_fields(z)
             fields.update({(r, j): noise[r - 1] for r in range(1, m + 1) for j in range(t.stages)})

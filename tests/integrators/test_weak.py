@@ -154,7 +154,7 @@ def test_stages_solved_in_order_match_the_coupled_solve(name, system):
     schedule = integrator.schedule(system)
     in_order = jax.jit(lambda z, xi: integrator.advance(system, z, 0.1, xi))
     coupled = jax.jit(lambda z, xi: integrator._advance_in_order(all_stages_coupled(integrator, system),
-                                                                 system, z, 0.1, xi))
+                                                                 integrator.constant_fields(system), system, z, 0.1, xi))
     i_hat = np.sqrt(0.3) * jax.random.choice(jax.random.key(3), jnp.array([-1.0, 0.0, 1.0]), (5, 1, system.noises))
     z = z_coupled = system.initial_state(None)
     for xi in i_hat:
