@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 FIDELITY ?= reduced
 FIGURE ?=
 
-.PHONY: run test figures bench clean
+.PHONY: run test figures bench bench-figures clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -36,6 +36,11 @@ bench: $(VENV)/.installed
 	$(BIN)/python benchmarks/pytree_overhead.py
 	$(BIN)/python benchmarks/zeitlin_step.py
 	$(BIN)/python benchmarks/scale.py
+
+## bench-figures: wall time of every figure at FIDELITY from nothing (fresh run and compilation caches), one row each;
+## outputs/bench/figures-<fidelity>.{md,json,log}
+bench-figures: $(VENV)/.installed
+	$(BIN)/python benchmarks/figures_wall_time.py --fidelity $(FIDELITY) $(if $(FIGURE),--only $(FIGURE))
 
 clean:
 	rm -rf $(VENV) outputs/runs outputs/figures outputs/bench

@@ -35,7 +35,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from throughput_report import machine  # noqa: E402
+from throughput_report import commit_text, machine  # noqa: E402
 from throughput_timing import _CompileClock, result, time_once, warm_up  # noqa: E402
 from throughput_workloads import ROOT, Workload, _integrator_cfg, diffrax_entry, make_workload, sgi_entry  # noqa: E402
 
@@ -135,7 +135,7 @@ def markdown(doc: dict) -> str:
     g = doc["generator"]
     lines = [f"# Path-steps/s against paths on {doc['device']}", "",
              f"Machine: {m['cpu_model']} ({m['cpu_cores_usable']} usable cores, {m['memory_gib']} GiB), "
-             f"jax {m['jax']} ({m['jax_backend']}), {m['date_utc']}; commit {m.get('commit', '?')}.", "",
+             f"jax {m['jax']} ({m['jax_backend']}), {m['date_utc']}; {commit_text(m)}.", "",
              "## Generator bound (float64 standard normals per second)", "",
              "| generator | normals/s |", "|---|---:|"]
     lines += [f"| {name} | {rate / 1e6:,.1f} M |" for name, rate in g.items()]

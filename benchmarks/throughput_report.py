@@ -90,6 +90,12 @@ def _code_version() -> dict:
     return {"git_commit": commit, "sgi_run_uncommitted_changes": bool(dirty)}
 
 
+def commit_text(m: dict) -> str:
+    """The benchmarked commit as a report names it."""
+    return (f"sgi-run commit {(m.get('git_commit') or 'unknown')[:12]}"
+            f"{' (with uncommitted changes to sgi_run/ or conf/)' if m.get('sgi_run_uncommitted_changes') else ''}")
+
+
 # ------------------------------------------------------------------------------------------------
 # Reporting
 # ------------------------------------------------------------------------------------------------
@@ -279,8 +285,7 @@ def markdown(doc: dict) -> str:
               f"equinox {m['equinox']}, numpy {m['numpy']}",
               f"- JAX backend: {m['jax_backend']}; devices: {', '.join(m['jax_devices'])}; "
               f"float64: {m['jax_enable_x64']}; XLA_FLAGS: {m['XLA_FLAGS'] or '(unset)'}",
-              f"- sgi-run commit {(m.get('git_commit') or 'unknown')[:12]}"
-              f"{' (with uncommitted changes to sgi_run/ or conf/)' if m.get('sgi_run_uncommitted_changes') else ''}",
+              f"- {commit_text(m)}",
               f"- 1-minute load average: {_fmt_load(m.get('load1_at_start'))} before the benchmark started, "
               f"{_fmt_load(m.get('load1_at_end'))} at its end (per run in the JSON)",
               ""]

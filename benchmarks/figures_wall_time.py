@@ -1,0 +1,114 @@
+"""Wall time of ``make figures`` per figure: every experiment at one fidelity, from nothing, on this machine.
+
+    python benchmarks/figures_wall_time.py [--fidelity reduced] [--only fig4_1 ...] [--out outputs/bench]
+
+Writes ``figures-<fidelity>.json`` and ``figures-<fidelity>.md`` (the machine named, one row per figure,
+the total) and ``figures-<fidelity>.log`` (what ``sgi-figures`` printed).
+
+Each figure is ``sgi-figures --fidelity F --only paper/figure`` called in this one process, one figure
+after the other, as ``make figures`` runs them: its runs computed from nothing (a fresh run cache and a
+fresh JAX compilation cache in a temporary directory, so neither an earlier gallery nor an earlier
+benchmark is reused; compiled code is shared between figures within the process, as in ``make figures``).
+A figure's wall time covers composing and validating its configs, compiling, computing every run,
+drawing, the acceptance checks and the gallery page. "runs s" is the sum of its runs' own wall times as
+recorded in their HDF5 files (compilation included), the rest is drawing, checks and I/O. Other
+processes' CPU during each figure is recorded (from /proc/stat) so a loaded machine shows.
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _figure_record(figures_dir: Path, paper: str, figure: str) -> dict:
+    path = figures_dir / paper / f"{figure}.json"
+    return json.loads(path.read_text()) if path.exists() else {}
+
+
+def _row(exp, record: dict, wall: float, cpu: float, others: float | None, status: int) -> dict:
+    verdicts = [c["verdict"] for c in record.get("checks", [])]
+    runs = record.get("table", []) + list({r["run"]: r for r in record.get("convergence", [])}.values())
+    return {"paper": exp.paper, "figure": exp.figure, "label": exp.label, "exit_status": status,
+            "runs": len(runs), "runs_wall_s": sum(float(r["wall_time_s"]) for r in runs),
+            "wall_s": wall, "cpu_s": cpu, "other_processes_cores": others,
+            "PASS": verdicts.count("PASS"), "FAIL": verdicts.count("FAIL"), "SKIP": verdicts.count("SKIP")}
+
+
+def markdown(report: dict) -> str:
+    from throughput_report import commit_text
+
+    m, rows = report["machine"], report["figures"]
+    total = sum(r["wall_s"] for r in rows)
+    lines = [f"# `make figures FIDELITY={report['fidelity']}`: wall time per figure", "",
+             f"Machine: {m['cpu_model']}, {m['cpu_cores_usable']} usable cores, {m['memory_gib']} GiB; "
+             f"JAX {m['jax']} on {m['jax_backend']}; {commit_text(m)}; {m['date_utc']}.", "",
+             "Every figure from nothing: a fresh run cache and a fresh JAX compilation cache; one process, figure "
+             "after figure, as `make figures` runs them. \"runs s\" is the runs' own compute (compilation "
+             "included); the rest of a figure's wall time is drawing, checks and I/O.", "",
+             "| paper | figure | runs | wall s | runs s | CPU s | other load (cores) | PASS | FAIL | SKIP |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        load = "?" if r["other_processes_cores"] is None else f"{r['other_processes_cores']:.2f}"
+        status = "" if r["exit_status"] == 0 else f" (exit {r['exit_status']})"
+        lines.append(f"| {r['paper']} | {r['figure']}{status} | {r['runs']} | {r['wall_s']:.1f} | "
+                     f"{r['runs_wall_s']:.1f} | {r['cpu_s']:.0f} | {load} | {r['PASS']} | {r['FAIL']} | {r['SKIP']} |")
+    checks = {k: sum(r[k] for r in rows) for k in ("PASS", "FAIL", "SKIP")}
+    lines += [f"| **all** | **{len(rows)} figures** | {sum(r['runs'] for r in rows)} | **{total:.0f}** "
+              f"({total / 60:.1f} min) | {sum(r['runs_wall_s'] for r in rows):.0f} | "
+              f"{sum(r['cpu_s'] for r in rows):.0f} | | {checks['PASS']} | {checks['FAIL']} | {checks['SKIP']} |", ""]
+    slowest = sorted(rows, key=lambda r: -r["wall_s"])[:5]
+    lines.append("Slowest: " + ", ".join(f"{r['paper']}/{r['figure']} {r['wall_s']:.0f} s" for r in slowest) + ".")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--fidelity", default="reduced", choices=("smoke", "reduced", "paper"))
+    p.add_argument("--only", action="append", metavar="FIGURE", help="a figure id or paper/figure; repeatable")
+    p.add_argument("--experiments", default=str(ROOT / "experiments"))
+    p.add_argument("--out", default=str(ROOT / "outputs" / "bench"))
+    args = p.parse_args(argv)
+
+    work = Path(tempfile.mkdtemp(prefix="sgi-figures-bench-"))
+    os.environ["SGI_RUN_COMPILATION_CACHE"] = str(work / "jax")   # read when sgi_run.core is first imported
+    from throughput_report import machine
+    from throughput_timing import _machine_busy_s
+
+    from sgi_run.figures import cli, experiment
+
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    stem = out / f"figures-{args.fidelity}"
+    report = {"fidelity": args.fidelity, "machine": machine(), "figures": []}
+    with open(f"{stem}.log", "w") as log:
+        for exp in experiment.discover(args.experiments, args.only):
+            print(f"{exp.paper}/{exp.figure} ...", end=" ", flush=True)
+            busy0, c, t = _machine_busy_s(), time.process_time(), time.perf_counter()
+            with contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
+                status = cli.main(["--fidelity", args.fidelity, "--only", f"{exp.paper}/{exp.figure}",
+                                   "--experiments", args.experiments, "--runs-root", str(work / "runs"),
+                                   "--output", str(work / "figures")])
+            wall, cpu, busy1 = time.perf_counter() - t, time.process_time() - c, _machine_busy_s()
+            others = None if busy0 is None or busy1 is None else max(0.0, (busy1 - busy0 - cpu) / wall)
+            row = _row(exp, _figure_record(work / "figures", exp.paper, exp.figure), wall, cpu, others, status)
+            report["figures"].append(row)
+            print(f"{wall:.1f} s, {row['PASS']} PASS {row['FAIL']} FAIL {row['SKIP']} SKIP", flush=True)
+            # Written after every figure: an interrupted measurement keeps the figures it finished.
+            Path(f"{stem}.json").write_text(json.dumps(report, indent=1) + "\n")
+            Path(f"{stem}.md").write_text(markdown(report))
+    print(f"wrote {stem}.md ({sum(r['wall_s'] for r in report['figures']) / 60:.1f} min in all); "
+          f"the figures are in {work / 'figures'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
