@@ -23,7 +23,6 @@ import json
 import os
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -35,14 +34,15 @@ def _figure_record(figures_dir: Path, paper: str, figure: str) -> dict:
     return json.loads(path.read_text()) if path.exists() else {}
 
 
-def _row(exp, record: dict, wall: float, cpu: float, others: float | None, status: int) -> dict:
+def _row(exp, record: dict, watch, status: int) -> dict:
+    """A figure's row: its runs, its verdicts and its ``throughput_timing.Stopwatch``."""
     verdicts = [c["verdict"] for c in record.get("checks", [])]
     # A study has a row per step size: one entry per run. A run another figure computed is reused from the
     # run cache, and its recorded wall time is that figure's.
     runs = {r["run"]: {"run": r["run"], "wall_s": float(r["wall_time_s"]), "cached": bool(r["cached"])}
             for r in record.get("table", []) + record.get("convergence", [])}
     return {"paper": exp.paper, "figure": exp.figure, "label": exp.label, "exit_status": status,
-            "runs": list(runs.values()), "wall_s": wall, "cpu_s": cpu, "other_processes_cores": others,
+            "runs": list(runs.values()), "wall_s": watch.wall, "cpu_s": watch.cpu, "other_processes_cores": watch.others,
             "PASS": verdicts.count("PASS"), "FAIL": verdicts.count("FAIL"), "SKIP": verdicts.count("SKIP")}
 
 
@@ -53,7 +53,7 @@ def _computed(row: dict) -> tuple[int, int, float]:
 
 
 def markdown(report: dict) -> str:
-    from throughput_report import commit_text
+    from throughput_report import commit_text    # imports sgi_run.core: only after main has set the cache
 
     m, rows = report["machine"], report["figures"]
     total = sum(r["wall_s"] for r in rows)
@@ -83,19 +83,20 @@ def markdown(report: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    # The compilation cache's place is read when sgi_run.core is first imported: set it before any import.
+    work = Path(tempfile.mkdtemp(prefix="sgi-figures-bench-"))
+    os.environ["SGI_RUN_COMPILATION_CACHE"] = str(work / "jax")
+    from throughput_report import machine
+    from throughput_timing import Stopwatch
+
+    from sgi_run.figures import cli, experiment
+
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--fidelity", default="reduced", choices=("smoke", "reduced", "paper"))
+    p.add_argument("--fidelity", default="reduced", choices=experiment.FIDELITIES)
     p.add_argument("--only", action="append", metavar="FIGURE", help="a figure id or paper/figure; repeatable")
     p.add_argument("--experiments", default=str(ROOT / "experiments"))
     p.add_argument("--out", default=str(ROOT / "outputs" / "bench"))
     args = p.parse_args(argv)
-
-    work = Path(tempfile.mkdtemp(prefix="sgi-figures-bench-"))
-    os.environ["SGI_RUN_COMPILATION_CACHE"] = str(work / "jax")   # read when sgi_run.core is first imported
-    from throughput_report import machine
-    from throughput_timing import _machine_busy_s
-
-    from sgi_run.figures import cli, experiment
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -104,16 +105,13 @@ def main(argv: list[str] | None = None) -> int:
     with open(f"{stem}.log", "w") as log:
         for exp in experiment.discover(args.experiments, args.only):
             print(f"{exp.paper}/{exp.figure} ...", end=" ", flush=True)
-            busy0, c, t = _machine_busy_s(), time.process_time(), time.perf_counter()
-            with contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
+            with Stopwatch() as watch, contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
                 status = cli.main(["--fidelity", args.fidelity, "--only", f"{exp.paper}/{exp.figure}",
                                    "--experiments", args.experiments, "--runs-root", str(work / "runs"),
                                    "--output", str(work / "figures")])
-            wall, cpu, busy1 = time.perf_counter() - t, time.process_time() - c, _machine_busy_s()
-            others = None if busy0 is None or busy1 is None else max(0.0, (busy1 - busy0 - cpu) / wall)
-            row = _row(exp, _figure_record(work / "figures", exp.paper, exp.figure), wall, cpu, others, status)
+            row = _row(exp, _figure_record(work / "figures", exp.paper, exp.figure), watch, status)
             report["figures"].append(row)
-            print(f"{wall:.1f} s, {row['PASS']} PASS {row['FAIL']} FAIL {row['SKIP']} SKIP", flush=True)
+            print(f"{watch.wall:.1f} s, {row['PASS']} PASS {row['FAIL']} FAIL {row['SKIP']} SKIP", flush=True)
             # Written after every figure: an interrupted measurement keeps the figures it finished.
             Path(f"{stem}.json").write_text(json.dumps(report, indent=1) + "\n")
             Path(f"{stem}.md").write_text(markdown(report))

@@ -74,17 +74,28 @@ def _machine_busy_s() -> float | None:
         return None
 
 
+class Stopwatch:
+    """``with Stopwatch() as w:``: afterwards ``w.wall`` and ``w.cpu`` (this process) in seconds, and
+    ``w.others``, the cores' worth of CPU that other processes used meanwhile (None without /proc/stat)."""
+
+    def __enter__(self) -> "Stopwatch":
+        self._busy, self._wall, self._cpu = _machine_busy_s(), time.perf_counter(), time.process_time()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.wall, self.cpu = time.perf_counter() - self._wall, time.process_time() - self._cpu
+        busy = _machine_busy_s()
+        self.others = (None if busy is None or self._busy is None
+                       else max(0.0, (busy - self._busy - self.cpu) / self.wall))
+
+
 def time_once(tm: _Timing, log) -> None:
     tm.load.append(_load1())
-    busy0 = _machine_busy_s()
-    t, c = time.perf_counter(), time.process_time()
-    tm.stats = tm.prep.run()
-    tm.runs.append(time.perf_counter() - t)
-    tm.cpu.append(time.process_time() - c)
-    busy1 = _machine_busy_s()
-    # Cores' worth of CPU used by other processes while this run was timed.
-    tm.others.append(None if busy0 is None or busy1 is None
-                     else max(0.0, (busy1 - busy0 - tm.cpu[-1]) / tm.runs[-1]))
+    with Stopwatch() as watch:
+        tm.stats = tm.prep.run()
+    tm.runs.append(watch.wall)
+    tm.cpu.append(watch.cpu)
+    tm.others.append(watch.others)
     log(f"[{tm.entry.id}] run {len(tm.runs)}: {tm.runs[-1]:.2f} s wall, {tm.cpu[-1]:.2f} s CPU, "
         f"other processes {_fmt_load(tm.others[-1])} cores "
         f"-> {tm.entry.workload.path_steps / tm.runs[-1]:.3e} path-steps/s")
