@@ -19,15 +19,15 @@ import contextlib
 import dataclasses
 import fcntl
 import os
+import secrets
 import sys
 import time
 from pathlib import Path
 from typing import Any, Callable
 
-import h5py
-
 from sgi_run import provenance, store
 from sgi_run.core.errors import ConfigError
+from sgi_run.engine.checkpoint import DamagedCheckpoint, ShardStore
 
 LOCK_NAME = ".lock"
 
@@ -42,21 +42,29 @@ class Cached:
     stale: bool    # computed by other numerics code (provenance.code_digest)
 
 
-def set_aside(path: Path, reason: str) -> None:
-    """Move a damaged file out of the cache's way (kept for inspection, never read again)."""
+def set_aside(path: Path, reason: str, into: Path | None = None) -> None:
+    """Move a damaged file out of the cache's way (kept for inspection, never read again), beside it
+    or ``into`` another directory."""
     reason = reason.removeprefix(f"{path}: ")     # store.DamagedFile names the file itself
-    aside = path.with_name(f"{path.name}.damaged-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}")
+    # Unique: two files set aside within one second (by one process) never overwrite each other.
+    aside = (path.parent if into is None else Path(into)) / \
+        f"{path.name}.damaged-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}-{secrets.token_hex(2)}"
     try:
+        aside.parent.mkdir(exist_ok=True)
         os.replace(path, aside)
     except OSError as err:      # a read-only place: the file stays, and is still never shown
         warn(f"{path} is damaged ({reason}) and cannot be moved aside ({err.strerror})")
         return
-    warn(f"{path} is damaged ({reason}); moved it aside to {aside.name}; recomputing it")
+    warn(f"{path} is damaged ({reason}); moved it aside to {aside.name if into is None else aside}; recomputing it")
 
 
 def _identity(path: Path) -> dict:
-    with h5py.File(path, "r") as f:
-        return {k: f.attrs.get(k) for k in ("config_hash", "code_digest")}
+    """The stored config hash and code digest; store.DamagedFile when the file's attributes do not read
+    back whole (every file sgi-run writes has a config hash)."""
+    attrs = store.read_attributes(path)
+    if "config_hash" not in attrs:
+        raise store.DamagedFile(f"{path}: it has no config_hash attribute")
+    return {k: attrs.get(k) for k in ("config_hash", "code_digest")}
 
 
 def check_identity(path: Path, wanted_hash: str, key: str = "run_dir", value=None) -> dict | None:
@@ -68,14 +76,29 @@ def check_identity(path: Path, wanted_hash: str, key: str = "run_dir", value=Non
         return None
     try:
         identity = _identity(path)     # attributes only: the policy is decided before any data is read
-    except OSError as err:             # not an HDF5 file, or truncated before its attributes
-        set_aside(path, store.unopenable(err))
+    except store.DamagedFile as err:   # not HDF5, truncated, metadata or attributes that fail their checksums
+        set_aside(path, str(err))
         return None
     if identity["config_hash"] != wanted_hash:
         raise ConfigError(key, str(path.parent if value is None else value),
                           f"a directory for config {wanted_hash}: {path.parent} holds the result of config "
                           f"{identity['config_hash']} (choose another directory, or remove that result)")
     return identity
+
+
+def check_checkpoints(run_dir: Path, wanted_hash: str, key: str = "run_dir", value=None) -> None:
+    """Refuse (ConfigError naming ``key``) a run directory whose ``shards/`` holds a checkpoint of another
+    config, in any shard layout: resuming would mix two configs' numbers, ``cache=off`` would delete
+    it. A checkpoint that does not read back whole is left to the run, which sets it aside."""
+    for path in sorted(Path(run_dir, "shards").glob("*.npz")):
+        try:
+            found = ShardStore.check(path)["config_hash"]
+        except DamagedCheckpoint:
+            continue
+        if found != wanted_hash:
+            raise ConfigError(key, str(run_dir if value is None else value),
+                              f"a directory for config {wanted_hash}: its checkpoint {path.name} is of config "
+                              f"{found or 'unknown'} (choose another directory, or remove its shards/)")
 
 
 def lookup(path: Path, wanted_hash: str, policy: str, load: Callable[[Path], Any]) -> Cached | None:

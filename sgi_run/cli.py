@@ -4,7 +4,9 @@
 Every job of a command line (each combination of a multirun) is composed and validated, and its run
 directory checked, before the first one computes; a refusal is one line on stderr and exit status 2.
 A run in which every path failed is said loudly and exits 1. Ctrl-C (exit 130) and SIGTERM (143)
-say how many shards were kept; the same command resumes from them.
+say how many shards were kept; the same command resumes from them. So does a run whose directory
+stops taking writes (a full disk, a quota, permissions): one line on stderr, exit status 1, no
+partial file left behind.
 """
 from __future__ import annotations
 
@@ -17,13 +19,16 @@ import hydra
 from omegaconf import DictConfig
 
 from sgi_run import __version__
-from sgi_run.config import (CONF_DIR, GROUPS, check_hydra_groups, compose, config_hash, expand_sweeps, group_options, register_resolvers,
-                            run_dir_for)
+from sgi_run.config import (CONF_DIR, GROUPS, ConfigSource, check_hydra_groups, compose, config_hash, expand_sweeps,
+                            group_options, register_resolvers, run_dir_for)
 from sgi_run.core.errors import ConfigError
 from sgi_run.engine.executor import ShardLost
 
 _HYDRA_FLAGS_WITH_VALUE = {"-cn", "--config-name", "-cp", "--config-path", "-cd", "--config-dir",
                            "--info", "-i", "--experimental-rerun", "--package", "-p", "--cfg", "-c"}
+# Every flag Hydra's parser knows (its argparse would print a usage block for any other).
+_HYDRA_FLAGS = _HYDRA_FLAGS_WITH_VALUE | {"--help", "-h", "--hydra-help", "--version", "--resolve", "--run", "-r",
+                                          "--multirun", "-m", "--shell-completion", "-sc"}
 # Flags that show Hydra's own information and run nothing: no validation before them.
 _HYDRA_INFO_FLAGS = {"--hydra-help", "--info", "-i", "--shell-completion", "-sc"}
 # What a finished run directory holds (an ensemble or a convergence study).
@@ -32,17 +37,60 @@ _FINISHED = ("ensemble.h5", "convergence.h5")
 _state = {"terminated": False, "failed": 0}
 
 
-def _overrides(argv: list[str]) -> list[str]:
-    """The key=value overrides of a command line (Hydra's own flags skipped)."""
-    out, skip = [], False
+def _flags_and_overrides(argv: list[str]) -> tuple[list[str], list[str]]:
+    """Hydra's flags of a command line (each with its value) and its key=value overrides, in the order typed."""
+    flags, overrides, takes_value = [], [], False
     for arg in argv:
-        if skip:
-            skip = False
-        elif arg in _HYDRA_FLAGS_WITH_VALUE:
-            skip = True
-        elif not arg.startswith("-") and not arg.lstrip("+~").startswith("hydra"):
-            out.append(arg)
-    return out
+        if takes_value or arg.startswith("-"):
+            flags.append(arg)
+            takes_value = not takes_value and arg in _HYDRA_FLAGS_WITH_VALUE
+        else:
+            overrides.append(arg)
+    return flags, overrides
+
+
+def _check_flags(argv: list[str]) -> None:
+    """Refuse a flag neither sgi-run nor Hydra has, in one line (not argparse's usage block)."""
+    takes_value = False
+    for arg in argv:
+        if not takes_value and arg.startswith("-") and arg.partition("=")[0] not in _HYDRA_FLAGS:
+            raise ConfigError("argument", arg, f"a flag of sgi-run: one of {sorted(_HYDRA_FLAGS)} (see sgi-run --help)")
+        takes_value = not takes_value and arg in _HYDRA_FLAGS_WITH_VALUE
+    modes = [mode for mode, names in _HYDRA_MODES.items() if any(a.partition("=")[0] in names for a in argv)]
+    if len(modes) > 1:
+        raise ConfigError("argument", " ".join(modes), f"one of {list(_HYDRA_MODES)} at a time (Hydra runs one mode)")
+
+
+# What Hydra does with a command line: exactly one of these (its own rule).
+_HYDRA_MODES = {"--run": {"--run", "-r"}, "--multirun": {"--multirun", "-m"}, "--cfg": {"--cfg", "-c"},
+                "--info": {"--info", "-i"}, "--shell-completion": {"--shell-completion", "-sc"}}
+
+
+def _overrides(argv: list[str]) -> list[str]:
+    """The key=value overrides of a command line that compose the job's config (Hydra's flags and keys skipped)."""
+    return [a for a in _flags_and_overrides(argv)[1] if not a.lstrip("+~").startswith("hydra")]
+
+
+def _flag(flags: list[str], *names: str) -> str | None:
+    """The value of the last of Hydra's flags ``names`` on the line (``-cn x`` or ``--config-name=x``), or None."""
+    value = None
+    for i, arg in enumerate(flags):
+        name, equals, given = arg.partition("=")
+        if name in names:
+            value = given if equals else (flags[i + 1] if i + 1 < len(flags) else None)
+    return value
+
+
+def _config_source(flags: list[str]) -> ConfigSource:
+    """Where ``hydra.main`` will find the configs (``--config-name``, ``--config-path``, ``--config-dir``):
+    validation composes the config that will run."""
+    from hydra._internal.utils import compute_search_path_dir, detect_calling_file_or_module_from_task_function
+
+    path = _flag(flags, "--config-path", "-cp")    # relative: to this package, as Hydra resolves it
+    primary = CONF_DIR if path is None else compute_search_path_dir(
+        *detect_calling_file_or_module_from_task_function(_job), path)
+    return ConfigSource(name=_flag(flags, "--config-name", "-cn") or "config", primary=str(primary),
+                        added=_flag(flags, "--config-dir", "-cd"))
 
 
 def _refuse(err: ConfigError) -> None:
@@ -53,16 +101,15 @@ def _refuse(err: ConfigError) -> None:
 @hydra.main(config_path=str(CONF_DIR), config_name="config", version_base=None)
 def _job(cfg: DictConfig) -> None:
     from hydra.core.hydra_config import HydraConfig
-    from rich.console import Console
-
     from sgi_run import summary
-    from sgi_run.runner import run
+    from sgi_run.runner import WriteFailed, run
+    from sgi_run.terminal import console as make_console
 
     if os.environ.get(SLOTS_ENV):           # a job of a parallel sweep: its own cores, before JAX starts
         from sgi_run.engine.cores import claim_cores
         slots, directory = os.environ[SLOTS_ENV].split(":", 1)
         claim_cores(directory, int(slots))
-    console = Console()
+    console = make_console()
     run_dir = HydraConfig.get().runtime.output_dir
     try:
         result = run(cfg, run_dir=run_dir)
@@ -71,6 +118,9 @@ def _job(cfg: DictConfig) -> None:
     except ShardLost as err:
         print(f"sgi-run: error: {err}; the finished shards are kept, the same command resumes from them",
               file=sys.stderr)
+        sys.exit(1)
+    except WriteFailed as err:
+        print(f"sgi-run: error: {err}", file=sys.stderr)
         sys.exit(1)
     if cfg.plan.get("kind", "ensemble") == "convergence":
         from sgi_run.convergence_run import show
@@ -84,7 +134,11 @@ def _job(cfg: DictConfig) -> None:
         console.print(f"[bold red]FAILED: {result.failure()}[/]")
     elif nonfinite:
         console.print(f"[yellow]{nonfinite} path(s) went non-finite; excluded from the statistics and counted in diagnostics/nonfinite_paths[/]")
-    resumed = f" (resumed {result.shards_resumed} finished shard(s) of an interrupted run)" if result.shards_resumed else ""
+    if unconverged := summary.unconverged_line(result.ensemble):
+        console.print(f"[bold red]{unconverged}[/]")
+    if stagnated := summary.stagnated_line(result.ensemble):
+        console.print(stagnated)
+    resumed = f" ({result.resumed()})" if result.resumed() else ""
     done = "cached (failed run)" if result.failed and result.cached else "cached" if result.cached else "wrote"
     where = ", ".join(result.ensemble.attrs[k] for k in ("executor", "device") if k in result.ensemble.attrs)
     console.print(f"{done} {result.path}{resumed}" + (f"; ran on {where}" if where else ""))
@@ -96,8 +150,9 @@ def _explicit(argv: list[str], key: str) -> str | None:
 
 
 def _check_run_dirs(argv: list[str], configs: list[DictConfig]) -> bool:
-    """Refuse a run directory that cannot be written (one line, before any job starts) unless it
-    holds the finished run, which is then shown without writing; True when one is such."""
+    """Refuse a run directory that holds another config's result or checkpoints, or that cannot be
+    written (one line, before any job starts and before Hydra writes .hydra/ there) unless it holds
+    the finished run, which is then shown without writing; True when one is such."""
     from sgi_run import cache
 
     multirun = "-m" in argv or "--multirun" in argv
@@ -108,15 +163,16 @@ def _check_run_dirs(argv: list[str], configs: list[DictConfig]) -> bool:
     for cfg in configs:
         key, directory = ("hydra.run.dir", Path(explicit)) if explicit and "${" not in explicit \
             else ("output_root", run_dir_for(cfg))
+        value = explicit if key == "hydra.run.dir" else cfg.output_root
         for name in _FINISHED:    # another config's result there is refused before Hydra writes over .hydra/
-            cache.check_identity(directory / name, config_hash(cfg), key,
-                                 explicit if key == "hydra.run.dir" else cfg.output_root)
+            cache.check_identity(directory / name, config_hash(cfg), key, value)
+        cache.check_checkpoints(directory, config_hash(cfg), key, value)     # and its interrupted run
         if cache.writable(directory):
             continue
         if any((directory / name).exists() for name in _FINISHED):
             read_only = True
             continue
-        cache.check_writable(directory, key, explicit if key == "hydra.run.dir" else cfg.output_root)
+        cache.check_writable(directory, key, value)
     return read_only
 
 
@@ -192,11 +248,18 @@ def main() -> None:
     if "--version" in argv:
         print(f"sgi-run {__version__}")
         return
+    try:
+        _check_flags(argv)
+    except ConfigError as err:
+        _refuse(err)
+    flags, overrides = _flags_and_overrides(argv)
+    sys.argv[1:] = flags + overrides    # Hydra's parser reads the overrides as one run: none after a flag
     if not _HYDRA_INFO_FLAGS & set(argv):
         try:
-            check_hydra_groups([a for a in argv if a.lstrip("+~").startswith("hydra/")])
-            configs = [compose(job) for job in expand_sweeps(_overrides(argv))]
-            if "--cfg" not in argv and "-c" not in argv and _check_run_dirs(argv, configs):
+            source = _config_source(flags)
+            check_hydra_groups([a for a in overrides if a.lstrip("+~").startswith("hydra/")], source)
+            configs = [compose(job, source) for job in expand_sweeps(_overrides(argv))]
+            if _flag(flags, "--cfg", "-c") is None and _check_run_dirs(argv, configs):
                 sys.argv.append("hydra.output_subdir=null")   # show the finished run; Hydra writes nothing
         except ConfigError as err:
             _refuse(err)

@@ -14,19 +14,26 @@ import os
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from hydra import compose as hydra_compose
-from hydra import initialize_config_dir
-from hydra.core.global_hydra import GlobalHydra
+import yaml
+from hydra import version
+from hydra._internal.config_loader_impl import ConfigLoaderImpl
+from hydra._internal.utils import create_config_search_path
+from hydra.core.config_search_path import SearchPathQuery
 from hydra.core.override_parser.overrides_parser import OverridesParser
+from hydra.core.utils import setup_globals
 from hydra.errors import HydraException
-from omegaconf import DictConfig, ListConfig, OmegaConf
+from hydra.types import RunMode
+from omegaconf import DictConfig, ListConfig, OmegaConf, open_dict
 from omegaconf.errors import OmegaConfBaseException
 
 from sgi_run.core.errors import ConfigError
+from sgi_run.core.solvers import on_fail_rule
 from sgi_run.engine import device, executor
 from sgi_run.engine.convergence_plan import ConvergencePlan
-from sgi_run.engine.plan import Plan
-from sgi_run.engine.simulate import fit_shard_size, format_bytes, memory_estimate, observable_functions
+from sgi_run.engine.device import MEMORY_SHARE
+from sgi_run.engine.plan import Plan, settle_defaults
+from sgi_run.engine.simulate import (fit_shard_size, format_bytes, memory_estimate, observable_functions, path_bytes,
+                                     state_words)
 from sgi_run.integrators import Integrator, make_integrator
 from sgi_run.systems import SYSTEMS, System
 
@@ -42,21 +49,57 @@ PLAN_KINDS = ("ensemble", "convergence")
 _NOT_HASHED = ("hydra", "progress", "output_root", "executor", "cache")
 
 
-def group_options(group: str) -> list[str]:
-    return sorted(p.stem for p in (CONF_DIR / group).glob("*.yaml"))
+@dataclasses.dataclass(frozen=True)
+class ConfigSource:
+    """Where Hydra finds a run's configs, as ``hydra.main`` takes it from the command line: the primary
+    config (``--config-name``), its directory (``--config-path``; a directory or Hydra's ``pkg://``) and a
+    directory added to the search path (``--config-dir``). The default is conf/'s config.yaml."""
+    name: str = "config"
+    primary: str = str(CONF_DIR)
+    added: str | None = None
 
 
-def check_hydra_groups(overrides: Sequence[str]) -> None:
+# Hydra's search path providers that the command line sets, by the flag that sets them.
+_SEARCH_PATH_FLAGS = {"main": "--config-path", "command-line": "--config-dir"}
+
+
+def _loader(source: ConfigSource) -> ConfigLoaderImpl:
+    """Hydra's config loader with the search path ``hydra.main`` builds for ``source``; a directory that is
+    not there or a primary config that is not found is refused."""
+    version.setbase(None)
+    setup_globals()      # Hydra's resolvers (${now:...}), as hydra.main has them
+    search_path = create_config_search_path(source.primary)
+    if source.added is not None:    # where hydra.main puts --config-dir: after the primary directory, so its
+        search_path.prepend(provider="command-line", path=f"file://{os.path.abspath(source.added)}",  # files add
+                            anchor=SearchPathQuery(provider="schema"))                 # options, never replace one
+    loader = ConfigLoaderImpl(config_search_path=search_path)
+    for where in loader.repository.get_sources():
+        if where.provider in _SEARCH_PATH_FLAGS and not where.available():
+            raise ConfigError(_SEARCH_PATH_FLAGS[where.provider], where.path.removeprefix("file://"),
+                              "an existing directory")
+    folder, _, name = source.name.removesuffix(".yaml").rpartition("/")
+    primaries = sorted(c for c in loader.get_group_options(folder) if not c.startswith("_"))  # _dummy_: Hydra's
+    if name not in primaries:
+        raise ConfigError("--config-name", source.name, f"one of {primaries}")
+    return loader
+
+
+def group_options(group: str, source: ConfigSource = ConfigSource()) -> list[str]:
+    """The options of a config group, wherever Hydra finds them (conf/, a --config-dir)."""
+    return sorted(_loader(source).get_group_options(group))
+
+
+def check_hydra_groups(overrides: Sequence[str], source: ConfigSource = ConfigSource()) -> None:
     """Refuse an unknown option of one of Hydra's groups (``hydra/launcher=jolib``), naming those installed."""
     for o in _parsed(overrides):
         if o.key_or_group.startswith("hydra/"):
-            allowed = hydra_group_options(o.key_or_group)
+            allowed = hydra_group_options(o.key_or_group, source)
             for v in _values(o):
                 if allowed and v not in allowed:
                     raise ConfigError(o.key_or_group, v, f"one of {allowed}")
 
 
-def hydra_group_options(group: str) -> list[str]:
+def hydra_group_options(group: str, source: ConfigSource = ConfigSource()) -> list[str]:
     """The options of one of Hydra's own groups (``hydra/launcher``: basic, joblib, submitit_slurm, ...),
     installed plugins' and conf/'s own (conf/hydra/launcher/slurm_sweep.yaml) included; empty for a
     group Hydra does not have."""
@@ -68,15 +111,29 @@ def hydra_group_options(group: str) -> list[str]:
         registered = [name.removesuffix(".yaml") for name in ConfigStore.instance().list(group)]
     except OSError:
         registered = []
-    return sorted(set(registered) | set(group_options(group))) if registered else []
+    return sorted(set(registered) | set(group_options(group, source))) if registered else []
 
 
 # --- overrides ---------------------------------------------------------------------------------
 def _parsed(overrides: Sequence[str]):
+    parser = OverridesParser.create()
     try:
-        return OverridesParser.create().parse_overrides(list(overrides))
+        return parser.parse_overrides(list(overrides))
     except HydraException as err:
+        # Name the one override that cannot be read, not the whole command line.
+        for override in overrides:
+            try:
+                parser.parse_overrides([override])
+            except HydraException:
+                key, _, value = override.partition("=")
+                raise ConfigError(key, value, "a key=value override Hydra's grammar reads (quote a value with "
+                                  f"characters such as ~ or spaces: {key}='...')") from None
         raise ConfigError("override", " ".join(overrides), f"key=value overrides ({str(err).splitlines()[0]})") from None
+
+
+def _typed_value(overrides: Sequence[str], key: str):
+    """The value typed for ``key`` on the command line (as typed), or None."""
+    return next((o.partition("=")[2] for o in overrides if o.partition("=")[0].lstrip("+") == key), None)
 
 
 def _values(override) -> list:
@@ -105,10 +162,10 @@ _SET_BY_GROUP = {"system.name": "system", "integrator.name": "integrator", "inte
                  "plan.kind": "plan"}
 
 
-def check_overrides(overrides: Sequence[str]) -> None:
+def check_overrides(overrides: Sequence[str], source: ConfigSource = ConfigSource()) -> None:
     """Refuse unknown group options, unknown keys (also ``+key`` additions) and removed keys, with the
     allowed ones named."""
-    check_hydra_groups(overrides)
+    check_hydra_groups(overrides, source)
     parsed = [o for o in _parsed(overrides) if not o.key_or_group.startswith("hydra")]
     for o in parsed:
         if o.is_delete():
@@ -120,7 +177,7 @@ def check_overrides(overrides: Sequence[str]) -> None:
     group_choices = []
     for o in parsed:
         if o.key_or_group in GROUPS:
-            allowed = group_options(o.key_or_group)
+            allowed = group_options(o.key_or_group, source)
             for v in _values(o):
                 if v not in allowed:
                     raise ConfigError(o.key_or_group, v, f"one of {allowed}")
@@ -129,7 +186,7 @@ def check_overrides(overrides: Sequence[str]) -> None:
     keyed = [o for o in parsed if o.key_or_group not in GROUPS]
     if not keyed:
         return
-    base = _composed_groups(tuple(group_choices))
+    base = _composed_groups(tuple(group_choices), source)
     for o in keyed:
         key = o.key_or_group
         if o.is_add() and not o.is_force_add() or OmegaConf.select(base, key, default=_ABSENT) is _ABSENT:
@@ -144,29 +201,113 @@ _ABSENT = object()
 
 
 @functools.lru_cache(maxsize=64)
-def _composed_groups(group_choices: tuple[str, ...]) -> DictConfig:
+def _composed_groups(group_choices: tuple[str, ...], source: ConfigSource = ConfigSource()) -> DictConfig:
     """The config of these group options alone, where keys are looked up (read only). Cached: the
-    conf/ files do not change while a process runs, and a Hydra compose costs ~60 ms."""
-    return _hydra_compose(group_choices)
+    config files do not change while a process runs, and a Hydra compose costs ~60 ms."""
+    return _hydra_compose(group_choices, source)
 
 
-def _hydra_compose(overrides: Sequence[str]) -> DictConfig:
-    if GlobalHydra.instance().is_initialized():
-        return hydra_compose("config", overrides=list(overrides))
-    with initialize_config_dir(str(CONF_DIR), version_base=None):
-        return hydra_compose("config", overrides=list(overrides))
-
-
-def compose(overrides: Iterable[str] = ()) -> DictConfig:
-    """The run config for ``overrides`` (as on the command line), validated; nothing is computed."""
-    overrides = list(overrides)
-    check_overrides(overrides)
+def _hydra_compose(overrides: Sequence[str], source: ConfigSource = ConfigSource()) -> DictConfig:
+    """The job's config as Hydra composes it from ``source`` (its ``hydra`` node left out); a file YAML
+    cannot read, or what Hydra cannot compose, is one ConfigError line."""
     try:
-        cfg = _hydra_compose(overrides)
-        build(cfg)
-    except (HydraException, OmegaConfBaseException) as err:    # e.g. an interpolation that cannot resolve
+        cfg = _loader(source).load_configuration(source.name, list(overrides), run_mode=RunMode.RUN,
+                                                 from_shell=False)
+    except yaml.MarkedYAMLError as err:
+        raise _unreadable(err) from None
+    except HydraException as err:
         raise ConfigError("override", " ".join(overrides), str(err).splitlines()[0]) from None
+    with open_dict(cfg):
+        del cfg["hydra"]
     return cfg
+
+
+def _unreadable(err: yaml.MarkedYAMLError) -> ConfigError:
+    """A config file YAML cannot parse: its file:line:column, the text there and the parser's words.
+    Where the parser stopped at the end of the file, where the unfinished part began."""
+    marks = [m for m in (err.problem_mark, err.context_mark) if m is not None]
+    lines = Path(marks[0].name).read_text().splitlines() if os.path.isfile(marks[0].name) else []
+    text = {m: lines[m.line].strip() if m.line < len(lines) else "" for m in marks}
+    mark = next((m for m in marks if text[m]), marks[0])
+    return ConfigError(f"{mark.name}:{mark.line + 1}:{mark.column + 1}", text[mark],
+                       f"valid YAML ({', '.join(filter(None, (err.context, err.problem)))})")
+
+
+def compose(overrides: Iterable[str] = (), source: ConfigSource = ConfigSource()) -> DictConfig:
+    """The run config for ``overrides`` (as on the command line) from ``source``, validated; nothing is
+    computed. Raises ``ConfigError`` (one line: the key, the value, what is allowed) for bad input.
+
+    Example:
+
+        >>> import sgi_run
+        >>> cfg = sgi_run.compose(["integrator=dirk", "plan.paths=100"])
+        >>> cfg.system.name, cfg.integrator.name, cfg.plan.paths
+        ('kubo', 'dirk', 100)
+        >>> sgi_run.compose(["plan.paths=0"])
+        Traceback (most recent call last):
+        sgi_run.core.errors.ConfigError: plan.paths=0 is not allowed: ...
+    """
+    overrides = list(overrides)
+    check_overrides(overrides, source)
+    try:
+        cfg = _hydra_compose(overrides, source)
+        try:
+            build(cfg)
+        except ConfigError as err:
+            raise _blamed_on_a_typed_key(err, cfg, overrides, source) from None
+    except (HydraException, OmegaConfBaseException) as err:    # e.g. an interpolation that cannot resolve
+        key = getattr(err, "full_key", None)
+        value = _typed_value(overrides, key) if key else None
+        if value is None:
+            key, value = "override", " ".join(overrides)
+        raise ConfigError(key, value, str(err).splitlines()[0]) from None
+    return cfg
+
+
+def _blamed_on_a_typed_key(err: ConfigError, cfg: DictConfig, overrides: Sequence[str],
+                           source: ConfigSource) -> ConfigError:
+    """A refusal of a key the user did not type (a default: plan.T, the integrator) put on the typed
+    override without which the config builds: only a value the user gave is refused. Said as the default
+    it contradicts where that is a config key of its own, else (a tableau the typed coefficient is part of)
+    in the original's words. Left as it is where no single override is to blame."""
+    typed = {o.key_or_group: o for o in _parsed(overrides) if not o.key_or_group.startswith("hydra")}
+    if err.key in typed:
+        return err
+    # A typed value before a group choice: in plan=convergence plan.T=0.1, T is what the study's steps miss.
+    suspects = sorted(typed.values(), key=lambda o: o.key_or_group in GROUPS)
+    culprit = next((o for o in suspects if _builds([x for x in overrides if x != o.input_line], source)), None)
+    if culprit is None:
+        return err
+    key, value = culprit.key_or_group, culprit.value()
+    default = OmegaConf.select(cfg, err.key, default=_ABSENT) is not _ABSENT and not key.startswith(f"{err.key}.")
+    if not default:
+        return ConfigError(key, value, err.allowed)
+    if err.key == "integrator":
+        remedy = f"choose integrator=one of {_integrators_that_fit(build_system(cfg.system), source)}"
+    else:
+        remedy = f"set {err.key} too"
+    return ConfigError(key, value, f"one that fits the default {err.key}={err.value!r} ({err.allowed}), or {remedy}")
+
+
+def _builds(overrides: Sequence[str], source: ConfigSource) -> bool:
+    try:
+        check_overrides(overrides, source)
+        build(_hydra_compose(overrides, source))
+    except (ConfigError, HydraException, OmegaConfBaseException):
+        return False
+    return True
+
+
+def _integrators_that_fit(system: System, source: ConfigSource) -> list[str]:
+    """The integrator options (as configured) that fit ``system``."""
+    fitting = []
+    for option in group_options("integrator", source):
+        try:
+            make_integrator(plain(_composed_groups((f"integrator={option}",), source).integrator)).check_fits(system)
+        except ConfigError:
+            continue
+        fitting.append(option)
+    return fitting
 
 
 # --- construction --------------------------------------------------------------------------------
@@ -188,6 +329,7 @@ def build_system(cfg) -> System:
     if name not in SYSTEMS:
         raise ConfigError("system.name", name, f"one of {sorted(SYSTEMS)}")
     cls = SYSTEMS[name]
+    cfg = cls.settle_defaults(cfg)
     unknown = sorted(set(cfg) - set(cls.parameter_names()))
     if unknown:
         raise ConfigError(f"system.{unknown[0]}", cfg[unknown[0]], f"a parameter of {name}: {cls.parameter_names()}")
@@ -254,8 +396,7 @@ def build(cfg: DictConfig) -> Setup:
     if kind not in PLAN_KINDS:
         raise ConfigError("plan.kind", kind, f"one of {list(PLAN_KINDS)}")
     if kind == "convergence":
-        plan = fit_shard_size(system, integrator, ConvergencePlan.from_mapping(plain(cfg.plan)).fitted_to(system, integrator))
-        _check_memory(memory_estimate(system, integrator, plan), plan)
+        plan = _fit_memory(system, integrator, ConvergencePlan.from_mapping(plain(cfg.plan)).fitted_to(system, integrator))
         _check_run_options(cfg)
         return Setup(system, integrator, plan)
     plan = Plan.from_mapping(plain(cfg.plan))
@@ -268,8 +409,7 @@ def build(cfg: DictConfig) -> Setup:
             raise ConfigError("plan.truncate", plan.truncate,
                               f"null with the weak integrator {integrator.name} (three-point increments)")
     observable_functions(system, plan.observables)   # refuses an unknown observable name
-    plan = fit_shard_size(system, integrator, plan)
-    _check_memory(memory_estimate(system, integrator, plan), plan)
+    plan = _fit_memory(system, integrator, plan)
     _check_run_options(cfg)
     return Setup(system, integrator, plan)
 
@@ -310,10 +450,20 @@ _MEMORY_ADVICE = {
 }
 
 
-def _check_memory(estimate, plan: Plan | ConvergencePlan) -> None:
+def _fit_memory(system, integrator, plan):
+    """The plan with ``shard_size: auto`` settled for the memory there is; refused where it cannot fit."""
+    plan = fit_shard_size(system, integrator, plan, host_bytes=memory_limit()[0])
+    _check_memory(memory_estimate(system, integrator, plan), plan, system, integrator)
+    return plan
+
+
+def _check_memory(estimate, plan: Plan | ConvergencePlan, system, integrator) -> None:
     # A shard's size is set by plan.shards when it is a number, else by plan.shard_size.
     shard_key = "plan.shard_size" if plan.shards == "auto" else "plan.shards"
     on_device, free = estimate.parts["plan.shard_size"], device.free_bytes()
+    one_path = path_bytes(system, integrator, plan)
+    if free is not None and one_path > free:
+        raise _one_path_too_big(system, integrator, one_path, f"{device.describe()} has {format_bytes(free)} free")
     if free is not None and on_device > free:
         raise ConfigError(shard_key, getattr(plan, shard_key.split(".", 1)[1]),
                           f"a shard that fits on the device: one needs {format_bytes(on_device)} and "
@@ -321,11 +471,24 @@ def _check_memory(estimate, plan: Plan | ConvergencePlan) -> None:
     limit, source = memory_limit()
     if estimate.total <= limit:
         return
+    if estimate.largest == "plan.shard_size" and one_path > MEMORY_SHARE * limit:
+        raise _one_path_too_big(system, integrator, one_path, f"{format_bytes(limit)} is {source}")
     key = shard_key if estimate.largest == "plan.shard_size" else estimate.largest
     value = getattr(plan, key.split(".", 1)[1])
     raise ConfigError(key, value, f"a run that fits in memory: this one needs {format_bytes(estimate.total)} "
                       f"({format_bytes(estimate.parts[estimate.largest])} for {key}) and "
                       f"{format_bytes(limit)} is {source}; use {_MEMORY_ADVICE[key]}")
+
+
+def _one_path_too_big(system, integrator, one_path: int, where: str) -> ConfigError:
+    """Even a shard of one path does not fit: only a cheaper path can (a smaller state, no dense Jacobian)."""
+    unknowns = integrator.jacobian_unknowns(system)
+    cheaper = (f"integrator.solver=fixed_point (it builds no Jacobian of the {unknowns} unknowns), or "
+               if unknowns and getattr(integrator, "solver", None) in ("newton", "chord") else "")
+    return ConfigError("integrator", integrator.name,
+                       f"an integrator whose path fits in memory with {type(system).__name__}: one path alone needs "
+                       f"{format_bytes(one_path)} and {where}; use {cheaper}another integrator, or a smaller system "
+                       f"(its state is {state_words(system.space)} numbers)")
 
 
 def _check_run_options(cfg: DictConfig) -> None:
@@ -348,6 +511,13 @@ _HASHED_WHEN_SET = {"plan": ("time_average",)}
 def config_hash(cfg) -> str:
     """12 hex digits identifying the numbers a config produces (display-only keys left out)."""
     content = {k: plain(cfg[k]) for k in cfg if k not in _NOT_HASHED}
+    # auto as the number it settles to
+    if isinstance(content.get("plan"), dict) and "kind" not in content["plan"]:
+        content["plan"] = settle_defaults(content["plan"])
+    if isinstance(content.get("system"), dict) and content["system"].get("name") in SYSTEMS:
+        content["system"] = SYSTEMS[content["system"]["name"]].settle_defaults(content["system"])
+    if isinstance(content.get("integrator"), dict) and "on_fail" in content["integrator"]:
+        content["integrator"]["on_fail"] = on_fail_rule(content["integrator"]["on_fail"])
     for group, keys in _HASHED_WHEN_SET.items():
         for key in keys:
             if isinstance(content.get(group), dict) and content[group].get(key, 0) is None:

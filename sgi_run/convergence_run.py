@@ -11,7 +11,8 @@ the run's directory:
   datasets ``dts``, ``error``, ``se``, ``local_slope``, ``resolvable``, ``nonfinite_paths``, ``order``,
   ``order_ci`` (and ``sup_error``, ``sup_se`` for strong studies); attributes ``error_kind``,
   ``reference``, ``samples``, ``observable``, ``reference_dt``, ``T``, ``note`` besides a run's;
-- ``convergence.csv`` / ``convergence.md``: dt, error, SE, local slope, fitted order [CI];
+- ``convergence.csv`` / ``convergence.md``: dt, error, SE, local slope, fitted order [CI]; an implicit method's
+  unconverged and stagnated lock-step path-steps (``summary.solver_counts``: the study's, not per step size);
 - ``convergence.png``: log-log |error| against dt with ±2 SE bars and a reference slope.
 """
 from __future__ import annotations
@@ -22,13 +23,14 @@ from pathlib import Path
 import h5py
 import numpy as np
 
-from sgi_run import store
+from sgi_run import store, summary
 from sgi_run.engine.convergence import RESOLVABLE_SE, ConvergenceResult, result_of
 
 FILE_NAME = "convergence.h5"
 ERROR_BAR_SE = 2   # error bars: ±2 Monte Carlo standard errors
 COLUMNS = ["system", "integrator", "error_kind", "reference", "observable", "dt", "error", "se",
-           "local_slope", "resolvable", "nonfinite_paths", "order", "order_ci_low", "order_ci_high"]
+           "local_slope", "resolvable", "nonfinite_paths", "order", "order_ci_low", "order_ci_high",
+           "unconverged_steps", "stagnated_steps", "path_steps"]
 
 
 def title(result: ConvergenceResult, attrs: dict) -> str:
@@ -47,19 +49,22 @@ def write_study(path: Path, run_dir: Path, sim, engine_result, ens: store.Ensemb
                   "observable": plan.observable if plan.error == "weak" else "state",
                   "reference_dt": plan.reference_dt or 0.0, "T": plan.T, "note": result.note,
                   "resolvable_se": result.resolvable_se}
-    rows = table_rows_of(result, ens.attrs)
-    write_tables(rows, run_dir, result, ens.attrs)
+    rows = table_rows_of(result, ens.attrs, summary.solver_counts(ens))
+    write_tables(rows, run_dir, result, ens.attrs, summary.solver_lines(ens))
     plot(result, ens.attrs, run_dir / "convergence.png")
     store.write(path, ens, extra=lambda f: _fill(f, result))
     return result, rows
 
 
 def _fill(f: h5py.File, result: ConvergenceResult) -> None:
-    for name in ("dts", "error", "se", "resolvable", "order_ci", "sup_error", "sup_se"):
-        if getattr(result, name) is not None:
-            store.create_checked_dataset(f, name, np.asarray(getattr(result, name)))
-    store.create_checked_dataset(f, "local_slope", result.local_slopes)
-    store.create_checked_dataset(f, "nonfinite_paths", result.nonfinite)
+    dts = store.create_checked_dataset(f, "dts", np.asarray(result.dts), description="step sizes")
+    dts.make_scale("dts")      # the axis of every per-step-size result (netCDF readers name it)
+    per_dt = {"error": result.error, "se": result.se, "resolvable": result.resolvable, "sup_error": result.sup_error,
+              "sup_se": result.sup_se, "local_slope": result.local_slopes, "nonfinite_paths": result.nonfinite}
+    for name, data in per_dt.items():
+        if data is not None:
+            store.create_series(f, name, np.asarray(data), dts)
+    store.create_series(f, "order_ci", np.asarray(result.order_ci))
     store.create_checked_dataset(f, "order", result.order)
 
 
@@ -91,8 +96,10 @@ def load(path) -> tuple[ConvergenceResult, dict]:
 
 
 # --- tables ---------------------------------------------------------------------------------------
-def table_rows_of(r: ConvergenceResult, a: dict) -> list[dict]:
-    return [{"system": a["system"], "integrator": a["integrator"], "error_kind": r.error_kind,
+def table_rows_of(r: ConvergenceResult, a: dict, solver_counts: dict) -> list[dict]:
+    """One row per step size; ``solver_counts`` (``summary.solver_counts``) counts lock-step path-steps of all step
+    sizes together, so every row carries the same."""
+    return [solver_counts | {"system": a["system"], "integrator": a["integrator"], "error_kind": r.error_kind,
              "reference": r.reference, "observable": a["observable"], "dt": float(dt),
              "error": float(e), "se": float(s), "local_slope": float(slope), "resolvable": bool(ok),
              "nonfinite_paths": int(bad), "order": r.order, "order_ci_low": r.order_ci[0],
@@ -111,7 +118,8 @@ def _slope_text(v: float) -> str:
     return "-" if not np.isfinite(v) else f"{v:.3f}"
 
 
-def write_tables(rows: list[dict], directory: Path, r: ConvergenceResult, attrs: dict) -> None:
+def write_tables(rows: list[dict], directory: Path, r: ConvergenceResult, attrs: dict, notes: list[str] = ()) -> None:
+    """convergence.csv and convergence.md, then ``notes`` (``summary.solver_lines``) as summary.md has them."""
     with open(directory / "convergence.csv", "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=COLUMNS)
         w.writeheader()
@@ -122,6 +130,7 @@ def write_tables(rows: list[dict], directory: Path, r: ConvergenceResult, attrs:
     lines += ["", order_text(r) + "."]
     if r.note:
         lines += ["", f"Note: {r.note}."]
+    lines += [""] + [f"**{note}.**" for note in notes] if notes else []
     (directory / "convergence.md").write_text("\n".join(lines) + "\n")
 
 
@@ -177,9 +186,15 @@ def plot(r: ConvergenceResult, attrs: dict, path: Path) -> Path:
 
 
 def show(run, console) -> None:
-    """What ``sgi-run ... plan=convergence`` prints: the table, then where the files are."""
+    """What ``sgi-run ... plan=convergence`` prints: the table, what went wrong in it (as an ensemble's), then where
+    the files are."""
     console.print(render(run))
     nonfinite = int(np.sum(run.result.nonfinite))
     if nonfinite:
         console.print(f"[yellow]{nonfinite} path(s) went non-finite; excluded and counted in nonfinite_paths[/]")
-    console.print(f"{'cached' if run.cached else 'wrote'} {run.path} (and convergence.csv, .md, .png)")
+    if unconverged := summary.unconverged_line(run.ensemble):
+        console.print(f"[bold red]{unconverged}[/]")
+    if stagnated := summary.stagnated_line(run.ensemble):
+        console.print(stagnated)
+    resumed = f"; {run.resumed()}" if run.resumed() else ""
+    console.print(f"{'cached' if run.cached else 'wrote'} {run.path} (and convergence.csv, .md, .png){resumed}")

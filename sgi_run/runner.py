@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import errno
 import sys
 import time
 from pathlib import Path
@@ -41,6 +42,18 @@ class RunResult:
     cached: bool               # True when the file existed and nothing was computed
     shards_resumed: int = 0
     stale: bool = False        # cached, but computed by other numerics code (provenance.code_digest)
+    resumed_part_way: dict[int, int] = dataclasses.field(default_factory=dict)  # shard -> step it resumed from
+
+    def resumed(self) -> str:
+        """What was resumed from an interrupted run, in words ("" when nothing was)."""
+        if not self.shards_resumed and not self.resumed_part_way:
+            return ""
+        part_way = ""
+        if self.resumed_part_way:
+            steps = self.ensemble.attrs["path_steps"] // self.ensemble.attrs["paths"]
+            part_way = (f" and {len(self.resumed_part_way)} part-way (from step "
+                        f"{', '.join(map(str, self.resumed_part_way.values()))} of {steps})")
+        return f"resumed {self.shards_resumed} finished shard(s){part_way} of an interrupted run"
 
     @property
     def failed(self) -> bool:
@@ -112,6 +125,24 @@ def checkpoints(cfg, run_dir: Path, plan) -> ShardStore:
 
 def run(cfg: DictConfig, run_dir: Path | None = None, *, progress: bool | None = None,
         on_shard_done: Callable | None = None) -> RunResult:
+    """Run the config ``cfg`` (from ``compose``) as a Monte Carlo ensemble, or a convergence study
+    (``plan=convergence``: a ``ConvergenceRun``), and write its ``ensemble.h5`` (``convergence.h5``)
+    and summary in ``run_dir`` (default: ``<output_root>/<system>-<integrator>/<config hash>``).
+    A finished run of the same config is reused (``cached``; ``cfg.cache`` decides what happens to
+    one computed by other numerics code), an interrupted one resumes from its shard checkpoints.
+    ``progress`` overrides ``cfg.progress`` (a bar on a terminal, lines otherwise, on stderr);
+    ``on_shard_done(ShardResult)`` is called as each shard finishes. Raises ``ConfigError`` for what
+    the config cannot run (e.g. a run directory holding another config's result).
+
+    Example:
+
+        >>> import sgi_run
+        >>> result = sgi_run.run(sgi_run.compose(["plan.paths=100", "plan.T=2", "plan.snapshots=[2]"]))
+        >>> result.path.name, result.ensemble.attrs["paths"]
+        ('ensemble.h5', 100)
+        >>> sgi_run.run(result.ensemble.config).cached      # the same config again: nothing computed
+        True
+    """
     setup = build(cfg)
     system, plan = setup.system, setup.plan
     study = isinstance(plan, ConvergencePlan)
@@ -125,8 +156,8 @@ def run(cfg: DictConfig, run_dir: Path | None = None, *, progress: bool | None =
     def finished(found: cache.Cached) -> RunResult:
         if study:
             ensemble, result, attrs = found.value
-            return ConvergenceRun(path, run_dir, ensemble, convergence_run.table_rows_of(result, attrs), cached=True,
-                                  stale=found.stale, result=result, attrs=attrs)
+            rows = convergence_run.table_rows_of(result, attrs, summary.solver_counts(ensemble))
+            return ConvergenceRun(path, run_dir, ensemble, rows, cached=True, stale=found.stale, result=result, attrs=attrs)
         return RunResult(path, run_dir, found.value, summary.summarize(found.value, system, setup.integrator, plan), cached=True,
                          stale=found.stale)
 
@@ -152,42 +183,73 @@ def run(cfg: DictConfig, run_dir: Path | None = None, *, progress: bool | None =
             _say(_planned(label, sim.plan, len(shards.finished()), levels=len(plan.dts) if study else 0)
                  + f"; {memory_estimate(system, setup.integrator, plan).describe()}"
                  + (f"; on {cluster.where}" if cluster is not None else ""))
-        try:
-            with _progress(mode, label, sim.plan, len(shards.finished())) as on_output:
-                result = run_shards(sim, shards, on_output, on_shard_done, cluster,
-                                    Recipe.of(cfg, plan) if cluster is not None else None)
-        except KeyboardInterrupt:
-            raise RunInterrupted(run_dir, len(shards.finished()), sim.plan.shard_count, len(shards.in_progress())) from None
-        where = cluster.where if cluster is not None else executor.Local().describe()
-        ens = _ensemble(cfg, sim, result, time.perf_counter() - started, where)
-        if study:
-            found, rows = convergence_run.write_study(path, run_dir, sim, result, ens)
+        with _stopped_by_write_failures(run_dir, shards):
+            try:
+                with _progress(mode, label, sim.plan, len(shards.finished())) as on_output:
+                    result = run_shards(sim, shards, on_output, on_shard_done, cluster,
+                                        Recipe.of(cfg, plan) if cluster is not None else None)
+            except KeyboardInterrupt:
+                raise RunInterrupted(run_dir, len(shards.finished()), sim.plan.shard_count, len(shards.in_progress())) from None
+            where = cluster.where if cluster is not None else executor.Local().describe()
+            ens = _ensemble(cfg, sim, result, time.perf_counter() - started, where)
+            if study:
+                found, rows = convergence_run.write_study(path, run_dir, sim, result, ens)
+                shards.clear()
+                return ConvergenceRun(path, run_dir, ens, rows, cached=False, shards_resumed=result.shards_resumed,
+                                      resumed_part_way=result.resumed_part_way, result=found, attrs=ens.attrs)
+            # The summary first, ensemble.h5 last: a directory holding it is a finished run.
+            rows = summary.summarize(ens, system, setup.integrator, plan)
+            summary.write(rows, run_dir, f"{label}  dt={plan.dt}  paths={plan.paths}  T={plan.T}  (ran on {where}, {ens.attrs['device']})",
+                          summary.solver_lines(ens))
+            store.write(path, ens)
             shards.clear()
-            return ConvergenceRun(path, run_dir, ens, rows, cached=False, shards_resumed=result.shards_resumed,
-                                  result=found, attrs=ens.attrs)
-        store.write(path, ens)
-        shards.clear()
-    rows = summary.summarize(ens, system, setup.integrator, plan)
-    summary.write(rows, run_dir, f"{label}  dt={plan.dt}  paths={plan.paths}  T={plan.T}  (ran on {where}, {ens.attrs['device']})")
-    return RunResult(path, run_dir, ens, rows, cached=False, shards_resumed=result.shards_resumed)
+    return RunResult(path, run_dir, ens, rows, cached=False, shards_resumed=result.shards_resumed,
+                     resumed_part_way=result.resumed_part_way)
+
+
+class WriteFailed(RuntimeError):
+    """The run directory could not be written (a full disk, a quota, a read-only or unwritable place):
+    the run stops, its finished shards kept; ``str`` is one line saying what to do."""
+
+    # errno -> (what happened, what to do); any other error of ERRNOS: "cannot write", "make it writable"
+    WORDS = {errno.ENOSPC: ("no space left on device", "free space"),
+             errno.EDQUOT: ("disk quota exceeded", "free space"),
+             errno.EFBIG: ("file too large for the file system", "free space")}
+    ERRNOS = (*WORDS, errno.EROFS, errno.EACCES, errno.EPERM)
+
+    def __init__(self, run_dir: Path, err: OSError, kept: int, shards: int):
+        super().__init__(run_dir, err, kept, shards)
+        self.run_dir, self.error, self.kept, self.shards = run_dir, err, kept, shards
+
+    def __str__(self) -> str:
+        what, advice = self.WORDS.get(self.error.errno, (f"cannot write ({self.error.strerror})", "make it writable"))
+        return f"{what} in {self.run_dir}: {self.kept} of {self.shards} shards kept; {advice} and rerun to resume"
+
+
+@contextlib.contextmanager
+def _stopped_by_write_failures(run_dir: Path, shards: ShardStore):
+    """A file of the run that cannot be written (a shard, the result, its tables) stops the run with
+    WriteFailed; the writers leave no partial file behind (``ShardStore``, ``store.replace_atomically``)."""
+    try:
+        yield
+    except OSError as err:
+        if err.errno not in WriteFailed.ERRNOS:
+            raise
+        raise WriteFailed(run_dir, err, len(shards.finished()), shards.shard_count) from None
 
 
 def _audit_checkpoints(shards: ShardStore, policy: str) -> None:
     """Keep only the checkpoints this very run may resume from: read whole, same config, same code."""
+    cache.check_checkpoints(shards.directory.parent, shards.identity["config_hash"])   # another config's: refused
     if policy == "off":
         shards.clear()     # nothing reused, not even an interrupted run's checkpoints
         return
     for path in shards.files():
         try:
             found = shards.check(path)
-        except DamagedCheckpoint as err:
-            cache.set_aside(path, str(err))
+        except DamagedCheckpoint as err:    # out of shards/, which goes when the run is whole
+            cache.set_aside(path, str(err), into=shards.directory.with_name("shards.damaged"))
             continue
-        if found["config_hash"] != shards.identity["config_hash"]:
-            raise ConfigError("run_dir", str(shards.directory.parent),
-                              f"a directory for config {shards.identity['config_hash']}: its checkpoint "
-                              f"{path.name} is of config {found['config_hash'] or 'unknown'} (choose another "
-                              "directory, or remove its shards/)")
         if found["code_digest"] != shards.identity["code_digest"]:
             if policy == "refresh_stale":
                 path.unlink()

@@ -1,8 +1,13 @@
-"""``ensemble.h5``, schema v1 (DESIGN.md "Outputs"), and its public reader ``load``.
+"""``ensemble.h5``, schema v2 (docs/architecture.md "Outputs"), and its public reader ``load``.
 
 Layout::
 
-    /t                                   output times (a dimension scale: every time series' time axis)
+    /t                                   output times (a dimension scale)
+    /<group>/t                           the same output times in every group with a time axis (its
+                                         dimension scale there: netCDF readers label a group's axes
+                                         only with the group's own coordinate variables)
+    /<group>/<name>_axis<i>              the i-th entry axis of a vector observable or array view
+                                         (a netCDF dimension without a variable)
     /observables/<name>/{mean,var,count} (t, *shape) per output time and entry of the observable (var
                                          unbiased: divided by n - 1; count = finite paths)
     /paths/<name>                        (kept_path, t, *shape): the state space's views (canonical
@@ -12,8 +17,8 @@ Layout::
     /diagnostics/<solver>_{iterations,max_iterations,unconverged_steps,stagnated_steps}   per output
                                          interval, for the integrator's solver (attrs ``solver``: newton,
                                          chord, fixed_point, shake; none for an explicit method)
-    /snapshots/t, /snapshots/<view>      (t, path, *shape): every path's state at the plan's ``snapshots``
-                                         times (absent when there are none; /snapshots/t is their scale)
+    /snapshots/t_snapshot, /snapshots/<view>   (t_snapshot, path, *shape): every path's state at the
+                                         plan's ``snapshots`` times (absent when there are none)
     /time_averages/<name>                (path, *shape): every path's average of an observable over the
                                          output times in attrs ``time_average`` = [start, end]
                                          (absent without ``plan.time_average``; NaN for a path
@@ -28,8 +33,10 @@ also catches a value rewritten through h5py, which recomputes fletcher32; ``attr
 the same for the file's attributes (their strings live in HDF5's global heap, which has no checksum).
 The file is in HDF5's 1.8 format, whose object headers carry checksums too. ``load`` verifies all of
 them and raises ``DamagedFile``; a file from before the digests loads, marked not ``verified``.
-Dimension scales and ``units``/``description`` attributes make the file
-readable by netCDF tools (``xarray.open_dataset(path, engine="h5netcdf", group="observables/H")``).
+Dimension scales on every axis and ``units``/``description`` attributes make the file readable by
+netCDF tools: ``xarray.open_dataset(path, engine="h5netcdf", group="observables/H")`` has ``t`` as
+its coordinate, and ``xarray.open_datatree(path, engine="h5netcdf")`` opens the whole run.
+Schema v1 (before v2's group coordinates; snapshot times at /snapshots/t) still loads.
 The file is written under a unique temporary name and renamed when complete, so a file named
 ``ensemble.h5`` is always whole.
 """
@@ -45,7 +52,10 @@ from pathlib import Path
 import h5py
 import numpy as np
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+READABLE_SCHEMAS = (1, 2)
+# netCDF's NAME of a dimension scale that is a dimension only, not a variable (netCDF-C, h5netcdf).
+_DIMENSION_ONLY = "This is a netCDF dimension but not a netCDF variable."
 # units / description attributes of what every run stores (observables' own units are the system's).
 _DESCRIBED = {
     "t": ("time", "output times"),
@@ -76,6 +86,22 @@ class DamagedFile(Exception):
 
 @dataclasses.dataclass
 class Ensemble:
+    """A run's results as numpy arrays (what ``load`` returns): its output times ``t``; per observable
+    the Monte Carlo ``mean``, ``var`` and ``sem`` at each of them (``observables[name]`` holds ``mean``,
+    ``var``, ``count``: finite paths); the first ``plan.keep_paths`` paths in ``paths`` (``(kept_path,
+    t, *shape)`` per view and observable); every path's state at ``plan.snapshots`` (``snapshot``);
+    per-path ``time_averages``; ``diagnostics`` (non-finite paths, solver iterations and failures per
+    output interval); the file's ``attrs`` and its ``config``.
+
+    Example:
+
+        >>> import sgi_run
+        >>> ens = sgi_run.load(sgi_run.run(sgi_run.compose(["plan.paths=100", "plan.T=2", "plan.snapshots=[2]"])).path)
+        >>> ens.t, list(ens.observables)
+        (array([0., 1., 2.]), ['H'])
+        >>> ens.observables["H"]["count"]
+        array([100, 100, 100])
+    """
     t: np.ndarray
     observables: dict[str, dict[str, np.ndarray]]   # name -> {mean, var, count}, in the plan's order
     paths: dict[str, np.ndarray]
@@ -86,6 +112,13 @@ class Ensemble:
     verified: bool = False     # read from a file whose checksums and content digest were checked
 
     def has_snapshot(self, t: float | None = None) -> bool:
+        """Whether the run stored every path's state at time ``t`` (None: any snapshot at all).
+
+        >>> import sgi_run
+        >>> ens = sgi_run.load(sgi_run.run(sgi_run.compose(["plan.paths=100", "plan.T=2", "plan.snapshots=[2]"])).path)
+        >>> ens.has_snapshot(2.0), ens.has_snapshot(1.0)
+        (True, False)
+        """
         return self._snapshot_index(t) is not None
 
     def _snapshot_index(self, t):
@@ -96,7 +129,14 @@ class Ensemble:
         return hits[0] if len(hits) else None
 
     def snapshot(self, t: float | None = None) -> dict[str, np.ndarray]:
-        """Every path's coordinates at snapshot time ``t`` (None: the last snapshot), name -> (paths,)."""
+        """Every path's coordinates at snapshot time ``t`` (None: the last snapshot), name -> (paths,);
+        KeyError naming the stored times when there is none at ``t``.
+
+        >>> import sgi_run
+        >>> ens = sgi_run.load(sgi_run.run(sgi_run.compose(["plan.paths=100", "plan.T=2", "plan.snapshots=[2]"])).path)
+        >>> {name: values.shape for name, values in ens.snapshot(2.0).items()}
+        {'p': (100,), 'q': (100,)}
+        """
         i = self._snapshot_index(t)
         if i is None:
             stored = (f"its snapshot times are {[float(x) for x in self.snapshots['t']]}" if self.snapshots
@@ -105,27 +145,66 @@ class Ensemble:
         return {k: v[i] for k, v in self.snapshots.items() if k != "t"}
 
     def mean(self, name: str) -> np.ndarray:
+        """Monte Carlo mean of observable ``name`` over the finite paths at each output time.
+
+        >>> import sgi_run
+        >>> ens = sgi_run.load(sgi_run.run(sgi_run.compose(["plan.paths=100", "plan.T=2", "plan.snapshots=[2]"])).path)
+        >>> ens.mean("H").shape
+        (3,)
+        """
         return self.observables[name]["mean"]
+
+    def var(self, name: str) -> np.ndarray:
+        """Unbiased sample variance (divided by n - 1) of observable ``name`` at each output time.
+
+        >>> import sgi_run
+        >>> ens = sgi_run.load(sgi_run.run(sgi_run.compose(["plan.paths=100", "plan.T=2", "plan.snapshots=[2]"])).path)
+        >>> bool((ens.var("H") >= 0).all())
+        True
+        """
+        return self.observables[name]["var"]
 
     def sem(self, name: str) -> np.ndarray:
         """Monte Carlo standard error of the mean at each output time (NaN with fewer than two paths:
-        one path has no spread to measure, whatever variance was stored for it)."""
+        one path has no spread to measure, whatever variance was stored for it).
+
+        >>> import sgi_run
+        >>> ens = sgi_run.load(sgi_run.run(sgi_run.compose(["plan.paths=100", "plan.T=2", "plan.snapshots=[2]"])).path)
+        >>> import numpy as np
+        >>> bool(np.allclose(ens.sem("H"), np.sqrt(ens.var("H") / 100)))
+        True
+        """
         o = self.observables[name]
         return np.sqrt(o["var"] / np.where(o["count"] > 1, o["count"], np.nan))
 
     @property
     def config(self):
+        """The run's resolved config (an OmegaConf ``DictConfig``): ``sgi_run.run(ens.config)`` runs it again.
+
+        >>> import sgi_run
+        >>> ens = sgi_run.load(sgi_run.run(sgi_run.compose(["plan.paths=100", "plan.T=2", "plan.snapshots=[2]"])).path)
+        >>> ens.config.plan.paths, ens.config.integrator.name
+        (100, 'midpoint')
+        """
         from omegaconf import OmegaConf
         return OmegaConf.create(self.attrs["config"])
 
     def to_xarray(self):
         """The run as an ``xarray.Dataset``: ``<obs>_mean/_var/_count`` and diagnostics over ``t``, kept
         paths ``path_<name>`` over (``kept_path``, ``t``), snapshots ``snapshot_<coordinate>`` over
-        (``snapshot_t``, ``path``), time averages ``time_average_<obs>`` over ``path``."""
+        (``snapshot_t``, ``path``), time averages ``time_average_<obs>`` over ``path``. Needs the ``read``
+        extra (``pip install 'sgi-run[read]'``).
+
+        >>> import sgi_run
+        >>> ens = sgi_run.load(sgi_run.run(sgi_run.compose(["plan.paths=100", "plan.T=2", "plan.snapshots=[2]"])).path)
+        >>> ds = ens.to_xarray()
+        >>> ds["H_mean"].dims, ds["snapshot_q"].dims
+        (('t',), ('snapshot_t', 'path'))
+        """
         try:
             import xarray as xr
         except ImportError:
-            raise ImportError("Ensemble.to_xarray needs xarray: pip install xarray") from None
+            raise ImportError("Ensemble.to_xarray needs xarray: pip install 'sgi-run[read]' (xarray and h5netcdf)") from None
         def dims(axes, name, data):
             """Named axes, then one per entry axis of a vector observable or an array view."""
             return tuple(axes) + tuple(f"{name}_axis{i}" for i in range(data.ndim - len(axes))), data
@@ -184,7 +263,7 @@ def _sha256(named: dict) -> str:
 
 # What a damaged file makes HDF5 raise while it is read: its errors (OSError, or KeyError for a link
 # it cannot follow), and the decoding errors of metadata that no longer makes sense.
-_READ_ERRORS = (OSError, KeyError, ValueError, RuntimeError, TypeError)
+READ_ERRORS = (OSError, KeyError, ValueError, RuntimeError, TypeError)
 
 
 def _first_line(err: BaseException) -> str:
@@ -206,54 +285,90 @@ def checked_read(path: Path) -> tuple[dict[str, np.ndarray], dict, bool]:
     """(datasets by path, file attributes, verified) of a result file; DamagedFile when it does not
     read back whole, FileNotFoundError when there is none. A file written before checksums existed
     has no content digest: read, but not verified."""
+    with _open(path) as f:
+        datasets, attrs = _read_whole(f, path)
+    stored = attrs.pop("content_digest", None)
+    if stored is not None and stored != content_digest(datasets):
+        raise DamagedFile(f"{path}: content digest mismatch (a dataset changed after the file was written)")
+    _check_attributes(attrs, path)
+    return datasets, attrs, stored is not None
+
+
+def read_attributes(path: Path) -> dict:
+    """A result file's attributes alone (its digests left out), checked against its attributes digest;
+    DamagedFile when they do not read back whole, FileNotFoundError when there is no file."""
+    with _open(path) as f:
+        attrs = _attributes(f, path)
+    attrs.pop("content_digest", None)
+    _check_attributes(attrs, path)
+    return attrs
+
+
+def _open(path: Path) -> h5py.File:
     try:
-        f = h5py.File(path, "r")
+        return h5py.File(path, "r")
     except FileNotFoundError:
         raise
     except OSError as err:
         raise DamagedFile(f"{path}: {unopenable(err)}") from None
-    with f:
-        datasets, attrs = _read_whole(f, path)
-    stored, stored_attributes = (attrs.pop(name, None) for name in _DIGESTS)
-    if stored is not None and stored != content_digest(datasets):
-        raise DamagedFile(f"{path}: content digest mismatch (a dataset changed after the file was written)")
-    if stored_attributes is not None and stored_attributes != attributes_digest(attrs):
+    except READ_ERRORS as err:
+        raise DamagedFile(f"{path}: its metadata cannot be read ({_first_line(err)})") from None
+
+
+def _check_attributes(attrs: dict, path) -> None:
+    """Pop the attributes digest from ``attrs`` and check the rest against it."""
+    stored = attrs.pop("attributes_digest", None)
+    if stored is not None and stored != attributes_digest(attrs):
         raise DamagedFile(f"{path}: attributes digest mismatch (an attribute changed after the file was written)")
-    return datasets, attrs, stored is not None
+
+
+def _attributes(f: h5py.File, path) -> dict:
+    try:
+        return {k: (v.item() if isinstance(v, np.generic) else v) for k, v in f.attrs.items()}
+    except READ_ERRORS as err:     # the root object header fails its checksum: h5py raises KeyError
+        raise DamagedFile(f"{path}: its metadata cannot be read ({_first_line(err)})") from None
 
 
 def _read_whole(f: h5py.File, path) -> tuple[dict[str, np.ndarray], dict]:
-    """Every dataset and file attribute; DamagedFile naming the part that does not read."""
+    """Every dataset holding data (not the entry axes that only name a dimension for netCDF readers) and
+    file attribute; DamagedFile naming the part that does not read."""
+    attrs = _attributes(f, path)
     try:
-        attrs = {k: (v.item() if isinstance(v, np.generic) else v) for k, v in f.attrs.items()}
         names = []
-        f.visititems(lambda name, obj: names.append(name) if isinstance(obj, h5py.Dataset) else None)
-    except _READ_ERRORS as err:
+        f.visititems(lambda name, obj: names.append(name) if isinstance(obj, h5py.Dataset)
+                     and not _dimension_only(obj) else None)
+    except READ_ERRORS as err:
         raise DamagedFile(f"{path}: its metadata cannot be read ({_first_line(err)})") from None
     datasets = {}
     for name in names:
         try:
             datasets[name] = f[name][()]
-        except _READ_ERRORS as err:     # fletcher32 failures are OSErrors from the filter pipeline
+        except READ_ERRORS as err:     # fletcher32 failures are OSErrors from the filter pipeline
             what = "checksum failure" if "filter returned failure" in str(err) else f"cannot be read ({_first_line(err)})"
             raise DamagedFile(f"{path}: {what} in dataset {name}") from None
     return datasets, attrs
 
 
 def replace_atomically(path: Path, write) -> Path:
-    """``write(h5py.File)`` into a temporary file beside ``path``, then rename it to ``path``: a file
-    under the final name is always whole, and two writers never share a temporary name."""
+    """``write(h5py.File)`` into a file built in memory, then its bytes into a temporary file beside
+    ``path``, renamed to ``path``: a file under the final name is always whole, two writers never share
+    a temporary name, and a write that fails (a full disk) is one OSError that leaves nothing behind."""
     path = Path(path)
     tmp = path.with_name(f"{path.name}.{os.getpid()}.{secrets.token_hex(4)}.partial")
-    # Exclusive creation (mode "x"), with the process's umask. The 1.8 file format (not HDF5's
-    # oldest) checksums object headers too, so a damaged header or small attribute is an error.
-    f = h5py.File(tmp, "x", libver=("v108", "latest"))
+    # HDF5 itself never writes to disk (the core driver without a backing store): a disk that fills
+    # under HDF5 fails its flushes, leaves a file it cannot close, and crashes the process at exit.
+    # The 1.8 file format (not HDF5's oldest) checksums object headers too, so a damaged header or
+    # small attribute is an error.
+    with h5py.File(tmp, "w", driver="core", backing_store=False, libver=("v108", "latest")) as f:
+        write(f)
+        datasets, attrs = _read_whole(f, tmp)   # the digests are of what the file holds
+        f.attrs["content_digest"] = content_digest(datasets)
+        f.attrs["attributes_digest"] = attributes_digest(attrs)
+        f.flush()
+        image = f.id.get_file_image()
     try:
-        with f:
-            write(f)
-            datasets, attrs = _read_whole(f, tmp)   # the digests are of what the file holds
-            f.attrs["content_digest"] = content_digest(datasets)
-            f.attrs["attributes_digest"] = attributes_digest(attrs)
+        with open(tmp, "xb") as out:            # exclusive creation, with the process's umask
+            out.write(image)
         os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)
@@ -262,10 +377,41 @@ def replace_atomically(path: Path, write) -> Path:
 
 
 # --- ensemble.h5 --------------------------------------------------------------------------------------
-def _scale(f: h5py.File, name: str, data, units: str | None, description: str) -> h5py.Dataset:
+def _scale(f: h5py.Group, name: str, data, units: str | None, description: str) -> h5py.Dataset:
     scale = create_checked_dataset(f, name, data, description=description, **({"units": units} if units else {}))
     scale.make_scale(name.rsplit("/", 1)[-1])
     return scale
+
+
+def create_series(f: h5py.File, name: str, data, *axes, entry: str | None = None, **attrs) -> h5py.Dataset:
+    """A checked dataset with a dimension scale on every axis, which netCDF readers need to name them:
+    ``axes`` for the leading axes (scales, or "t": the file's output times, copied into the dataset's
+    group on first use), then ``<entry>_axis<i>`` (``entry``: the dataset's name) for the entries of a
+    vector observable or an array view."""
+    dataset = create_checked_dataset(f, name, data, **attrs)
+    group, entry = dataset.parent, entry or name.rsplit("/", 1)[-1]
+    for i in range(dataset.ndim):
+        if i >= len(axes):
+            axis = _entry_axis(group, f"{entry}_axis{i - len(axes)}", dataset.shape[i])
+        elif isinstance(axes[i], str):
+            axis = group[axes[i]] if axes[i] in group else _scale(group, axes[i], f[axes[i]][()], *_DESCRIBED["t"])
+        else:
+            axis = axes[i]
+        dataset.dims[i].attach_scale(axis)
+    return dataset
+
+
+def _dimension_only(dataset: h5py.Dataset) -> bool:
+    """An entry axis (``_entry_axis``): it names a dimension and holds no data. Told by its scale name, never
+    by its own name (``body_axis1`` is an observable, ``body_axis_axis0`` the entry axis of ``body_axis``)."""
+    name = dataset.attrs.get("NAME", b"")
+    return (name.decode() if isinstance(name, bytes) else str(name)).startswith(_DIMENSION_ONLY)
+
+
+def _entry_axis(group: h5py.Group, name: str, length: int) -> h5py.Dataset:
+    if name not in group:
+        create_checked_dataset(group, name, np.zeros(length, "f4")).make_scale(f"{_DIMENSION_ONLY}{length:10}")
+    return group[name]
 
 
 def write(path: Path, ens: Ensemble, extra=None) -> Path:
@@ -276,37 +422,34 @@ def write(path: Path, ens: Ensemble, extra=None) -> Path:
         for k, v in ens.attrs.items():
             f.attrs[k] = v
         f.attrs["observables"] = list(ens.observables)
-        t = _scale(f, "t", ens.t, *_DESCRIBED["t"])
+        _scale(f, "t", ens.t, *_DESCRIBED["t"])
         kept = len(next(iter(ens.paths.values()))) if ens.paths else 0
         paths = len(next(iter(ens.time_averages.values()))) if ens.time_averages else \
             ens.snapshots[next(k for k in ens.snapshots if k != "t")].shape[1] if len(ens.snapshots) > 1 else 0
-        kept_path = _scale(f, "kept_path", np.arange(kept), None, "index of a kept path") if kept else None
+        kept_path = _scale(f, "kept_path", np.arange(kept), None, "index of a kept path") if ens.paths else None
         path_scale = _scale(f, "path", np.arange(paths), None, "path index") if paths else None
-
-        def series(name, data, *axes, **attrs):
-            dataset = create_checked_dataset(f, name, data, **attrs)
-            for i, axis in enumerate(axes):
-                if axis is not None and dataset.ndim > i:
-                    dataset.dims[i].attach_scale(axis)
 
         for name, fields in ens.observables.items():
             for field, data in fields.items():
                 units, description = _DESCRIBED[field]
-                series(f"observables/{name}/{field}", data, t, description=description,
-                       **({"units": units} if units else {}))
+                create_series(f, f"observables/{name}/{field}", data, "t", entry=name, description=description,
+                              **({"units": units} if units else {}))
         for name, data in ens.paths.items():
-            series(f"paths/{name}", data, kept_path, t, description=f"{name} along each kept path")
+            create_series(f, f"paths/{name}", data, kept_path, "t", description=f"{name} along each kept path")
         for name, data in ens.diagnostics.items():
             units, description = _described(name)
-            series(f"diagnostics/{name}", data, t, description=description, **({"units": units} if units else {}))
+            create_series(f, f"diagnostics/{name}", data, "t", description=description,
+                          **({"units": units} if units else {}))
         if ens.snapshots:
-            snapshot_t = _scale(f, "snapshots/t", ens.snapshots["t"], "time", "snapshot times")
+            # Not named t: a netCDF dimension is one length in a group and the groups below it.
+            snapshot_t = _scale(f, "snapshots/t_snapshot", ens.snapshots["t"], "time", "snapshot times")
             for name, data in ens.snapshots.items():
                 if name != "t":
-                    series(f"snapshots/{name}", data, snapshot_t, path_scale, description=f"every path's {name}")
+                    create_series(f, f"snapshots/{name}", data, snapshot_t, path_scale,
+                                  description=f"every path's {name}")
         for name, data in ens.time_averages.items():
-            series(f"time_averages/{name}", data, path_scale,
-                   description=f"every path's time average of {name} over attrs time_average")
+            create_series(f, f"time_averages/{name}", data, path_scale,
+                          description=f"every path's time average of {name} over attrs time_average")
         if extra is not None:
             extra(f)
 
@@ -315,17 +458,32 @@ def write(path: Path, ens: Ensemble, extra=None) -> Path:
 
 def load(path) -> Ensemble:
     """Read an ``ensemble.h5`` (or the run directory holding one) into plain numpy arrays; raises
-    ``DamagedFile`` for a file that does not read back whole."""
+    ``DamagedFile`` for a file that does not read back whole.
+
+    Example:
+
+        >>> import sgi_run
+        >>> result = sgi_run.run(sgi_run.compose(["plan.paths=100", "plan.T=2", "plan.snapshots=[2]"]))
+        >>> ens = sgi_run.load(result.run_dir)
+        >>> ens.t, ens.attrs["paths"]
+        (array([0., 1., 2.]), 100)
+    """
     path = Path(path)
     if path.is_dir():
         path = path / "ensemble.h5"
     datasets, attrs, verified = checked_read(path)
     version = int(attrs.get("schema_version", -1))
-    if version != SCHEMA_VERSION:
-        raise ValueError(f"{path}: schema_version={version} is not readable: this sgi-run reads {SCHEMA_VERSION}")
+    if version not in READABLE_SCHEMAS:
+        raise ValueError(f"{path}: schema_version={version} is not readable: this sgi-run reads "
+                         f"{', '.join(map(str, READABLE_SCHEMAS))}")
+    if "snapshots/t_snapshot" in datasets:     # v2's name; Ensemble.snapshots keeps v1's "t"
+        datasets["snapshots/t"] = datasets.pop("snapshots/t_snapshot")
+    coordinates = re.compile(r"(observables/[^/]+|paths|diagnostics|snapshots|time_averages)/t$")
 
     def group(prefix: str) -> dict[str, np.ndarray]:
-        return {name.split("/", 1)[1]: data for name, data in datasets.items() if name.startswith(prefix + "/")}
+        """The group's series; its coordinates (v2's copies of t) are not data (entry axes are not read)."""
+        return {name.split("/", 1)[1]: data for name, data in datasets.items()
+                if name.startswith(prefix + "/") and not (coordinates.match(name) and name != "snapshots/t")}
 
     observables: dict[str, dict[str, np.ndarray]] = {}
     for name, data in group("observables").items():

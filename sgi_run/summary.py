@@ -23,7 +23,11 @@ from sgi_run.store import Ensemble
 COLUMNS = ["observable", "t_final", "mean", "sem", "max_rel_mc_error", "nonfinite_paths",
            "reference", "error", "error_in_sem", "max_abs_error",
            "method_reference", "method_error_in_sem", "method_bias",
-           "equilibrium", "equilibrium_error_in_sem"]
+           "equilibrium", "equilibrium_error_in_sem",
+           # The run's plan (a sweep's summaries join on these) and its implicit solves' totals (empty: explicit).
+           "dt", "T", "paths", "seed", "unconverged_steps", "stagnated_steps", "path_steps"]
+# summary.md's title already names the plan.
+PLAN_COLUMNS = ["dt", "T", "paths", "seed"]
 
 
 def max_relative_error(mean: np.ndarray, sem: np.ndarray) -> float:
@@ -38,6 +42,55 @@ def _in_sem(difference: float, sem: float) -> float:
     return float(difference / sem) if sem > 0 else math.nan
 
 
+def solver_counts(ens: Ensemble) -> dict:
+    """The run's path-steps whose implicit solve did not converge, those that stagnated at the fixed-point
+    iteration's round-off floor, and all its path-steps; empty strings for an explicit method."""
+    solver = ens.attrs.get("solver", "none")
+    if f"{solver}_unconverged_steps" not in ens.diagnostics:
+        return {"unconverged_steps": "", "stagnated_steps": "", "path_steps": ""}
+    return {"unconverged_steps": int(np.sum(ens.diagnostics[f"{solver}_unconverged_steps"])),
+            "stagnated_steps": int(np.sum(ens.diagnostics[f"{solver}_stagnated_steps"])),
+            "path_steps": int(ens.attrs["path_steps"])}
+
+
+def _path_steps(ens: Ensemble) -> tuple[str, str]:
+    """What the run's path-steps are, in words, and the plan's step option: a convergence study counts a
+    coarse step of a path (all its step sizes advanced in lock-step) as one, failed when any solve in it failed."""
+    if ens.config.get("plan", {}).get("kind") == "convergence":
+        return "lock-step path-steps (all step sizes together)", "smaller plan.dts"
+    return "path-steps", "a smaller plan.dt"
+
+
+def unconverged_line(ens: Ensemble) -> str | None:
+    """The run's path-steps whose solve did not converge, in words, with the solver's options and what
+    to change; None when every solve converged (or the method is explicit)."""
+    counts = solver_counts(ens)
+    if not counts["unconverged_steps"]:
+        return None
+    options = ens.config.get("integrator", {})
+    outcome = ("those paths were ended and are counted non-finite" if options.get("on_fail") == "nan"
+               else "the results are not a converged solution")
+    steps, smaller_dt = _path_steps(ens)
+    return (f"{counts['unconverged_steps']} of {counts['path_steps']} {steps} did not converge ({ens.attrs['solver']}, "
+            f"max_iter={options.get('max_iter')}, tol={options.get('tol'):g}): {outcome}; "
+            f"use {smaller_dt} or a larger integrator.max_iter")
+
+
+def stagnated_line(ens: Ensemble) -> str | None:
+    """The run's path-steps whose fixed-point solve stopped at its round-off floor (as converged as float64
+    allows: reported, not failed); None when there are none."""
+    counts = solver_counts(ens)
+    if not counts["stagnated_steps"]:
+        return None
+    return (f"{counts['stagnated_steps']} of {counts['path_steps']} {_path_steps(ens)[0]} stopped at the fixed-point iteration's "
+            "round-off floor (stagnated: as converged as float64 allows; reported, not failed)")
+
+
+def solver_lines(ens: Ensemble) -> list[str]:
+    """What a user must be told of the run's solves (``unconverged_line``, ``stagnated_line``)."""
+    return [line for line in (unconverged_line(ens), stagnated_line(ens)) if line]
+
+
 def summarize(ens: Ensemble, system, integrator=None, plan=None) -> list[dict]:
     """One row per observable at the final time, in the plan's order; the method's exact mean where
     the linear oracle applies (give ``integrator`` and ``plan``)."""
@@ -48,17 +101,20 @@ def summarize(ens: Ensemble, system, integrator=None, plan=None) -> list[dict]:
             method = {"H": linear_oracle.method_moments(system, integrator, plan).mean_H}
     rows = []
     nonfinite = int(ens.diagnostics["nonfinite_paths"][-1])
+    run = solver_counts(ens) | {"paths": ens.attrs.get("paths", ""), "seed": ens.attrs.get("seed", "")}
+    if plan is not None:
+        run |= {"dt": float(plan.dt), "T": float(plan.T)}
     for name in ens.observables:
         mean, sem = ens.mean(name), ens.sem(name)
         if mean.ndim > 1:
             # A vector observable: its entries' means are in ensemble.h5; the table gives its size and
             # the largest relative Monte Carlo error of any entry at any time.
-            rows.append({c: "" for c in COLUMNS} | {
+            rows.append({c: "" for c in COLUMNS} | run | {
                 "observable": f"{name} [{' x '.join(map(str, mean.shape[1:]))} entries]", "t_final": float(ens.t[-1]),
                 "max_rel_mc_error": max_relative_error(mean, sem), "nonfinite_paths": nonfinite})
             continue
-        row = {"observable": name, "t_final": float(ens.t[-1]), "mean": float(mean[-1]), "sem": float(sem[-1]),
-               "max_rel_mc_error": max_relative_error(mean, sem), "nonfinite_paths": nonfinite}
+        row = run | {"observable": name, "t_final": float(ens.t[-1]), "mean": float(mean[-1]), "sem": float(sem[-1]),
+                     "max_rel_mc_error": max_relative_error(mean, sem), "nonfinite_paths": nonfinite}
         exact = system.reference_mean(name)
         if exact is not None:
             ref = exact(ens.t)
@@ -83,16 +139,19 @@ def _fmt(v, digits: int = 6) -> str:
     return str(v)
 
 
-def write(rows: list[dict], directory: Path, title: str) -> None:
-    """summary.csv at full precision (repr of every float); summary.md at 6 significant digits."""
+def write(rows: list[dict], directory: Path, title: str, notes: list[str] = ()) -> None:
+    """summary.csv at full precision (repr of every float); summary.md at 6 significant digits (the plan's
+    columns in its title), then ``notes`` (``solver_lines``)."""
     directory = Path(directory)
     with open(directory / "summary.csv", "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=COLUMNS)
         w.writeheader()
         # repr of a Python float: every digit, and no "np.float64(...)" around a numpy scalar.
         w.writerows({c: repr(float(v)) if isinstance(v, float) else v for c, v in r.items()} for r in rows)
-    lines = [f"# {title}", "", "| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
-    lines += ["| " + " | ".join(_fmt(r[c]) for c in COLUMNS) + " |" for r in rows]
+    shown = [c for c in COLUMNS if c not in PLAN_COLUMNS]
+    lines = [f"# {title}", "", "| " + " | ".join(shown) + " |", "|" + "---|" * len(shown)]
+    lines += ["| " + " | ".join(_fmt(r[c]) for c in shown) + " |" for r in rows]
+    lines += [""] + [f"**{note}.**" for note in notes] if notes else []
     (directory / "summary.md").write_text("\n".join(lines) + "\n")
 
 
@@ -114,6 +173,8 @@ def _columns(rows: list[dict]) -> tuple[list, list]:
                 ("max\ns.e./|mean|", lambda r: _fmt(r["max_rel_mc_error"], 3))]
     if any(r["nonfinite_paths"] for r in rows):
         measured.append(("non-finite\npaths", lambda r: str(r["nonfinite_paths"])))
+    if any(r["unconverged_steps"] for r in rows):
+        measured.append(("unconverged\npath-steps", lambda r: f"{r['unconverged_steps']} of {r['path_steps']}"))
     references = []
     if has("reference"):
         references.append(("exact\n(SDE)", lambda r: _value(r["reference"])))
@@ -188,12 +249,14 @@ def _blocks(rows: list[dict], columns: list) -> list:
 
 
 def render(rows: list[dict], title: str, width: int | None = None):
-    """The table for a terminal (or a log) of ``width`` columns (default: the console's). No number is
+    """The table for a terminal (or a log) of ``width`` columns (default: ``terminal.console()``'s). No number is
     ever cut: when one table does not fit, the comparisons with the references go to a second table,
     and when those do not fit either, each observable gets a two-column block."""
-    from rich.console import Console, Group
+    from rich.console import Group
 
-    width = Console().width if width is None else width
+    from sgi_run.terminal import console
+
+    width = console().width if width is None else width
     measured, references = _columns(rows)
     layouts = [[measured + references]] + ([[measured, measured[:1] + references]] if references else [])
     for layout in layouts:

@@ -105,6 +105,43 @@ def test_an_overwritten_value_is_never_shown(runs_root, capsys):
     assert len(list(first.run_dir.glob("ensemble.h5.damaged-*"))) == 2
 
 
+@pytest.mark.parametrize("policy", ["reuse", "off"])
+def test_a_file_whose_metadata_cannot_be_read_is_set_aside_and_recomputed(runs_root, policy, capsys):
+    """Fault injection: flipped bytes in the root object header (bytes 48-576) make h5py raise KeyError
+    or OSError from the identity check itself; elsewhere, from the load. Any failure to read a cached
+    file means damaged: set aside and recomputed to the same numbers, whatever the cache policy."""
+    cfg = sgi_run.compose(runs_root + SMALL + ["plan.shards=1", f"cache={policy}"])
+    fresh = sgi_run.run(cfg)
+    data = fresh.path.read_bytes()
+    header = [48, 130, 250, 333, 470, 576]
+    for offset in header + [20, len(data) // 2, len(data) - 40]:
+        flipped = bytearray(data)
+        flipped[offset] ^= 0x10
+        fresh.path.write_bytes(bytes(flipped))
+        before = len(list(fresh.run_dir.glob("ensemble.h5.damaged-*")))
+        again = sgi_run.run(cfg)             # never raises
+        assert np.array_equal(again.ensemble.mean("H"), fresh.ensemble.mean("H")), offset
+        set_aside = len(list(fresh.run_dir.glob("ensemble.h5.damaged-*"))) - before
+        if policy == "reuse":                 # cache=off recomputes a whole file too, and leaves it be
+            assert set_aside == (not again.cached), offset
+        if offset in header:
+            assert set_aside == 1, offset
+        fresh.path.write_bytes(data)
+    assert "Traceback" not in capsys.readouterr().err
+
+
+def test_the_command_lines_identity_check_sets_a_damaged_file_aside(runs_root):
+    """``sgi-run`` checks the run directory before Hydra starts: a file it cannot read is damaged there too."""
+    from sgi_run import cli
+    cfg = sgi_run.compose(runs_root + SMALL)
+    fresh = sgi_run.run(cfg)
+    flipped = bytearray(fresh.path.read_bytes())
+    flipped[130] ^= 0x10
+    fresh.path.write_bytes(bytes(flipped))
+    assert cli._check_run_dirs(runs_root + SMALL, [cfg]) is False
+    assert not fresh.path.exists() and len(list(fresh.run_dir.glob("ensemble.h5.damaged-*"))) == 1
+
+
 def test_a_truncated_checkpoint_is_set_aside_and_recomputed(runs_root, tmp_path, capsys):
     cfg = sgi_run.compose(runs_root + SMALL)
     whole = sgi_run.run(cfg, run_dir=tmp_path / "whole")
@@ -114,8 +151,10 @@ def test_a_truncated_checkpoint_is_set_aside_and_recomputed(runs_root, tmp_path,
     resumed = sgi_run.run(cfg, run_dir=tmp_path / "x")
     assert resumed.shards_resumed == 1
     assert np.array_equal(resumed.ensemble.mean("H"), whole.ensemble.mean("H"))
-    assert "shard-00001-of-00003.npz is damaged" in capsys.readouterr().err
-    assert list((tmp_path / "x" / "shards").glob("shard-00001-of-00003.npz.damaged-*"))
+    [warning] = [line for line in capsys.readouterr().err.splitlines() if "damaged" in line]
+    [aside] = (tmp_path / "x" / "shards.damaged").glob("shard-00001-of-00003.npz.damaged-*")
+    assert "shard-00001-of-00003.npz is damaged" in warning and f"moved it aside to {aside};" in warning
+    assert not (tmp_path / "x" / "shards").exists()          # the run is whole: no checkpoint left behind
 
 
 def test_checkpoints_are_written_under_unique_temporary_names(runs_root, tmp_path, monkeypatch):

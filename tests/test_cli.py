@@ -4,6 +4,8 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 import sgi_run
 
 
@@ -199,3 +201,196 @@ def test_the_slurm_sweep_example_composes_into_submitits_slurm_launcher():
         ("compute", 120, 8, 1)
     from hydra_plugins.hydra_submitit_launcher.submitit_launcher import SlurmLauncher
     assert isinstance(instantiate(launcher), SlurmLauncher)
+
+
+def test_unconverged_steps_are_said_after_the_run_and_when_it_is_shown_again(tmp_path):
+    args = ("system=van_der_pol", "integrator=midpoint", "integrator.on_fail=count", "integrator.max_iter=1",
+            "plan.paths=20", "plan.T=1")
+    for attempt in range(2):
+        out = sgi_run_cli(tmp_path, *args)
+        assert out.returncode == 0, out.stderr
+        assert "200 of 200 path-steps did not converge (newton, max_iter=1" in " ".join(out.stdout.split())
+        assert ("cached" in out.stdout) == (attempt == 1)
+
+
+# --- issue 24: the command line as Hydra composes it ------------------------------------------------------
+def _main(monkeypatch, capsys, *args):
+    """``sgi-run *args`` in this process, for input refused before Hydra runs: (exit status, stderr)."""
+    from sgi_run import cli
+    monkeypatch.setattr(sys, "argv", ["sgi-run", *args])
+    with pytest.raises(SystemExit) as stop:
+        cli.main()
+    return stop.value.code, capsys.readouterr().err
+
+
+@pytest.fixture
+def config_dir(tmp_path):
+    """A --config-dir: a plan option of its own, a primary config with a bad value, files YAML cannot read."""
+    directory = tmp_path / "more"
+    (directory / "plan").mkdir(parents=True)
+    (directory / "plan" / "small.yaml").write_text("defaults:\n  - default\n  - _self_\npaths: 10\ndt: 0.5\nT: 1.0\n"
+                                                   "output_dt: 0.5\n")
+    (directory / "plan" / "broken.yaml").write_text("paths: 10\ndt: [0.5\n")
+    (directory / "bad.yaml").write_text("defaults:\n  - config\n  - _self_\nplan:\n  paths: -1\n")
+    (directory / "unreadable.yaml").write_text("defaults:\n  - config\n  - _self_\nplan:\n  paths: 10\n\tdt: 1\n")
+    return directory
+
+
+def test_a_config_dirs_options_are_allowed_and_listed(config_dir, tmp_path, monkeypatch, capsys):
+    code, err = _main(monkeypatch, capsys, "-cd", str(config_dir), "plan=smal", f"output_root={tmp_path}/runs")
+    assert code == 2
+    assert err == "sgi-run: error: plan='smal' is not allowed: one of ['broken', 'convergence', 'default', 'small']\n"
+    shown = sgi_run_cli(tmp_path, "--config-dir", str(config_dir), "plan=small", "--cfg", "job")
+    assert shown.returncode == 0, shown.stderr
+    assert "paths: 10" in shown.stdout and "dt: 0.5" in shown.stdout and not (tmp_path / "runs").exists()
+
+
+@pytest.mark.parametrize("name, show", [(["--config-name", "bad"], ()), (["-cn", "bad"], ("--cfg", "job")),
+                                        (["--config-name=bad"], ("-m",))])
+def test_a_config_names_values_are_validated(name, show, config_dir, tmp_path, monkeypatch, capsys):
+    code, err = _main(monkeypatch, capsys, *show, "-cd", str(config_dir), *name, f"output_root={tmp_path}/runs")
+    assert code == 2 and err.startswith("sgi-run: error: plan.paths=-1 is not allowed: ") and err.count("\n") == 1
+    assert not (tmp_path / "runs").exists()
+
+
+def test_an_unknown_config_name_is_one_line(config_dir, tmp_path, monkeypatch, capsys):
+    code, err = _main(monkeypatch, capsys, "--config-name", "nonexistent", f"output_root={tmp_path}/runs")
+    assert (code, err) == (2, "sgi-run: error: --config-name='nonexistent' is not allowed: one of ['config']\n")
+    code, err = _main(monkeypatch, capsys, "-cd", str(config_dir), "-cn", "nonexistent")
+    assert err == ("sgi-run: error: --config-name='nonexistent' is not allowed: "
+                   "one of ['bad', 'config', 'unreadable']\n")
+    code, err = _main(monkeypatch, capsys, "-cd", str(tmp_path / "nowhere"), "plan.paths=10")
+    assert (code, err) == (2, f"sgi-run: error: --config-dir='{tmp_path / 'nowhere'}' is not allowed: "
+                              "an existing directory\n")
+    assert not (tmp_path / "runs").exists()
+
+
+def test_a_yaml_syntax_error_is_one_line_naming_the_file_line_and_column(config_dir, tmp_path, monkeypatch, capsys):
+    import shutil
+
+    from sgi_run.config import CONF_DIR
+    conf = tmp_path / "conf"      # a copy of conf/ with one of its own files broken
+    shutil.copytree(CONF_DIR, conf)
+    (conf / "plan" / "default.yaml").write_text("paths: 10\nseed: {0\n")
+    # At the end of a file the parser stops after the last line: the line named is where the unfinished part began.
+    for args, where, says in (
+            (["-cd", str(config_dir), "plan=broken"], f"{config_dir}/plan/broken.yaml:2:5='dt: [0.5'",
+             "while parsing a flow sequence, expected ',' or ']', but got '<stream end>'"),
+            (["-cd", str(config_dir), "-cn", "unreadable"], f"{config_dir}/unreadable.yaml:6:1='dt: 1'",
+             "found character '\\t' that cannot start any token"),
+            (["-cp", str(conf), "plan.seed=1"], f"{conf}/plan/default.yaml:2:7='seed: {{0'",
+             "while parsing a flow mapping")):
+        code, err = _main(monkeypatch, capsys, *args, f"output_root={tmp_path}/runs")
+        assert code == 2 and err.count("\n") == 1, err
+        assert err.startswith(f"sgi-run: error: {where} is not allowed: valid YAML (") and says in err, err
+    assert not (tmp_path / "runs").exists()
+
+
+def test_cfg_is_hydras_flag_anywhere_on_the_line(tmp_path):
+    out = subprocess.run([sys.executable, "-m", "sgi_run.cli", "plan.dt=0.5", "--cfg", "job", "integrator=dirk",
+                          "-cd", str(tmp_path), "plan.T=2"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert "dt: 0.5" in out.stdout and "name: dirk" in out.stdout and "T: 2" in out.stdout
+    assert not (tmp_path / "outputs").exists()
+
+
+def test_piped_output_is_never_wrapped(tmp_path, monkeypatch, capsys):
+    """Into a pipe or a file (not a terminal), a line stays one line, however long: the last line
+    names the file and where it ran, for scripts and logs to read."""
+    from sgi_run import cli
+    root = tmp_path / ("a-long-directory-name-" * 4) / "runs"
+    monkeypatch.setattr(sys, "argv", ["sgi-run", f"output_root={root}", "plan.paths=10", "plan.T=1", "progress=off"])
+    cli.main()
+    out = capsys.readouterr().out
+    last = out.rstrip("\n").splitlines()[-1]
+    assert last.startswith(f"wrote {root}/kubo-midpoint/") and "/ensemble.h5; ran on local" in last
+
+
+def test_a_full_disk_is_one_line_and_exit_status_1(tmp_path, monkeypatch, capsys):
+    """Fault injection: the disk fills while the second shard is saved (``tests/test_runner.py`` has the rest)."""
+    import errno
+    import os
+
+    from sgi_run.engine import checkpoint
+    real_savez, calls = checkpoint.np.savez, []
+
+    def savez(f, **arrays):
+        calls.append(f)
+        if len(calls) == 2:
+            f.write(b"PK half a shard")
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        real_savez(f, **arrays)
+
+    monkeypatch.setattr(checkpoint.np, "savez", savez)
+    run_dir = tmp_path / "x"
+    code, err = _main(monkeypatch, capsys, "plan.paths=60", "plan.T=2", "plan.shards=3", "progress=off",
+                      f"hydra.run.dir={run_dir}")
+    assert code == 1 and "Traceback" not in err
+    assert err.strip().splitlines()[-1] == (f"sgi-run: error: no space left on device in {run_dir}: 1 of 3 shards "
+                                            "kept; free space and rerun to resume")
+    assert not [p for p in run_dir.rglob("*") if ".partial" in p.name]
+
+
+def test_another_configs_checkpoints_are_refused_before_hydra_writes_to_the_directory(tmp_path, monkeypatch, capsys):
+    run_dir = tmp_path / "x"
+    small = ["plan.paths=60", "plan.T=2", "plan.shards=3", "progress=off", f"output_root={tmp_path}/runs"]
+    finished = []
+
+    def stop(shard):
+        finished.append(shard)
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):      # an interrupted run of seed 1 keeps one shard
+        sgi_run.run(sgi_run.compose(small + ["plan.seed=1"]), run_dir=run_dir, on_shard_done=stop)
+    (run_dir / ".hydra").mkdir()
+    (run_dir / ".hydra" / "config.yaml").write_text("the interrupted run's config\n")
+    code, err = _main(monkeypatch, capsys, *small, "plan.seed=2", f"hydra.run.dir={run_dir}")
+    assert code == 2
+    [line] = err.strip().splitlines()
+    assert line.startswith(f"sgi-run: error: hydra.run.dir='{run_dir}' is not allowed: a directory for config ")
+    assert "its checkpoint shard-00000-of-00003.npz is of config" in line
+    assert (run_dir / ".hydra" / "config.yaml").read_text() == "the interrupted run's config\n"
+
+
+def test_a_resume_part_way_through_a_shard_says_so(tmp_path, monkeypatch, capsys):
+    from sgi_run import runner
+    from sgi_run.engine.ensemble import run_shards
+    from sgi_run.engine.simulate import Simulator
+    run_dir = tmp_path / "x"
+    overrides = ["integrator=heun", "plan.paths=20", "plan.shards=2", "plan.T=2", "plan.dt=0.1", "plan.output_dt=0.1",
+                 "plan.checkpoint_every=5", "progress=off", f"output_root={tmp_path}/runs"]
+    cfg = sgi_run.compose(overrides)
+    setup = sgi_run.config.build(cfg)
+    outputs = []
+
+    def stop(paths):                      # shard 0 finished, shard 1 at output 7 (its progress saved at 5)
+        outputs.append(paths)
+        if len(outputs) == 20 + 7:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        run_shards(Simulator(setup.system, setup.integrator, setup.plan),
+                   runner.checkpoints(cfg, run_dir, setup.plan), on_output=stop)
+    monkeypatch.setattr(sys, "argv", ["sgi-run", *overrides, f"hydra.run.dir={run_dir}"])
+    from sgi_run import cli
+    cli.main()
+    last = " ".join(capsys.readouterr().out.split()).rsplit("wrote ", 1)[1]
+    assert "(resumed 1 finished shard(s) and 1 part-way (from step 5 of 20) of an interrupted run)" in last
+
+
+@pytest.mark.parametrize("argv, start", [
+    (["--bogus"], "sgi-run: error: argument='--bogus' is not allowed: a flag of sgi-run: one of ["),
+    (["plan.dt=0.5", "-x=1"], "sgi-run: error: argument='-x=1' is not allowed: a flag of sgi-run: one of ["),
+    (["-m", "plan.dt=0.5,0.25", "--cfg=job"],
+     "sgi-run: error: argument='--multirun --cfg' is not allowed: one of ['--run', '--multirun', '--cfg', "),
+])
+def test_a_flag_hydra_would_refuse_with_a_usage_block_or_a_traceback_is_one_line(argv, start, tmp_path, monkeypatch,
+                                                                                   capsys):
+    from sgi_run import cli
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "argv", ["sgi-run", *argv])
+    with pytest.raises(SystemExit) as stop:
+        cli.main()
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and err.startswith(start) and err.count("\n") == 1
+    assert not (tmp_path / "outputs").exists()

@@ -1,6 +1,8 @@
 """Bad input is refused before any compute, with one line naming key, value and what is allowed."""
+import math
 import re
 
+import numpy as np
 import pytest
 
 import sgi_run
@@ -114,8 +116,9 @@ def test_a_run_that_does_not_fit_in_memory_is_refused_naming_sizes(monkeypatch):
     assert text.startswith("plan.shards=1 is not allowed: a run that fits in memory: this one needs ")
     assert "64 MiB is SGI_RUN_MEMORY_LIMIT" in text and "more plan.shards" in text
     compose(["plan.paths=2000000"])           # the same paths in shards of 10^4 fit
-    with pytest.raises(ConfigError, match="plan.output_dt"):
-        compose(["plan.T=2000000", "plan.dt=1", "plan.keep_paths=0"])
+    # Too many output times: the typed horizon is named, with the default output_dt it contradicts.
+    assert refused(["plan.T=2000000", "plan.dt=1", "plan.keep_paths=0"]).startswith(
+        "plan.T=2000000 is not allowed: one that fits the default plan.output_dt=1.0 (a run that fits in memory")
     monkeypatch.setenv("SGI_RUN_MEMORY_LIMIT", "lots")
     with pytest.raises(ConfigError, match="SGI_RUN_MEMORY_LIMIT='lots'"):
         compose([])
@@ -210,11 +213,25 @@ def test_a_weak_order_is_an_integer_never_rounded(value):
         "integrator.tableau.weak_order=")
 
 
-def test_a_tableau_overflowing_its_conditions_is_refused_without_warnings():
+@pytest.mark.parametrize("overrides, start", [
+    (["integrator=dirk", "integrator.parameters.lam=1e308"], "integrator.parameters.lam=1e+308 is not allowed: "),
+    (["integrator.tableau.alpha=[-1e308]"], "integrator.tableau.alpha=[-1e+308] is not allowed: ")])
+def test_a_tableau_overflowing_its_conditions_is_refused_without_warnings(overrides, start):
+    """The refusal names the coefficient typed (the tableau's residuals are derived from it) and says
+    what went wrong: an overflow, not a residual of inf."""
     import warnings
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        assert refused(["integrator=dirk", "integrator.parameters.lam=1e308"]).startswith("integrator.tableau (dirk)=")
+        message = refused(overrides)
+    assert message.startswith(start + "finite coefficients whose order conditions are finite"), message
+
+
+def test_a_huge_coefficient_is_refused_by_its_key_with_the_condition_it_misses():
+    """a = 1e308 does not overflow midpoint's conditions (alpha*abar + alpha*a is 1e308, finite): the
+    tableau is refused for the condition it misses, named with its residual, on the key typed."""
+    message = refused(["integrator.tableau.a=[[1e308]]"])
+    assert message.startswith("integrator.tableau.a=[[1e+308]] is not allowed: a tableau satisfying all of ")
+    assert message.endswith("to 1e-12 ((3.16) alpha*abar + alpha*a misses by 1e+308)")
 
 
 @pytest.mark.parametrize("override", ["plan.dt=1e-320", "plan.dt=1e-9"])
@@ -255,3 +272,145 @@ def test_the_largest_paper_experiment_fits_in_1_gib(monkeypatch):
         "tmk-on-kubo", "midpoint-on-heavy_top"])
 def test_lie_poisson_bad_inputs_are_refused_naming_key_value_and_what_is_allowed(overrides, message):
     assert refused(overrides) == message
+
+
+# --- issue 24: a default never contradicts what the user typed ---------------------------------------
+def typed_keys(overrides):
+    return {o.split("=", 1)[0] for o in overrides}
+
+
+@pytest.mark.parametrize("overrides", [
+    ["plan.paths=5"],                                                    # keep_paths: auto, min(10, paths)
+    ["system=heavy_top", "integrator=tmk", "plan.paths=4"],
+    ["system=zeitlin_euler", "integrator=isomp", "plan.paths=3"],
+    ["plan.T=0.5"], ["plan.T=1.5"], ["plan.dt=2"],                       # output_dt: auto, on the grid
+    ["system=zeitlin_euler", "integrator=isomp"],                        # shard_size: auto fits the memory
+    ["plan.dt=0.3"], ["plan=convergence", "plan.T=0.1"],                 # T and dts: the typed key is named
+    ["system=heavy_top"], ["system=manakov"], ["system=sine_euler"], ["system=rigid_body"],   # integrator
+    ["system=circle_pendulum"], ["system=langevin_harmonic"],
+    ["system=zeitlin_euler", "integrator=isomp", "system.N=8"],          # ic_lmax: auto, min(10, N-1)
+    ["system=point_vortices", "integrator=tmk", "system.circulations=[1,1,1]"],   # colatitudes: named
+])
+def test_a_default_adapts_to_the_values_the_user_typed(overrides):
+    """Only a value the user gave may be refused: composing with one allowed override is never refused by
+    a key the user did not type (a default that depends on it adapts)."""
+    try:
+        compose(overrides)
+    except ConfigError as err:
+        assert err.key in typed_keys(overrides), str(err)
+
+
+def test_adapted_defaults_keep_the_hash_of_runs_made_before():
+    """keep_paths: auto and output_dt: auto hash as the numbers they settle to (10 and 1.0 for the default
+    plan), as the plan files spelled them before."""
+    assert config_hash(compose([])) == config_hash(compose(["plan.keep_paths=10", "plan.output_dt=1.0"]))
+    assert config_hash(compose(["plan.paths=5"])) == config_hash(compose(["plan.paths=5", "plan.keep_paths=5"]))
+    plan = build(compose(["plan.paths=5", "plan.T=0.5"])).plan
+    assert (plan.keep_paths, plan.output_dt) == (5, 0.5)
+    assert build(compose(["plan.dt=2"])).plan.output_dt == 2.0
+
+
+def test_auto_shards_fit_the_host_memory_and_a_path_too_big_for_it_names_what_would_help(monkeypatch):
+    """Zeitlin N = 128 with IsoMP: 10^4 paths per shard need 24 GiB; auto takes as many as fit. TMK's
+    dense Jacobian makes one path alone ~32 GiB: fewer paths per shard cannot help, a smaller system or a
+    solver without a Jacobian can."""
+    monkeypatch.setenv("SGI_RUN_MEMORY_LIMIT", "4GiB")
+    plan = build(compose(["system=zeitlin_euler", "integrator=isomp"])).plan
+    assert 1 <= plan.shard_size < 10_000 and plan.paths == 10_000
+    message = refused(["system=zeitlin_euler", "integrator=tmk", "plan.paths=2"])
+    assert message.startswith("integrator='tmk' is not allowed: ") and "one path alone needs" in message
+    assert "integrator.solver=fixed_point" in message and "smaller system" in message
+    assert "fewer paths per shard" not in message
+
+
+@pytest.mark.parametrize("overrides, start", [
+    (["plan.paths=20", "output_root=~/x"], "output_root='~/x' is not allowed: "),
+    (["plan.paths=20", "plan.T=${nowhere}"], "plan.T='${nowhere}' is not allowed: "),
+])
+def test_an_unreadable_value_names_its_key_and_value_only(overrides, start):
+    message = refused(overrides)
+    assert message.startswith(start) and "plan.paths=20" not in message
+
+
+@pytest.mark.parametrize("overrides, message", [
+    (["plan.dt=0.3"], "plan.dt=0.3 is not allowed: one that fits the default plan.T=100.0 (a whole multiple of dt = 0.3), "
+                      "or set plan.T too"),
+    (["plan=convergence", "plan.T=0.1"], "plan.T=0.1 is not allowed: one that fits the default plan.dts=0.125 "
+                                         "(step sizes that divide T = 0.1), or set plan.dts too"),
+    (["system=heavy_top"], "system='heavy_top' is not allowed: one that fits the default integrator='midpoint' "
+                           "(system 'HeavyTop' has structure 'lie_poisson'; lda_prk integrators fit ['canonical']), or "
+                           "choose integrator=one of ['lgvi_cayley', 'lp_midpoint', 'lp_trapezoidal', 'tmk']"),
+])
+def test_a_typed_value_that_contradicts_a_default_is_refused_by_its_own_key(overrides, message):
+    """A default the user did not type (plan.T, the integrator) never takes the blame: the key typed does,
+    and the line says which default it contradicts. The horizon T is physics: it never changes silently."""
+    assert refused(overrides) == message
+
+
+def test_the_initial_modes_adapt_to_a_small_zeitlin_matrix_and_keep_the_hash_of_runs_made_before():
+    """ic_lmax: auto is 10 (the paper's) where N > 10, else every mode, N - 1; hashed as that number."""
+    zeitlin = ["system=zeitlin_euler", "integrator=isomp"]
+    assert build(compose(zeitlin + ["system.N=8"])).system.ic_lmax == 7
+    assert build(compose(zeitlin + ["system.N=16"])).system.ic_lmax == 10
+    assert config_hash(compose(zeitlin)) == config_hash(compose(zeitlin + ["system.ic_lmax=10"]))
+    assert config_hash(compose(zeitlin + ["system.N=8"])) == config_hash(compose(zeitlin + ["system.N=8", "system.ic_lmax=7"]))
+
+
+def test_initial_positions_are_physics_a_vortex_count_that_misses_them_is_named():
+    """The default positions are four vortices': three circulations are refused by their own key (the
+    positions are never invented)."""
+    assert refused(["system=point_vortices", "integrator=tmk", "system.circulations=[1,1,1]"]) == (
+        "system.circulations=[1, 1, 1] is not allowed: one that fits the default system.colatitudes=(0.7853981633974483, "
+        "1.0471975511965976, 1.5707963267948966, 2.0943951023931953) (3 angles (one per vortex, radians)), "
+        "or set system.colatitudes too")
+
+
+def test_on_fail_nan_typed_hashes_as_the_default_rule():
+    """integrator.on_fail=nan arrives as the float nan, the file's as the string: one rule, one hash."""
+    assert config_hash(compose(["integrator.on_fail=nan"])) == config_hash(compose([]))
+    assert config_hash(compose(["integrator.on_fail=count"])) != config_hash(compose([]))
+
+
+@pytest.mark.parametrize("system_option", ["kubo", "van_der_pol", "langevin_harmonic", "langevin_double_well",
+                                           "spherical_pendulum", "circle_pendulum", "heavy_top", "rigid_body",
+                                           "sine_euler", "manakov", "point_vortices", "vlasov_lorentz",
+                                           "vlasov_lenard_bernstein"])
+def test_extreme_parameters_are_refused_or_give_no_reference_never_a_traceback(system_option):
+    """Every float parameter at 1e300, 1e-300, -1e300 is refused (one ConfigError line) or builds a system
+    whose reference values are finite numbers or None (none known), never an OverflowError from
+    omega^2 = 1e600 or a ZeroDivisionError from a Boltzmann weight that underflows. (The system alone:
+    compose and the run's build at each value would take half a minute.)"""
+    from sgi_run.config import _composed_groups, build_system, plain
+    defaults = plain(_composed_groups((f"system={system_option}",)).system)
+    floats = [k for k, v in defaults.items() if isinstance(v, float) or (
+        isinstance(v, list) and v and all(isinstance(x, float) for x in v))]
+    for key in floats:
+        for extreme in (1e300, 1e-300, -1e300):
+            value = extreme if isinstance(defaults[key], float) else [extreme] * len(defaults[key])
+            try:
+                system = build_system(defaults | {key: value})
+            except ConfigError:
+                continue
+            for name in system.observables():
+                exact, ergodic = system.reference_mean(name), system.ergodic_mean(name)
+                assert exact is None or np.all(np.isfinite(exact(np.array([0.0, 1.0])))), (key, value, name)
+                assert ergodic is None or math.isfinite(ergodic), (key, value, name)
+
+
+@pytest.mark.parametrize("overrides, start", [
+    (["system=langevin_harmonic", "integrator=svia", "system.omega=1e200"], "system.omega=1e+200 is not allowed: "),
+    (["system=langevin_harmonic", "integrator=svia", "system.omega=1e-300"], "system.omega=1e-300 is not allowed: ")])
+def test_an_omega_whose_square_is_not_a_float_is_refused(overrides, start):
+    assert refused(overrides).startswith(start)
+
+
+def test_a_boltzmann_weight_that_underflows_gives_no_reference():
+    cfg = compose(["system=langevin_double_well", "integrator=svia", "system.beta=1e300", "plan.paths=10"])
+    assert build(cfg).system.ergodic_mean("H") is None
+
+
+@pytest.mark.parametrize("alpha", ["''", "[]"])
+def test_an_empty_tableau_vector_is_refused_by_its_own_key_not_by_the_default_matrix(alpha):
+    """The config fuzz found alpha='' refused as integrator.tableau.a=[[0.5]]: the default took the blame."""
+    message = refused([f"integrator.tableau.alpha={alpha}"])
+    assert message.startswith(f"integrator.tableau.alpha={alpha} is not allowed: ") and "default integrator.tableau.a" in message

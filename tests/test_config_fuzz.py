@@ -5,6 +5,7 @@ is computed). Hypothesis draws the cases deterministically (``derandomize``), so
 import math
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -12,7 +13,7 @@ from hypothesis import strategies as st
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
 import sgi_run
-from sgi_run.config import GROUPS, _hydra_compose, expand_sweeps, group_options
+from sgi_run.config import GROUPS, ConfigSource, _hydra_compose, expand_sweeps, group_options
 
 
 
@@ -149,3 +150,120 @@ def test_the_command_line_refuses_in_one_line_and_exit_2(tmp_path):
 
 def test_every_group_has_options():
     assert all(group_options(g) for g in GROUPS)
+
+
+# --- issue 24: combinations, --config-dir groups, the figures CLI ---------------------------------------------
+def _related(key: str, typed: str) -> bool:
+    """The refused key is the one typed, a key under it or the node it is under (integrator.tableau -> integrator)."""
+    return key == typed or key.startswith(typed + ".") or typed.startswith(key + ".")
+
+
+def refused_for_what_was_typed(args, source=ConfigSource()):
+    """Composes, or one ConfigError line about a key the command line typed: a default is never refused. A
+    memory refusal may name the key that sizes the memory when its advice names the typed one."""
+    try:
+        sgi_run.compose(args, source)
+    except sgi_run.ConfigError as err:
+        text, typed = str(err), [a.split("=", 1)[0].lstrip("+") for a in args]
+        assert "\n" not in text and text.startswith(f"{err.key}=") and " is not allowed: " in text, (args, text)
+        assert any(_related(err.key, t) or f" {t}" in err.allowed for t in typed) or \
+            err.key == "override" and err.value == " ".join(args), (args, text)
+
+
+@st.composite
+def combinations(draw):
+    """Two or three keys of one choice's config at once, random values, every other key at its default."""
+    choice = draw(st.sampled_from([(), *CHOICES]))
+    keys = draw(st.lists(st.sampled_from(KEYS[choice]), min_size=2, max_size=3, unique=True))
+    return [*choice, *(f"{key}={_hydra(draw(values))}" for key in keys)]
+
+
+KEYS[()] = _keys_of(())
+
+
+@settings(max_examples=25, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(combinations())
+def test_two_or_three_keys_at_once_compose_or_are_refused_for_what_was_typed(args):
+    refused_for_what_was_typed(args)
+
+
+@pytest.fixture(scope="module")
+def config_dir(tmp_path_factory):
+    """A --config-dir with options of its own in two groups."""
+    directory = tmp_path_factory.mktemp("more")
+    (directory / "plan").mkdir()
+    (directory / "system").mkdir()
+    (directory / "plan" / "small.yaml").write_text("defaults:\n  - default\n  - _self_\npaths: 10\nT: 1.0\n")
+    (directory / "system" / "stiff_kubo.yaml").write_text("defaults:\n  - kubo\n  - _self_\nnu: 1.5\n")
+    return ConfigSource(added=str(directory))
+
+
+def test_a_config_dirs_options_compose(config_dir):
+    cfg = sgi_run.compose(["plan=small", "system=stiff_kubo"], config_dir)
+    assert (cfg.plan.paths, cfg.system.nu, cfg.system.name) == (10, 1.5, "kubo")
+    assert group_options("plan", config_dir) == ["convergence", "default", "small"]
+
+
+@settings(max_examples=15, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_a_config_dirs_groups_compose_or_are_refused_for_what_was_typed(config_dir, data):
+    plan = data.draw(st.sampled_from(["plan=small", "plan=default", "plan=smal"]))
+    system = data.draw(st.sampled_from(["system=stiff_kubo", "system=kubo", "system=stiff"]))
+    keys = data.draw(st.lists(st.sampled_from(KEYS[()]), max_size=2, unique=True))
+    refused_for_what_was_typed([plan, system, *(f"{k}={_hydra(data.draw(values))}" for k in keys)], config_dir)
+
+
+# --- the figures CLI: sgi-figures' flags with random values --------------------------------------------------
+EXPERIMENTS = Path(__file__).parents[1] / "experiments"
+FIGURE_IDS = sorted(f"{p.parent.name}/{p.stem}" for p in EXPERIMENTS.glob("*/*.yaml"))
+junk = st.sampled_from(["", " ", "bogus", "fig99", "a/b/c", "-x", "--", "ü∂", "'", "${x}", "a=b=c", "/proc/x", "\x00"])
+only_values = st.one_of(st.sampled_from(FIGURE_IDS), st.sampled_from(FIGURE_IDS).map(lambda i: i.split("/")[1]),
+                        st.sampled_from(["fig1", "fig2"]), junk, st.text(max_size=6))   # fig1, fig2: several papers'
+
+
+@st.composite
+def figures_argv(draw):
+    """An ``sgi-figures`` command line: a figure or more (bare, paper/id, ambiguous, unknown, junk), the other
+    flags each absent, valid or junk, and now and then a stray argument or a flag without its value."""
+    argv = ["--experiments", str(EXPERIMENTS)]      # the tests run elsewhere; a drawn --experiments comes later
+    argv += [token for value in draw(st.lists(only_values, min_size=1, max_size=2)) for token in ("--only", value)]
+    flags = {"--fidelity": st.sampled_from(["smoke", "reduced", "paper"]), "--cache": st.sampled_from(["reuse", "off"]),
+             "--executor": st.sampled_from(["local", "dask", "slurm"]), "--experiments": st.just(str(EXPERIMENTS)),
+             "--executor-option": st.sampled_from(["workers=2", "workers=0", "nodes=4", "queue=compute", "junk"]),
+             "--runs-root": st.sampled_from(["runs", "/proc/x"]), "--output": st.sampled_from(["out", "/proc/x"])}
+    for flag, valid in flags.items():
+        if draw(st.booleans()):
+            argv += [flag, draw(junk if draw(st.integers(0, 3)) == 3 else valid)]
+    if draw(st.booleans()):
+        argv.append("--strict")
+    if draw(st.integers(0, 3)) == 3:
+        argv.insert(draw(st.integers(0, len(argv))), draw(st.sampled_from(["--bogus", "stray", "--strict=1", "--ex"])))
+    if draw(st.integers(0, 3)) == 3:
+        argv.append(draw(st.sampled_from(["--only", "--fidelity", "--cache"])))
+    return argv
+
+
+class Accepted(Exception):
+    """Raised in place of drawing the first figure: the command line was accepted."""
+
+
+@settings(max_examples=30, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(argv=figures_argv())
+def test_any_figures_command_line_is_accepted_or_one_line_and_exit_2(argv, tmp_path, monkeypatch, capsys):
+    from sgi_run.figures import cli, experiment
+
+    def accepted(*args, **kwargs):
+        raise Accepted
+
+    monkeypatch.chdir(tmp_path)            # relative --runs-root and --output go there
+    monkeypatch.setattr(experiment, "make_figure", accepted)
+    capsys.readouterr()
+    try:
+        status = cli.main(argv)
+    except Accepted:
+        return
+    err = capsys.readouterr().err
+    assert status == 2 and err.startswith("sgi-figures: error: ") and err.count("\n") == 1, (argv, status, err)
+    assert not list(tmp_path.rglob("*.h5")), argv

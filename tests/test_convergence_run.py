@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import sgi_run
+from sgi_run import summary
 from sgi_run.config import build, compose
 from sgi_run.convergence_run import load
 from sgi_run.engine.convergence_plan import ConvergencePlan
@@ -41,6 +42,19 @@ def test_run_writes_the_study_and_caches_it(runs_root):
     assert load(first.run_dir)[0].order == first.result.order
 
 
+def test_netcdf_readers_open_a_study(runs_root):
+    """Every axis of convergence.h5 is a named dimension (step sizes, an observable's entries, no kept
+    paths), so ``xarray.open_datatree`` opens it."""
+    xr = pytest.importorskip("xarray")
+    pytest.importorskip("h5netcdf")
+    run = sgi_run.run(sgi_run.compose(runs_root + SMALL))
+    tree = xr.open_datatree(run.path, engine="h5netcdf")
+    assert tree["error"].dims == ("dts",) and np.array_equal(tree["dts"].values, [0.25, 0.125])
+    assert np.array_equal(tree["error"].values, run.result.error)
+    assert np.array_equal(tree["observables/sq_error"]["t"].values, run.ensemble.t)
+    assert tree["observables/sq_error"]["mean"].dims == ("t", "sq_error_axis0")
+
+
 def test_the_resolvability_threshold_is_a_plan_option(runs_root):
     """plan.resolvable_se: an error enters the fitted order only above that many SEs (spec 004: 3
     half-widths); far above every error, no order is fitted and the note says why; it is kept in the file."""
@@ -71,7 +85,10 @@ def test_cli_refuses_bad_dts_with_one_line(tmp_path):
 def test_cli_refuses_a_strong_study_of_a_weak_integrator(tmp_path):
     out = sgi_run_cli(tmp_path, "integrator=srkw2", "plan=convergence")
     assert out.returncode == 2 and out.stderr.count("\n") == 1
-    assert out.stderr.startswith("sgi-run: error: plan.error='strong' is not allowed: weak with the weak integrator srkw2")
+    # plan.error=strong is the convergence plan's default, not typed: the refusal names the typed key.
+    assert out.stderr.startswith("sgi-run: error: integrator='srkw2' is not allowed: one that fits the default "
+                                 "plan.error='strong' (weak with the weak integrator srkw2")
+    assert out.stderr.rstrip().endswith("or set plan.error too")
 
 
 def test_a_convergence_study_by_other_code_is_recomputed_on_request(runs_root, monkeypatch):
@@ -137,3 +154,41 @@ def test_a_study_does_not_depend_on_shards_and_resumes_mid_shard(runs_root, tmp_
     assert np.allclose(resumed.result.error, whole.error, rtol=1e-13) and resumed.result.order == pytest.approx(whole.order, rel=1e-12)
     ens = sgi_run.load(resumed.path)
     assert ens.observables["sq_error"]["mean"].shape == (17, 4) and ens.attrs["shards"] == 3
+
+
+def test_too_few_paths_for_the_orders_bootstrap_interval_are_refused_before_any_compute(runs_root):
+    """Two paths have three distinct resamples: their "95% interval" is not one. Without the interval
+    (plan.bootstrap=0) a small study is allowed."""
+    from sgi_run.core.errors import ConfigError
+    with pytest.raises(ConfigError) as err:
+        compose(SMALL + ["plan.paths=2"])
+    assert str(err.value) == ("plan.paths=2 is not allowed: at least 10 paths for the fitted order's bootstrap "
+                              "interval (plan.bootstrap=20), or plan.bootstrap=0 for no interval")
+    assert build(compose(SMALL + ["plan.paths=2", "plan.bootstrap=0"])).plan.paths == 2
+    assert build(compose(SMALL + ["plan.paths=10"])).plan.paths == 10
+
+
+def test_a_studys_unconverged_lock_step_path_steps_are_printed_and_tabled(runs_root):
+    """One Newton iteration per solve, the iterate kept: every lock-step path-step (a coarse step of a path, all
+    step sizes together) has a solve that did not converge; the study says so as an ensemble does, in its words."""
+    import io
+
+    from rich.console import Console
+
+    from sgi_run.convergence_run import show
+    cfg = sgi_run.compose(runs_root + SMALL + [
+        "system=van_der_pol", "integrator=midpoint", "integrator.on_fail=count", "integrator.max_iter=1"])
+    study = sgi_run.run(cfg)
+    out = Console(file=io.StringIO(), width=10_000)
+    show(study, out)
+    printed = out.file.getvalue()
+    line = ("200 of 200 lock-step path-steps (all step sizes together) did not converge (newton, max_iter=1, "
+            "tol=1e-12): the results are not a converged solution; use smaller plan.dts or a larger integrator.max_iter")
+    assert line in printed.splitlines()
+    rows = list(csv.DictReader(open(study.run_dir / "convergence.csv")))
+    assert [(r["unconverged_steps"], r["stagnated_steps"], r["path_steps"]) for r in rows] == [("200", "0", "200")] * 2
+    assert f"**{line}.**" in (study.run_dir / "convergence.md").read_text()
+    cached = sgi_run.run(cfg)
+    counts = lambda run: [(r["unconverged_steps"], r["stagnated_steps"], r["path_steps"]) for r in run.summary]
+    assert cached.cached and counts(cached) == counts(study) == [(200, 0, 200)] * 2
+    assert summary.solver_lines(cached.ensemble) == [line]

@@ -1,9 +1,13 @@
+import errno
+import io
 import math
+import os
 
 import numpy as np
 import pytest
 
 import sgi_run
+from sgi_run import runner, store
 from sgi_run.systems import Kubo
 
 
@@ -101,3 +105,75 @@ def test_an_unknown_cache_policy_is_refused():
     with pytest.raises(sgi_run.ConfigError, match="cache") as err:
         sgi_run.compose(["cache=sometimes"])
     assert "\n" not in str(err.value)
+
+
+# --- a disk that fills (fault injection) -------------------------------------------------------------------
+SHARDED = ["plan.paths=60", "plan.T=2", "plan.shards=3"]
+
+
+def full_disk_after(monkeypatch, module, name, calls, error=errno.ENOSPC):
+    """``module.name`` (a function given an open file first, or a path) fails as a full disk does from
+    its ``calls``-th call on, after writing a few bytes."""
+    real, seen = getattr(module, name), []
+
+    def failing(target, *args, **kwargs):
+        seen.append(target)
+        if len(seen) < calls:
+            return real(target, *args, **kwargs)
+        if hasattr(target, "write"):
+            target.write(b"PK\x03\x04 half a file")
+        raise OSError(error, os.strerror(error))
+
+    monkeypatch.setattr(module, name, failing)
+
+
+class HalfFullFile(io.FileIO):
+    """A file on a disk that fills half-way through a write."""
+
+    def __init__(self, path, mode):
+        super().__init__(path, mode.replace("b", ""))
+
+    def write(self, data):
+        super().write(bytes(data)[: len(data) // 2])
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+
+def partial_files(directory):
+    return [p for p in directory.rglob("*") if ".partial" in p.name]
+
+
+@pytest.mark.parametrize("error, words, advice", [(errno.ENOSPC, "no space left on device", "free space"),
+                                                  (errno.EACCES, "cannot write (Permission denied)",
+                                                   "make it writable")])
+def test_a_full_disk_while_saving_a_shard_is_one_line_and_the_run_resumes(runs_root, tmp_path, monkeypatch,
+                                                                         error, words, advice):
+    from sgi_run.engine import checkpoint
+    cfg = sgi_run.compose(runs_root + SHARDED)
+    run_dir = tmp_path / "full"
+    full_disk_after(monkeypatch, checkpoint.np, "savez", 2, error)
+    with pytest.raises(runner.WriteFailed) as stop:
+        sgi_run.run(cfg, run_dir=run_dir)
+    assert str(stop.value) == f"{words} in {run_dir}: 1 of 3 shards kept; {advice} and rerun to resume"
+    assert partial_files(run_dir) == [] and not (run_dir / "ensemble.h5").exists()
+    monkeypatch.undo()
+    resumed = sgi_run.run(cfg, run_dir=run_dir)
+    whole = sgi_run.run(cfg, run_dir=tmp_path / "whole")
+    assert resumed.shards_resumed == 1 and np.array_equal(resumed.ensemble.mean("H"), whole.ensemble.mean("H"))
+
+
+@pytest.mark.parametrize("study", [False, True])
+def test_a_full_disk_while_writing_the_result_is_one_line_and_the_run_resumes(runs_root, tmp_path, monkeypatch,
+                                                                             study):
+    extra = ["plan=convergence", "plan.paths=60", "plan.dts=[0.25,0.125]", "plan.bootstrap=20", "plan.shards=3"] \
+        if study else SHARDED
+    cfg = sgi_run.compose(runs_root + extra)
+    run_dir = tmp_path / "full"
+    monkeypatch.setattr(store, "open", HalfFullFile, raising=False)     # what store.replace_atomically opens
+    with pytest.raises(runner.WriteFailed) as stop:
+        sgi_run.run(cfg, run_dir=run_dir)
+    assert str(stop.value) == (f"no space left on device in {run_dir}: 3 of 3 shards kept; "
+                               "free space and rerun to resume")
+    assert partial_files(run_dir) == [] and not list(run_dir.glob("*.h5"))
+    monkeypatch.undo()
+    resumed = sgi_run.run(cfg, run_dir=run_dir)
+    assert resumed.shards_resumed == 3 and not resumed.cached and not partial_files(run_dir)

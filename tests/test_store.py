@@ -1,6 +1,7 @@
 import dataclasses
 import os
 import stat
+import subprocess
 import sys
 
 import h5py
@@ -20,7 +21,7 @@ def test_hdf5_round_trip(runs_root):
     assert set(ens.observables["H"]) == {"mean", "var", "count"} and ens.observables["H"]["count"][-1] == 40
     assert ens.paths["q"].shape == (3, 3) and ens.paths["H"].shape == (3, 3)
     assert set(ens.diagnostics) >= {"nonfinite_paths", "newton_iterations", "newton_max_iterations"}
-    assert ens.attrs["schema_version"] == 1 and ens.attrs["seed"] == 11
+    assert ens.attrs["schema_version"] == store.SCHEMA_VERSION == 2 and ens.attrs["seed"] == 11
     assert ens.attrs["sgi_run_version"] == sgi_run.__version__
     assert OmegaConf.create(ens.attrs["config"]).plan.seed == 11
     assert np.allclose(ens.paths["H"], 0.5 * (ens.paths["q"] ** 2 + ens.paths["p"] ** 2))
@@ -274,10 +275,51 @@ def test_netcdf_tools_see_real_dimensions(written):
     paths = xr.open_dataset(written, engine="h5netcdf", group="paths")
     assert paths["q"].dims == ("kept_path", "t")
     snapshots = xr.open_dataset(written, engine="h5netcdf", group="snapshots")
-    assert snapshots["q"].dims == ("t", "path") and snapshots["t"].values.tolist() == [0.0, 2.0]
+    assert snapshots["q"].dims == ("t_snapshot", "path") and snapshots["t_snapshot"].values.tolist() == [0.0, 2.0]
     root = xr.open_dataset(written, engine="h5netcdf")
     assert root["t"].attrs["units"] == "time"
     assert not any(d.startswith("phony_dim") for ds in (mean, paths, snapshots, root) for d in ds.dims)
+
+
+def test_netcdf_readers_label_every_time_axis(written):
+    """``xarray.open_dataset(group=...)`` reads a group's own variables only: each group that has a time
+    axis holds its coordinate; snapshot times are a dimension of their own, so ``open_datatree`` aligns."""
+    xr = pytest.importorskip("xarray")
+    pytest.importorskip("h5netcdf")
+    ens = sgi_run.load(written)
+    for group in ("observables/H", "observables/q", "diagnostics", "paths"):
+        ds = xr.open_dataset(written, engine="h5netcdf", group=group)
+        assert "t" in ds.coords and np.array_equal(ds["t"].values, ens.t), group
+    snapshots = xr.open_dataset(written, engine="h5netcdf", group="snapshots")
+    assert snapshots["q"].dims == ("t_snapshot", "path")
+    assert np.array_equal(snapshots["t_snapshot"].values, ens.snapshots["t"])
+    tree = xr.open_datatree(written, engine="h5netcdf")
+    assert np.array_equal(tree["observables/H"]["t"].values, ens.t)
+    assert np.array_equal(tree["observables/H"]["mean"].values, ens.mean("H"))
+    assert np.array_equal(tree["paths"]["q"].values, ens.paths["q"]) and tree["paths"]["q"].dims == ("kept_path", "t")
+    assert np.array_equal(tree["snapshots"]["t_snapshot"].values, ens.snapshots["t"])
+    assert np.array_equal(tree["time_averages"]["H"].values, ens.time_averages["H"])
+
+
+def schema_1_file(written, path):
+    """``written`` in schema 1's layout: snapshot times at snapshots/t, no time coordinate in groups."""
+    with h5py.File(written, "r") as src, h5py.File(path, "w") as dst:
+        def copy(name, obj):
+            if isinstance(obj, h5py.Dataset) and not name.endswith("/t"):     # kubo: no entry axes either
+                dst.create_dataset("snapshots/t" if name == "snapshots/t_snapshot" else name, data=obj[()])
+        src.visititems(copy)
+        dst.attrs.update({k: v for k, v in src.attrs.items() if k not in ("content_digest", "attributes_digest")})
+        dst.attrs["schema_version"] = 1
+    return path
+
+
+def test_a_schema_1_file_still_loads(written, tmp_path):
+    """Run caches hold files written before snapshot times had their own dimension name."""
+    old, new = store.load(schema_1_file(written, tmp_path / "old.h5")), store.load(written)
+    assert np.array_equal(old.snapshots["t"], new.snapshots["t"]) and old.snapshots.keys() == new.snapshots.keys()
+    assert old.paths.keys() == new.paths.keys() and old.diagnostics.keys() == new.diagnostics.keys()
+    assert all(old.observables[name].keys() == new.observables[name].keys() == {"mean", "var", "count"}
+               for name in new.observables)
 
 
 def test_to_xarray(written):
@@ -292,5 +334,50 @@ def test_to_xarray(written):
 
 def test_to_xarray_without_xarray_says_how_to_get_it(written, monkeypatch):
     monkeypatch.setitem(sys.modules, "xarray", None)      # import xarray raises ImportError
-    with pytest.raises(ImportError, match="pip install xarray"):
+    with pytest.raises(ImportError, match=r"pip install 'sgi-run\[read\]' \(xarray and h5netcdf\)"):
         sgi_run.load(written).to_xarray()
+
+
+# --- a full disk ------------------------------------------------------------------------------------------
+@pytest.fixture
+def tiny_disk(tmp_path):
+    """A 64 KiB tmpfs (needs root, as on the project's machines and CI)."""
+    mount = tmp_path / "tiny"
+    mount.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", mount], capture_output=True).returncode:
+        pytest.skip("cannot mount a tmpfs here (not root)")
+    yield mount
+    subprocess.run(["umount", mount])
+
+
+def test_a_full_disk_is_one_oserror_and_leaves_no_partial_file(tiny_disk):
+    """A real full disk: HDF5 writing to it fails its flushes, cannot close the file, and crashes the
+    process at exit (exit 139, dozens of lines of HDF5 errors). The writer raises one OSError(ENOSPC)
+    instead, leaves nothing behind, and the process ends normally."""
+    script = f"""
+import numpy as np
+from sgi_run import store
+big = np.random.default_rng(0).random((10, 3000))
+ens = store.Ensemble(np.arange(10.0), {{"H": {{"mean": big, "var": big, "count": big}}}}, {{}},
+                     {{"nonfinite_paths": np.zeros(10)}}, {{"seed": 0}})
+try:
+    store.write({str(tiny_disk / 'ensemble.h5')!r}, ens)
+except OSError as err:
+    print("errno", err.errno)
+"""
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert (out.returncode, out.stdout.strip(), out.stderr) == (0, "errno 28", "")
+    assert list(tiny_disk.iterdir()) == []
+
+
+def test_an_observable_named_like_an_entry_axis_reads_back(tmp_path):
+    """The heavy top's body_axis1 is an observable, body_axis_axis0 the entry axis of the vector body_axis:
+    the reader tells them apart by what the file says they are, never by their names."""
+    t = np.arange(3.0)
+    moments = {"mean": np.zeros(3), "var": np.zeros(3), "count": np.ones(3)}
+    kept = {"body_axis": np.ones((2, 3, 3)), "body_axis1": np.full((2, 3), 0.5), "H_axis0": np.zeros((2, 3))}
+    ens = store.Ensemble(t, {"H": moments}, kept, {"nonfinite_paths": np.zeros(3, np.int64)},
+                         {"paths": 2, "config": "{}"})
+    back = store.load(store.write(tmp_path / "ensemble.h5", ens))
+    assert sorted(back.paths) == sorted(kept)
+    assert all(np.array_equal(back.paths[name], data) for name, data in kept.items())

@@ -124,3 +124,48 @@ def test_the_caption_says_what_both_numbers_mean(kubo_run):
     text = " ".join(rendered(kubo_run[1].summary, 200).split())
     assert "z vs method: how many s.e. the mean lies from the method's own exact mean" in text
     assert "bias vs SDE: the method's exact mean minus the SDE's exact mean" in text
+
+
+@pytest.fixture(scope="module")
+def unconverged_run(tmp_path_factory):
+    """Van der Pol's midpoint rule with one Newton iteration per solve, the iterate kept: every step unconverged."""
+    root = tmp_path_factory.mktemp("runs")
+    return sgi_run.run(sgi_run.compose([f"output_root={root}", "progress=off", "system=van_der_pol",
+                                        "integrator=midpoint", "integrator.on_fail=count", "integrator.max_iter=1",
+                                        "plan.paths=20", "plan.T=1", "plan.seed=3"]))
+
+
+def test_summary_csv_carries_the_plan_and_the_unconverged_steps(unconverged_run):
+    """dt, T, paths and seed join a sweep's summaries; the solver's counts are the run's totals."""
+    with open(unconverged_run.run_dir / "summary.csv") as f:
+        [row] = list(csv.DictReader(f))
+    assert {k: row[k] for k in ("dt", "T", "paths", "seed", "unconverged_steps", "stagnated_steps", "path_steps")} == {
+        "dt": "0.1", "T": "1.0", "paths": "20", "seed": "3", "unconverged_steps": "200", "stagnated_steps": "0",
+        "path_steps": "200"}
+    md = (unconverged_run.run_dir / "summary.md").read_text()
+    assert "unconverged_steps" in md and "200 of 200 path-steps did not converge" in " ".join(md.split())
+
+
+def test_an_explicit_method_has_no_solver_counts(runs_root):
+    result = sgi_run.run(sgi_run.compose(runs_root + ["system=van_der_pol", "integrator=heun", "plan.paths=20",
+                                                      "plan.T=1"]))
+    assert all(r[k] == "" for r in result.summary for k in ("unconverged_steps", "stagnated_steps", "path_steps"))
+    assert result.summary[0]["paths"] == 20 and summary.solver_lines(result.ensemble) == []
+
+
+def test_unconverged_steps_are_said_with_the_solver_and_what_to_change(unconverged_run):
+    [line] = summary.solver_lines(unconverged_run.ensemble)
+    assert line == ("200 of 200 path-steps did not converge (newton, max_iter=1, tol=1e-12): the results are not a "
+                    "converged solution; use a smaller plan.dt or a larger integrator.max_iter")
+    assert "unconverged" in rendered(unconverged_run.summary, 200)
+
+
+def test_stagnated_steps_are_reported_as_the_round_off_floor_not_as_failures():
+    ens = failed_ensemble()
+    ens.diagnostics |= {f"fixed_point_{k}": np.array([0, n, n]) for k, n in
+                        (("iterations", 30), ("max_iterations", 9), ("unconverged_steps", 0), ("stagnated_steps", 4))}
+    ens.attrs |= {"solver": "fixed_point", "path_steps": 10,
+                  "config": "integrator: {solver: fixed_point, max_iter: 9, tol: 1.0e-15, on_fail: nan}\n"}
+    [line] = summary.solver_lines(ens)
+    assert line.startswith("8 of 10 path-steps stopped at the fixed-point iteration's round-off floor")
+    assert "not failed" in line and "did not converge" not in line

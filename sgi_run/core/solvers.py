@@ -143,6 +143,12 @@ def fixed_point_solve(g: Callable, x0, tol: float = DEFAULT_TOL, max_iter: int =
     return _finish(SolveResult(x, it, converged, stagnated), on_fail)
 
 
+def on_fail_rule(value):
+    """The on_fail rule as named: the command line reads the rule nan, as the README spells it
+    (integrator.on_fail=nan), as the float nan (the config hash hashes the name too)."""
+    return "nan" if isinstance(value, float) and math.isnan(value) else value
+
+
 @dataclasses.dataclass(frozen=True)
 class SolverOptions:
     """An integrator's solver, as its config gives it (``integrator.solver``, ``tol``, ...)."""
@@ -151,6 +157,9 @@ class SolverOptions:
     max_iter: int = DEFAULT_MAX_ITER
     norm: str = "max"
     on_fail: str = "nan"
+
+    def __post_init__(self):
+        object.__setattr__(self, "on_fail", on_fail_rule(self.on_fail))
 
     def check(self, fixed_point_form: bool = True) -> None:
         """Refuse (one line) what cannot run; ``fixed_point_form``: every equation the integrator

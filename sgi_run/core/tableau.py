@@ -74,8 +74,12 @@ def variational_residual(w1: np.ndarray, x: np.ndarray, w2: np.ndarray, y: np.nd
 
 def check_conditions(conditions: Mapping[str, float], key: str, tol: float = 1e-12) -> None:
     """Refuse a tableau whose named condition residuals are not zero (to ``tol``)."""
+    overflowed = sorted(name for name, r in conditions.items() if not math.isfinite(r))
+    if overflowed:      # huge coefficients: the residual says nothing but that it overflowed
+        raise ConfigError(key, f"{overflowed[0]} residual {conditions[overflowed[0]]}",
+                          f"finite coefficients whose order conditions are finite (those overflow: {overflowed})")
     failed = {name: r for name, r in conditions.items() if abs(r) > tol}
     if failed:
         name, r = max(failed.items(), key=lambda kv: abs(kv[1]))
         raise ConfigError(key, f"{name} residual {r:.3g}",
-                          f"a tableau satisfying all of {sorted(conditions)} to {tol:g}")
+                          f"a tableau satisfying all of {sorted(conditions)} to {tol:g} ({name} misses by {r:.3g})")

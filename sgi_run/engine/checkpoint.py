@@ -49,7 +49,8 @@ class ShardStore:
         """Every checkpoint on disk: finished shards, then shards in progress."""
         return [self.path(s) for s in self.finished()] + [self.progress_path(s) for s in self.in_progress()]
 
-    def check(self, path: Path) -> dict[str, str]:
+    @staticmethod
+    def check(path: Path) -> dict[str, str]:
         """The identity a checkpoint file was computed for, after reading every array of it."""
         try:
             with np.load(path) as f:

@@ -20,6 +20,10 @@ ERRORS = ("strong", "weak")
 REFERENCES = ("exact", "fine", "auto")
 # Each bootstrap resample is a least-squares fit in Python; a 95% interval needs a few thousand.
 MAX_BOOTSTRAP = 100_000
+# The order's interval is a percentile bootstrap over the paths (engine.convergence._fit). n paths have only
+# C(2n - 1, n) distinct resamples: 3 at n = 2, 126 at n = 5 (fewer than the default 200 draws), 92378 at n = 10.
+# Below 10 paths the 2.5% and 97.5% percentiles are ties among a few repeated resamples, not an interval.
+MIN_BOOTSTRAP_PATHS = 10
 
 
 def has_exact_state(system) -> bool:
@@ -83,6 +87,9 @@ class ConvergencePlan:
         need("seed", is_int(self.seed) and 0 <= self.seed < 2**32, "an integer in [0, 2^32)")
         need("bootstrap", is_int(self.bootstrap) and 0 <= self.bootstrap <= MAX_BOOTSTRAP,
              f"an integer in [0, {MAX_BOOTSTRAP}] (resamples of the fitted order's 95% interval)")
+        need("paths", self.bootstrap == 0 or self.paths >= MIN_BOOTSTRAP_PATHS,
+             f"at least {MIN_BOOTSTRAP_PATHS} paths for the fitted order's bootstrap interval "
+             f"(plan.bootstrap={self.bootstrap}), or plan.bootstrap=0 for no interval")
         need("fidelity", self.fidelity in Plan.FIDELITIES, f"one of {list(Plan.FIDELITIES)}")
         coarsest = max(dts)
         for dt in dts:

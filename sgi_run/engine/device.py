@@ -5,8 +5,9 @@ JAX's default backend (``JAX_PLATFORMS=cpu`` forces the CPU). ``plan.shard_size:
 shard size for it:
 
 * CPU: ``CPU_SHARD_SIZE`` paths, the size that keeps a shard's state in cache and was fastest
-  (``benchmarks/scale.py``: the engine's overhead is under 1 % from there on);
-* GPU (any accelerator): as many paths as fill ``ACCELERATOR_MEMORY_SHARE`` of the device's free
+  (``benchmarks/scale.py``: the engine's overhead is under 1 % from there on), or fewer where that
+  many do not fit ``MEMORY_SHARE`` of the host's memory (a Zeitlin N = 128 path holds ~2.6 MB);
+* GPU (any accelerator): as many paths as fill ``MEMORY_SHARE`` of the device's free
   memory at the plan's estimated bytes per path, at most ``ACCELERATOR_SHARD_MAX``. A GPU needs
   ~10^6 paths in flight to be busy (``benchmarks/device_sweep.py``); larger shards only make the
   progress and the checkpoints coarser.
@@ -22,7 +23,7 @@ import platform as _platform
 import jax
 
 CPU_SHARD_SIZE = 10_000
-ACCELERATOR_MEMORY_SHARE = 0.5
+MEMORY_SHARE = 0.5     # of the memory a shard may fill (the rest: statistics, kept paths, XLA)
 ACCELERATOR_SHARD_MAX = 2**22
 
 
@@ -73,12 +74,14 @@ def free_bytes() -> int | None:
     return int(stats["bytes_limit"] - stats.get("bytes_in_use", 0))
 
 
-def auto_shard_size(bytes_per_path: int, paths: int) -> int:
-    """Paths per shard for ``plan.shard_size: auto`` on this device (see the module's docstring)."""
+def auto_shard_size(bytes_per_path: int, paths: int, host_bytes: int | None = None) -> int:
+    """Paths per shard for ``plan.shard_size: auto`` on this device (see the module's docstring);
+    ``host_bytes``: the memory a run may use on the host (config.memory_limit), None: unbounded."""
     if not on_accelerator():
-        return CPU_SHARD_SIZE
+        fits = CPU_SHARD_SIZE if host_bytes is None else int(MEMORY_SHARE * host_bytes // max(1, bytes_per_path))
+        return max(1, min(CPU_SHARD_SIZE, fits))
     free = free_bytes()
     if free is None:     # a backend that does not say: the cap alone
         return max(1, min(ACCELERATOR_SHARD_MAX, paths))
-    fits = int(ACCELERATOR_MEMORY_SHARE * free // max(1, bytes_per_path))
+    fits = int(MEMORY_SHARE * free // max(1, bytes_per_path))
     return max(1, min(fits, ACCELERATOR_SHARD_MAX, paths))

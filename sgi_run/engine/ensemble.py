@@ -25,6 +25,7 @@ class EnsembleResult:
     shards_resumed: int
     wall_time: float
     devices: tuple[str, ...] = ()  # what computed the shards (engine.device.describe), each named once
+    resumed_part_way: dict[int, int] = dataclasses.field(default_factory=dict)  # shard -> the step it resumed from
 
     @property
     def newton_iterations(self) -> np.ndarray:
@@ -51,12 +52,13 @@ def run_shards(sim: Simulator, store: ShardStore | None,
     done = set(store.finished()) if store else set()
     results: dict[int, ShardResult] = {s: store.load(s) for s in sorted(done)}
     missing = [s for s in range(count) if s not in done]
+    resumes = {s: store.load_progress(s) for s in missing} if store else {}
+    resumes = {s: r for s, r in resumes.items() if r is not None}
+    part_way = {s: int(r["done"]) * sim.plan.steps_per_output for s, r in resumes.items()}
     if cluster is not None:
-        resumes = {s: store.load_progress(s) for s in missing} if store else {}
-        computed = cluster.run_shards(recipe, missing, {s: r for s, r in resumes.items() if r is not None},
-                                      on_output, sim.plan.outputs)
+        computed = cluster.run_shards(recipe, missing, resumes, on_output, sim.plan.outputs)
     else:
-        computed = (sim.run_shard(s, on_output, resume=store.load_progress(s),
+        computed = (sim.run_shard(s, on_output, resume=resumes.get(s),
                                   on_progress=lambda arrays, s=s: store.save_progress(s, arrays))
                     if store else sim.run_shard(s, on_output) for s in missing)
     for result in computed:
@@ -90,4 +92,5 @@ def run_shards(sim: Simulator, store: ShardStore | None,
         shards_resumed=len(done),
         wall_time=sum(r.wall_time for r in ordered),
         devices=tuple(dict.fromkeys(r.device for r in ordered if r.device)),
+        resumed_part_way=part_way,
     )

@@ -23,6 +23,8 @@ import logging
 import dataclasses
 import math
 import os
+import socket
+import time
 from typing import Callable, Iterator
 
 from sgi_run.core.errors import ConfigError
@@ -213,8 +215,10 @@ def _start(spec: Dask | Slurm) -> Cluster:
     from sgi_run.engine.dask_worker import PinCores
 
     if isinstance(spec, Dask) and spec.address is not None:
+        started = time.monotonic()
+        _check_greeting(spec.address, spec.connect_timeout)
         try:
-            client = Client(spec.address, timeout=f"{spec.connect_timeout}s")
+            client = Client(spec.address, timeout=f"{max(spec.connect_timeout - (time.monotonic() - started), 0.1)}s")
         except (OSError, TimeoutError) as err:
             raise ConfigError("executor.address", spec.address,
                               f"the address of a running dask scheduler (none answered within "
@@ -241,6 +245,63 @@ def _start(spec: Dask | Slurm) -> Cluster:
     # Every worker (and every one restarted later) pins itself before it runs a task.
     client.register_plugin(PinCores(spec.worker_count if isinstance(spec, Dask) else spec.processes))
     return Cluster(client, where, owned=cluster)
+
+
+# A scheduler's greeting is a few dozen bytes: a longer length prefix is not one.
+_GREETING_MAX_BYTES = 1 << 16
+
+
+def _check_greeting(address: str, timeout: float) -> None:
+    """Refuse (ConfigError) a tcp:// address where no dask scheduler greets within ``timeout`` seconds.
+
+    dask's own connect bounds only the TCP connection; it then waits without a bound for the peer's
+    handshake (a web server on that port waits for a request: forever), and takes its first 8 bytes
+    for a length to allocate (random bytes: exabytes). A scheduler speaks first: an 8-byte length,
+    then a msgpack dict of its ``compression``, ``python`` and ``pickle-protocol``; that is read here,
+    bounded in time and size, before dask connects. TLS and other transports are left to dask."""
+    if not address.startswith("tcp://"):
+        return
+    host, _, port = address.removeprefix("tcp://").rpartition(":")
+    if not port.isdigit():
+        return                   # dask's default port, or an address dask itself refuses
+    deadline, where = time.monotonic() + timeout, f"{host}:{port}"
+
+    def refuse(what: str):
+        return ConfigError("executor.address", address, f"the address of a running dask scheduler ({what})")
+
+    while True:                  # nothing listening yet: retried until the deadline, as dask does
+        try:
+            connection = socket.create_connection((host.strip("[]"), int(port)),
+                                                  timeout=max(deadline - time.monotonic(), 0.01))
+            break
+        except ConnectionRefusedError as err:
+            if time.monotonic() + 0.1 >= deadline:
+                raise refuse(f"none answered within {timeout:g} s: {err}") from None
+            time.sleep(0.1)
+        except OSError as err:
+            raise refuse(f"none answered within {timeout:g} s: {err}") from None
+    with connection:
+        try:
+            length = int.from_bytes(_receive(connection, 8, deadline), "little")
+            greeting = _receive(connection, length, deadline) if 0 < length <= _GREETING_MAX_BYTES else b""
+        except TimeoutError:
+            raise refuse(f"{where} sent no dask handshake within {timeout:g} s") from None
+        except OSError as err:
+            raise refuse(f"{where} closed the connection without a dask handshake ({err})") from None
+    if b"pickle-protocol" not in greeting:
+        raise refuse(f"{where} answered with bytes that are not a dask handshake")
+
+
+def _receive(connection: socket.socket, n: int, deadline: float) -> bytes:
+    """``n`` bytes from ``connection`` by ``deadline`` (else TimeoutError)."""
+    data = b""
+    while len(data) < n:
+        connection.settimeout(max(deadline - time.monotonic(), 0.001))
+        chunk = connection.recv(min(n - len(data), 65536))
+        if not chunk:
+            raise ConnectionResetError("closed by the peer")
+        data += chunk
+    return data
 
 
 @atexit.register

@@ -31,14 +31,55 @@ def _whole_ratio(num: float, den: float) -> int | None:
     return n if n >= 1 and abs(ratio - n) <= _GRID_RTOL * max(1.0, ratio) else None
 
 
+# Defaults that adapt to the values a user typed (``auto`` in conf/plan/default.yaml), so that a default
+# never contradicts them: ``plan.paths=5`` keeps 5 paths, ``plan.T=0.5`` records at 0 and 0.5.
+DEFAULT_KEEP_PATHS = 10
+DEFAULT_OUTPUT_DT = 1.0
+
+
+def _is_number(v) -> bool:
+    return isinstance(v, (int, float, np.number)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def auto_keep_paths(paths):
+    """``keep_paths: auto``: DEFAULT_KEEP_PATHS paths, or all of them when there are fewer ('auto' while
+    paths is not a number: the paths check refuses that)."""
+    return min(DEFAULT_KEEP_PATHS, paths) if isinstance(paths, (int, np.integer)) and not isinstance(paths, bool) else "auto"
+
+
+def auto_output_dt(dt, T):
+    """``output_dt: auto``: DEFAULT_OUTPUT_DT where it is on the grid (a whole multiple of dt dividing T),
+    else the largest whole number of steps not above it that divides T's steps ('auto' while dt and T are
+    not a grid: their own checks refuse that)."""
+    steps = _whole_ratio(T, dt) if _is_number(dt) and _is_number(T) and dt > 0 and T > 0 else None
+    if steps is None or steps >= MAX_INDEX:
+        return "auto"
+    if _whole_ratio(DEFAULT_OUTPUT_DT, dt) is not None and _whole_ratio(T, DEFAULT_OUTPUT_DT) is not None:
+        return DEFAULT_OUTPUT_DT
+    most = max(1, round(_ratio(DEFAULT_OUTPUT_DT, dt))) if _ratio(DEFAULT_OUTPUT_DT, dt) < MAX_INDEX else steps
+    divisors = {d for i in range(1, math.isqrt(steps) + 1) if steps % i == 0 for d in (i, steps // i)}
+    return max(d for d in divisors if d <= most) * float(dt)
+
+
+def settle_defaults(plan: dict) -> dict:
+    """An ensemble plan's mapping with its ``auto`` keep_paths and output_dt settled (the config hash
+    hashes these numbers, so runs made when the plan file spelled 10 and 1.0 keep their hash)."""
+    settled = dict(plan)
+    if settled.get("keep_paths") == "auto":
+        settled["keep_paths"] = auto_keep_paths(settled.get("paths"))
+    if settled.get("output_dt") == "auto":
+        settled["output_dt"] = auto_output_dt(settled.get("dt"), settled.get("T"))
+    return settled
+
+
 @dataclasses.dataclass(frozen=True)
 class Plan:
     paths: int
     dt: float
     T: float
-    output_dt: float
+    output_dt: float | str                 # "auto": settled on the grid (auto_output_dt)
     observables: tuple[str, ...] = ("H",)
-    keep_paths: int = 0
+    keep_paths: int | str = 0              # "auto": settled to min(DEFAULT_KEEP_PATHS, paths)
     seed: int = 0
     shards: int | str = "auto"
     shard_size: int | str = 10000    # "auto": settled for the device (simulate.fit_shard_size)
@@ -64,6 +105,9 @@ class Plan:
         object.__setattr__(self, "snapshots", tuple(self.snapshots or ()))
         if self.time_average is not None:
             object.__setattr__(self, "time_average", tuple(self.time_average))
+        for key, value in settle_defaults({"keep_paths": self.keep_paths, "paths": self.paths,
+                                           "output_dt": self.output_dt, "dt": self.dt, "T": self.T}).items():
+            object.__setattr__(self, key, value)
         self.check()
 
     def check(self) -> None:
@@ -87,8 +131,9 @@ class Plan:
              and _whole_ratio(self.output_dt, self.dt) is not None, f"a whole multiple of dt = {self.dt}")
         need("output_dt", _whole_ratio(self.T, self.output_dt) is not None,
              f"a divisor of T = {self.T} (T must be a whole number of output intervals)")
-        need("observables", len(self.observables) >= 1 and all(isinstance(n, str) for n in self.observables),
-             "a non-empty list of observable names")
+        need("observables", len(self.observables) >= 1 and all(isinstance(n, str) for n in self.observables)
+             and len(set(self.observables)) == len(self.observables),
+             "a non-empty list of distinct observable names (each is one dataset of the run's file)")
         need("keep_paths", is_int(self.keep_paths) and 0 <= self.keep_paths <= self.paths,
              f"an integer in [0, paths = {self.paths}]")
         need("seed", is_int(self.seed) and 0 <= self.seed < 2**32, "an integer in [0, 2^32)")

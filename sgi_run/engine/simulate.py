@@ -144,14 +144,19 @@ def _shard_words(system, integrator, plan) -> int:
     return paths * per_path + min(BLOCK_VALUES, paths * drawn)
 
 
-def fit_shard_size(system, integrator, plan):
+def path_bytes(system, integrator, plan) -> int:
+    """Bytes one path of a shard holds on the device (the block of random numbers, at most BLOCK_VALUES,
+    does not grow with the paths): what no shard size can make smaller."""
+    return 8 * _shard_layout_words(system, integrator, plan)[0]
+
+
+def fit_shard_size(system, integrator, plan, host_bytes: int | None = None):
     """The plan (ensemble or convergence study) with ``shard_size: auto`` settled for this device
-    (``engine.device.auto_shard_size``) from the words one path of a shard holds (the block of random
-    numbers, at most BLOCK_VALUES, does not grow with the paths)."""
+    (``engine.device.auto_shard_size``; ``host_bytes``: the memory a run may use on the host)."""
     if plan.shard_size != "auto":
         return plan
-    per_path, _ = _shard_layout_words(system, integrator, plan)
-    return dataclasses.replace(plan, shard_size=device.auto_shard_size(8 * per_path, plan.paths))
+    return dataclasses.replace(plan, shard_size=device.auto_shard_size(path_bytes(system, integrator, plan),
+                                                                       plan.paths, host_bytes))
 
 
 def _words_per_path(system, integrator) -> int:

@@ -22,13 +22,33 @@ from sgi_run.engine import executor
 from sgi_run.figures.experiment import FIDELITIES
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse whose refusals are one line, never a usage block: a value outside a flag's choices and an
+    argument that is no flag are ``ConfigError`` (``main`` prints them); argparse's other refusals (a flag
+    without its value, an abbreviation of several flags) are its own words, also one line, exit status 2."""
+
+    def _check_value(self, action, value):
+        if action.choices is not None and value not in action.choices:
+            raise ConfigError(action.option_strings[-1], value, f"one of {list(action.choices)}")
+
+    def parse_args(self, args=None, namespace=None):
+        known, unknown = self.parse_known_args(args, namespace)
+        if unknown:
+            flags = ", ".join(action.option_strings[-1] for action in self._actions)
+            raise ConfigError("argument", unknown[0], f"a flag of {self.prog}: {flags}")
+        return known
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="sgi-figures", description="Run the missing runs of every paper figure, "
-                                "draw it, check it and rebuild the gallery.")
+    p = _Parser(prog="sgi-figures", description="Run the missing runs of every paper figure, "
+                "draw it, check it and rebuild the gallery.")
     p.add_argument("--fidelity", choices=FIDELITIES, default="reduced",
                    help="sampling profile of every figure (default: reduced)")
     p.add_argument("--only", action="append", metavar="FIGURE",
-                   help="a figure id (fig4_1) or paper/figure; repeatable")
+                   help="paper/figure (luesink_2023/fig1), or a figure id only one paper has (fig4_1); repeatable")
     p.add_argument("--experiments", default="experiments", help="experiment files, <paper>/<figure>.yaml")
     p.add_argument("--output", default="outputs/figures", help="figures, tables and index.html")
     p.add_argument("--runs-root", default="outputs/runs", help="run directories (the run cache)")
@@ -57,13 +77,22 @@ def _verdict_table(outcomes):
     return table
 
 
+def _refuse(err: ConfigError) -> int:
+    print(f"sgi-figures: error: {err}", file=sys.stderr)
+    return 2
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
-    from rich.console import Console
-
     from sgi_run.figures import experiment, gallery
+    from sgi_run.terminal import console as make_console
 
-    console = Console()
+    try:
+        args = _parser().parse_args(argv)
+    except ConfigError as err:
+        return _refuse(err)
+    except SystemExit as stop:      # --help (0), or one of argparse's own refusals (2): a status, as every outcome
+        return stop.code
+    console = make_console()
     try:
         experiments = experiment.discover(args.experiments, args.only)
         where = [f"executor={args.executor}"] + [f"executor.{o}" for o in args.executor_option]
@@ -80,8 +109,7 @@ def main(argv: list[str] | None = None) -> int:
                                                    cache=args.cache, executor=where))
             console.print(f"    wrote {outcomes[-1].files['png']} in {time.perf_counter() - started:.0f} s")
     except ConfigError as err:
-        print(f"sgi-figures: error: {err}", file=sys.stderr)
-        return 2
+        return _refuse(err)
     except KeyboardInterrupt as stop:
         print(f"sgi-figures: {stop or 'interrupted'}; finished runs are kept, the same command goes on from them",
               file=sys.stderr)

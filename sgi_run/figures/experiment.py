@@ -27,10 +27,11 @@ from sgi_run.core.errors import ConfigError
 from sgi_run.core.noise import truncation_bound
 from sgi_run.engine.linear_oracle import method_moments
 from sgi_run.figures import checks as checks_mod
-from sgi_run.figures.results import FAIL, PASS, SKIP, SOLVER_STATISTICS, CheckResult, RunData, Series, StudyData
+from sgi_run.figures.results import (FAIL, PASS, SKIP, SOLVER_STATISTICS, Band, CheckResult, RunData, Series,
+                                     StudyData)
 from sgi_run.figures.statistics import SELECTION_RULES, has_path_averages, valid_increments, window_average
 from sgi_run.runner import ConvergenceRun, RunResult, run
-from sgi_run.summary import max_relative_error
+from sgi_run.summary import max_relative_error, solver_counts, unconverged_line
 
 FIDELITIES = ("smoke", "reduced", "paper")
 # "project choice": a diagnostic whose step size neither the paper nor its spec sets.
@@ -61,6 +62,10 @@ _DENSITY_KEYS = ("coordinate", "at", "bins", "range")
 _CONVERGENCE_KEYS = ("quantity", "runs", "title", "ylabel", "ylim", "slopes", "colours")   # all a convergence panel takes
 _LABEL_KEYS = ("reference_label", "density_label")   # per-panel overrides of the derived legend labels
 _REQUIRED = ("paper", "figure", "title", "caption", "common", "fidelity", "runs", "panels", "checks")
+# `unconverged_steps:` what a run's unconverged solves mean for the figure: its numbers are not the method's, so
+# the figure fails, unless where the solves stop converging is what the figure studies (a dt scan).
+UNCONVERGED_STEPS = {"fail": "the default: a run whose solves did not all converge fails the figure",
+                     "studied": "non-convergence is what the figure shows"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -91,6 +96,7 @@ class Experiment:
     paper_name: str = ""    # how headings cite the paper, e.g. "Kraus & Tyranowski (2021)"
     name: str = ""          # the paper's name for the figure ("Figure 4.1"), or what it is instead
     studies: frozenset = frozenset()   # the runs that are convergence studies (plan=convergence)
+    unconverged_steps: str = "fail"    # a key of UNCONVERGED_STEPS
 
     @property
     def diagnostic(self) -> bool:
@@ -217,6 +223,9 @@ def load(path) -> Experiment:
           k("window"), window, "null or [start, end] with start < end")
     oracle = data.get("oracle")
     _need(oracle is None or oracle in ORACLES, k("oracle"), oracle, f"null or one of {list(ORACLES)}")
+    unconverged = data.get("unconverged_steps", "fail")
+    _need(unconverged in UNCONVERGED_STEPS, k("unconverged_steps"), unconverged,
+          " or ".join(f"{name} ({what})" for name, what in UNCONVERGED_STEPS.items()))
 
     expanded = []
     for i, spec in enumerate(data["checks"]):
@@ -236,7 +245,7 @@ def load(path) -> Experiment:
                       observable=data.get("observable", "H"), oracle=oracle,
                       common=common, fidelity=fidelity, runs=runs, panels=list(data["panels"]), checks=expanded,
                       window=tuple(window) if window else None, paper_name=paper_name, name=figure_name,
-                      studies=studies)
+                      studies=studies, unconverged_steps=unconverged)
 
 
 def _check_panel(panel, k, where: str, runs: dict, studies: frozenset) -> None:
@@ -427,17 +436,32 @@ def _check_scan(panel: dict, k, where: str) -> None:
     _need(panel.get("yscale", "log") in ("log", "linear"), k(f"{where}.yscale"), panel.get("yscale"), "log or linear")
 
 
+def figure_order(path: Path) -> tuple:
+    """Paper by paper; figures by number (4.2 before 4.10), then the paper's diagnostics."""
+    number = re.fullmatch(r"fig(\d+)(?:_(\d+))?", path.stem)
+    return (path.parent.name, number is None, tuple(int(n) for n in number.groups() if n) if number else (), path.stem)
+
+
 def discover(directory, only: list[str] | None = None) -> list[Experiment]:
-    """Every ``<paper>/<figure>.yaml`` under ``directory``; ``only`` keeps figure ids or paper/figure."""
+    """Every ``<paper>/<figure>.yaml`` under ``directory``; ``only`` keeps the figures it names, each as
+    paper/figure or by a figure id only one paper has (fig1 is a figure of several)."""
     directory = Path(directory)
     _need(directory.is_dir(), "--experiments", str(directory), "an existing directory")
     experiments = [load(p) for p in sorted(directory.glob("*/*.yaml"))]
     if only:
-        wanted = set(only)
-        unknown = wanted - {e.figure for e in experiments} - {f"{e.paper}/{e.figure}" for e in experiments}
-        _need(not unknown, "--only", sorted(unknown)[0] if unknown else "",
-              f"a figure of {directory}: {[e.figure for e in experiments]}")
-        experiments = [e for e in experiments if e.figure in wanted or f"{e.paper}/{e.figure}" in wanted]
+        ids = sorted((Path(e.paper) / e.figure for e in experiments), key=figure_order)
+        papers: dict[str, list[str]] = {}      # paper -> its figures, in the paper's order
+        for i in ids:
+            papers.setdefault(i.parent.name, []).append(i.name)
+        wanted = set()
+        for given in only:
+            matches = [i.as_posix() for i in ids if given in (i.as_posix(), i.name)]
+            _need(bool(matches), "--only", given, f"a figure of {directory}, as paper: figures; "
+                  + "; ".join(f"{paper}: {', '.join(figures)}" for paper, figures in papers.items()))
+            _need(len(matches) == 1, "--only", given,
+                  f"one figure; {given} is a figure of {len(matches)} papers: {', '.join(matches)}")
+            wanted.update(matches)
+        experiments = [e for e in experiments if f"{e.paper}/{e.figure}" in wanted]
     return experiments
 
 
@@ -577,6 +601,7 @@ def make_figure(exp: Experiment, fidelity: str, output_dir, runs_root: str | Non
     studies = [row for i in exp.runs if i in exp.studies for row in _study_rows(exp.runs[i], configs[i], results[i])]
     per_run = {row["run"]: row for row in table + studies}     # a row of each run: its label, paths and T
     verdicts = [checks_mod.evaluate(spec, spec["run"], data[spec["run"]], data) for spec in exp.checks]
+    verdicts += _unconverged_verdicts(exp, results)
 
     out = Path(output_dir) / exp.paper
     out.mkdir(parents=True, exist_ok=True)
@@ -596,6 +621,19 @@ def make_figure(exp: Experiment, fidelity: str, output_dir, runs_root: str | Non
               "files": {k: p.name for k, p in files.items()}, "sgi_run_version": __version__}
     files["json"].write_text(json.dumps(record, indent=1, default=_json_default) + "\n")
     return FigureOutcome(exp, fidelity, table, verdicts, files, studies)
+
+
+def _unconverged_verdicts(exp: Experiment, results: dict) -> list[CheckResult]:
+    """A FAIL for each run some of whose solves did not converge (its numbers are not the method's), unless
+    the figure studies exactly that (``unconverged_steps: studied``); nothing for runs whose solves converged."""
+    if exp.unconverged_steps == "studied":
+        return []
+    return [CheckResult(id="solves_converge", kind="solver_statistic", run=run_id,
+                        criterion="every implicit solve of the run converges (the experiment does not declare "
+                                  "unconverged_steps: studied)",
+                        verdict=FAIL, value=float(solver_counts(r.ensemble)["unconverged_steps"]), se=None, t=None,
+                        band=str(Band(None, 0)), margin_se=None, detail=unconverged_line(r.ensemble))
+            for run_id, r in results.items() if unconverged_line(r.ensemble)]
 
 
 def _json_default(x):

@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import html
 import json
-import re
 from pathlib import Path
 
 from sgi_run.figures.results import CheckResult
-from sgi_run.figures.experiment import MD_HEADER, STUDY_MD_HEADER, md_cells, study_md_rows
+from sgi_run.figures.experiment import MD_HEADER, STUDY_MD_HEADER, figure_order, md_cells, study_md_rows
 
 _STYLE = """
 body { font-family: sans-serif; margin: 2em; max-width: 1400px; color: #222; }
@@ -26,15 +25,9 @@ ul.checks { font-family: monospace; font-size: 0.85em; }
 """
 
 
-def _order(path: Path) -> tuple:
-    """Paper by paper; figures by number (4.2 before 4.10), then the paper's diagnostics."""
-    number = re.fullmatch(r"fig(\d+)(?:_(\d+))?", path.stem)
-    return (path.parent.name, number is None, tuple(int(n) for n in number.groups() if n) if number else (), path.stem)
-
-
 def _records(output_dir: Path) -> list[dict]:
     records = []
-    for path in sorted(output_dir.glob("*/*.json"), key=_order):
+    for path in sorted(output_dir.glob("*/*.json"), key=figure_order):
         record = json.loads(path.read_text())
         if "figure" in record and "checks" in record:
             record["_dir"] = path.parent.name

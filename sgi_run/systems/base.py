@@ -60,6 +60,12 @@ class System:
         return None
 
     @classmethod
+    def settle_defaults(cls, parameters: dict) -> dict:
+        """The parameters with any ``auto`` default settled to the number it stands for, given the others
+        (the config hash hashes that number). None by default; a system with one overrides this."""
+        return parameters
+
+    @classmethod
     def parameter_names(cls) -> list[str]:
         return [f.name for f in dataclasses.fields(cls)]
 

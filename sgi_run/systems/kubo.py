@@ -32,6 +32,13 @@ class Kubo(CanonicalSystem):
         require("beta", self.beta, self.beta >= 0, "beta >= 0")
         # The exact solution (4.1) is the underdamped one.
         require("nu", self.nu, 0 <= self.nu < 2, "0 <= nu < 2 (underdamped)")
+        # The energy and its exact mean (4.2) square the start: past ~1.3e154 they overflow a float64.
+        larger = "q0" if abs(self.q0) >= abs(self.p0) else "p0"
+        with np.errstate(all="ignore"):
+            finite = np.isfinite(self.q0 * self.q0 + self.p0 * self.p0) and np.isfinite(self.exact_mean_energy(0.0))
+        require(larger, getattr(self, larger), bool(finite),
+                "a start whose energy (q0^2 + p0^2) / 2 and exact mean (4.2) are finite float64 numbers "
+                f"(|q0|, |p0| below ~{np.sqrt(np.finfo(float).max / 2):.2g})")
 
     def hamiltonian(self, q, p):
         return 0.5 * jnp.sum(p**2 + q**2)
@@ -66,7 +73,8 @@ class Kubo(CanonicalSystem):
     def exact_mean_energy(self, t):
         """(4.2)-(4.3): E[H](t)."""
         t = np.asarray(t, dtype=float)
-        nu, beta, q0, p0 = self.nu, self.beta, self.q0, self.p0
+        # As float64s: an overflow is inf (refused by check), never a Python OverflowError.
+        nu, beta, q0, p0 = (np.float64(v) for v in (self.nu, self.beta, self.q0, self.p0))
         a = 2 * (p0**2 + q0**2 + nu * p0 * q0) / (4 - nu**2)
         b = -(nu**2 * (p0**2 + q0**2) + 4 * nu * p0 * q0) / (2 * (4 - nu**2))
         c = nu * (q0**2 - p0**2) / (2 * np.sqrt(4 - nu**2))

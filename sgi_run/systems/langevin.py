@@ -149,11 +149,17 @@ class LangevinSystem(CanonicalSystem):
 
     def ergodic_energy(self) -> float | None:
         """<H> under the Boltzmann-Gibbs measure; see ``equilibrium_mean``."""
-        return self.equilibrium_mean("H")
+        return self.ergodic_mean("H")
 
     def ergodic_mean(self, observable: str) -> float | None:
-        """The same as ``equilibrium_mean`` (the name the other systems use for the ergodic limit)."""
-        return self.equilibrium_mean(observable)
+        """``equilibrium_mean`` (the name the other systems use for the ergodic limit), None (no reference)
+        where extreme parameters put it beyond float64: omega = 1e300 (1 / omega^2), or beta = 1e300,
+        whose Boltzmann weight underflows to 0 everywhere the quadrature looks."""
+        try:
+            value = self.equilibrium_mean(observable)
+        except ArithmeticError:
+            return None
+        return value if value is None or math.isfinite(value) else None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -195,7 +201,9 @@ class LangevinHarmonic(LangevinSystem):
 
     def check(self):
         super().check()
-        require("omega", self.omega, self.omega > 0, "omega > 0")
+        # The potential and the exact moments use omega^2: a float64 other than 0 and inf.
+        require("omega", self.omega, 1e-154 < self.omega < 1e154,
+                "omega > 0 in (1e-154, 1e154) (omega^2 a finite, non-zero float64)")
 
     def potential(self, q):
         return 0.5 * self.omega**2 * jnp.sum(q**2)

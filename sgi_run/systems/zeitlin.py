@@ -386,11 +386,22 @@ class ZeitlinEuler(LiePoissonSystem):
     noise_amplitude: float = 0.1
     noise_kind: str = "projection"
     noise_lmin: int = 0        # 0: ceil(N/2), the paper's N/2 (the config has no optional integers)
-    ic_lmax: int = 10
+    ic_lmax: int = 10          # the config's auto: settle_defaults
     ic_rms: float = 1.0
     ic_seed: int = 0
 
     NOISE_KINDS = ("projection", "constant")
+    DEFAULT_IC_LMAX = 10      # the paper's (Figs 2/10)
+
+    @classmethod
+    def settle_defaults(cls, parameters: dict) -> dict:
+        """``ic_lmax: auto``: DEFAULT_IC_LMAX, or every mode (N - 1) of a smaller matrix, so that a small N
+        typed never contradicts it ('auto' while N is not an integer: N's own check refuses that)."""
+        settled = dict(parameters)
+        n = settled.get("N")
+        if settled.get("ic_lmax") == "auto" and isinstance(n, int) and not isinstance(n, bool):
+            settled["ic_lmax"] = min(cls.DEFAULT_IC_LMAX, n - 1)
+        return settled
     MAX_N = 256       # the paper's largest is 128; compose builds the basis (the observables' shapes)
 
     def check(self):

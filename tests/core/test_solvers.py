@@ -71,3 +71,13 @@ def test_bad_solver_options_are_refused_in_one_line(key, value, fixed_point_form
     options["method" if key == "solver" else key] = value
     with pytest.raises(ConfigError, match=f"integrator.{key}="):
         SolverOptions(**options).check(fixed_point_form)
+
+
+def test_on_fail_nan_spelled_as_yaml_reads_it_is_accepted():
+    """``integrator.on_fail=nan`` (the README's spelling) arrives as the float nan: it is the rule nan."""
+    import sgi_run
+    options = SolverOptions(on_fail=float("nan"))
+    options.check()
+    assert options.on_fail == "nan"
+    from sgi_run.config import build
+    assert build(sgi_run.compose(["integrator.on_fail=nan"])).integrator.solve.on_fail == "nan"

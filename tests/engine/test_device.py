@@ -18,6 +18,13 @@ def test_on_a_cpu_auto_is_the_cache_sized_shard():
     assert device.auto_shard_size(bytes_per_path=136, paths=10**7) == device.CPU_SHARD_SIZE
 
 
+def test_on_a_cpu_auto_fits_the_host_memory():
+    """A Zeitlin N = 128 path holds ~2.6 MB: 10^4 of them do not fit a laptop, so auto takes fewer."""
+    assert device.auto_shard_size(bytes_per_path=2**20, paths=10**7, host_bytes=2**30) == 2**9   # half of 1 GiB
+    assert device.auto_shard_size(bytes_per_path=136, paths=10**7, host_bytes=2**30) == device.CPU_SHARD_SIZE
+    assert device.auto_shard_size(bytes_per_path=2**40, paths=10**7, host_bytes=2**30) == 1      # the check refuses it
+
+
 @pytest.fixture
 def gpu_with(monkeypatch):
     """Pretend JAX's device is an accelerator with ``free`` bytes free."""

@@ -6,6 +6,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 
 import numpy as np
@@ -168,6 +169,70 @@ def test_an_unreachable_scheduler_is_refused_in_seconds_and_nothing_is_computed(
                                      "scheduler (none answered within 2 s")
     assert "\n" not in str(err.value)
     assert not list(tmp_path.glob("*/*/shards")) and not list(tmp_path.glob("*/*/ensemble.h5"))
+
+
+def _serve(answer, seconds=8.0) -> int:
+    """A TCP server on 127.0.0.1 (the port returned) that is not a dask scheduler: ``answer(connection)``
+    for every connection, for ``seconds``; it stops by itself."""
+    server = socket.create_server(("127.0.0.1", 0))
+    server.settimeout(0.1)
+    end = time.monotonic() + seconds
+
+    def serve():
+        with server:
+            while time.monotonic() < end:
+                try:
+                    connection, _ = server.accept()
+                except OSError:
+                    continue
+                with connection:
+                    answer(connection, end)
+
+    threading.Thread(target=serve, daemon=True).start()
+    return server.getsockname()[1]
+
+
+def _http(connection, end):
+    """What a web server does: wait for a whole request (its headers end in an empty line)."""
+    connection.settimeout(max(0.01, end - time.monotonic()))
+    request = b""
+    try:
+        while not request.endswith(b"\r\n\r\n"):
+            chunk = connection.recv(1024)
+            if not chunk:
+                break
+            request += chunk
+    except OSError:
+        pass
+
+
+def _garbage(connection, end):
+    """Random bytes: their first 8 read as a frame length (exabytes); then silence."""
+    connection.sendall(np.random.default_rng(0).bytes(64))
+    _http(connection, end)
+
+
+@pytest.mark.parametrize("answer, what", [(_http, "sent no dask handshake within 2 s"),
+                                          (_garbage, "answered with bytes that are not a dask handshake")],
+                         ids=["http_server", "garbage"])
+def test_a_service_that_is_not_a_dask_scheduler_is_refused_within_the_timeout(tmp_path, answer, what):
+    port = _serve(answer)
+    address = f"tcp://127.0.0.1:{port}"
+    cfg = sgi_run.compose([f"output_root={tmp_path}", "progress=off", "executor=dask", f"executor.address={address}",
+                           "executor.connect_timeout=2"])
+    started = time.perf_counter()
+    with pytest.raises(ConfigError) as err:
+        sgi_run.run(cfg)
+    assert time.perf_counter() - started < 4
+    assert str(err.value) == (f"executor.address='{address}' is not allowed: the address of a running dask "
+                              f"scheduler (127.0.0.1:{port} {what})")
+    assert not list(tmp_path.glob("*/*/shards")) and not list(tmp_path.glob("*/*/ensemble.h5"))
+
+
+def test_a_running_schedulers_address_is_accepted(cluster):
+    address = cluster.client.scheduler.address
+    attached = executor.connect(executor.spec_of({"name": "dask", "address": address, "connect_timeout": 5}))
+    assert attached.where == f"dask scheduler {address} (2 workers)"
 
 
 @pytest.mark.parametrize("override, message", [

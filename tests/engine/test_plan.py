@@ -68,3 +68,9 @@ def test_memory_estimates_count_what_grows():
     assert fine.parts["plan.shard_size"] > exact.parts["plan.shard_size"]     # a grid 8 times finer
     ensemble = Plan(**{**GOOD, "paths": 20000, "shards": 1})
     assert memory_estimate(system, integrator, ensemble).parts["plan.shard_size"] > 20000 * 8 * 2 * 2
+
+
+def test_an_observable_named_twice_is_refused():
+    with pytest.raises(ConfigError) as err:
+        Plan(**{**GOOD, "observables": ["H", "H"]})
+    assert str(err.value).startswith("plan.observables=('H', 'H') is not allowed: ") and "distinct" in str(err.value)

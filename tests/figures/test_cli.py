@@ -1,4 +1,6 @@
 """``sgi-figures`` as a user meets it: places it cannot write are one line, before any compute."""
+from pathlib import Path
+
 import pytest
 
 from sgi_run.figures import cli
@@ -16,7 +18,9 @@ def test_an_unwritable_directory_is_refused_in_one_line(flag, tmp_path, capsys):
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--executor", "slurm"], "executor.queue=None is not allowed: the SLURM partition the workers' jobs go to"),
+    # The queue is the slurm executor's untyped default: the refusal names what was typed (the executor).
+    (["--executor", "slurm"], "executor='slurm' is not allowed: one that fits the default executor.queue=None (the SLURM "
+                              "partition the workers' jobs go to"),
     (["--executor", "dask", "--executor-option", "workers=0"], "executor.workers=0 is not allowed: 'auto'"),
     (["--executor", "dask", "--executor-option", "nodes=4"], "executor.nodes=4 is not allowed: a known key"),
 ])
@@ -40,3 +44,52 @@ def test_the_executor_reaches_every_run_of_a_figure_and_leaves_its_hash(tmp_path
     for run_id in exp.runs:
         assert there[run_id].executor.address == "tcp://10.0.0.5:8786" and here[run_id].executor.name == "local"
         assert config_hash(there[run_id]) == config_hash(here[run_id])
+
+
+# --- issue 24: --only names one figure ----------------------------------------------------------------------
+def test_an_id_that_several_papers_have_is_refused_with_the_full_ids(tmp_path, capsys):
+    assert cli.main(["--only", "fig1", "--runs-root", str(tmp_path / "runs"), "--output", str(tmp_path / "out")]) == 2
+    assert capsys.readouterr().err == ("sgi-figures: error: --only='fig1' is not allowed: one figure; fig1 is a "
+                                       "figure of 3 papers: ephrati_2023/fig1, gay_balmaz_wu/fig1, luesink_2023/fig1\n")
+    assert not (tmp_path / "runs").exists()
+    from sgi_run.figures import experiment
+    [exp] = experiment.discover("experiments", ["luesink_2023/fig1"])
+    assert (exp.paper, exp.figure) == ("luesink_2023", "fig1")
+    assert [e.figure for e in experiment.discover("experiments", ["fig4_5", "fig4_5", "ephrati_2023/fig1"])] == \
+        ["fig1", "fig4_5"]
+
+
+def test_an_unknown_id_lists_each_papers_figures_once(tmp_path, capsys):
+    assert cli.main(["--only", "fig99", "--runs-root", str(tmp_path / "runs"), "--output", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    prefix = "sgi-figures: error: --only='fig99' is not allowed: a figure of experiments, as paper: figures; "
+    assert err.startswith(prefix) and err.count("\n") == 1, err
+    papers = dict(part.split(": ") for part in err[len(prefix):].strip().split("; "))
+    assert sorted(papers) == sorted(p.name for p in Path("experiments").iterdir() if p.is_dir())
+    assert papers["kraus_tyranowski_2021"].startswith("fig4_1, fig4_2, fig4_3, ")    # in the papers' order
+    listed = [(paper, f) for paper, figures in papers.items() for f in figures.split(", ")]
+    assert sorted(listed) == sorted((p.parent.name, p.stem) for p in Path("experiments").glob("*/*.yaml"))
+
+
+# --- issue 24: argument errors are one line, exit status 2 -----------------------------------------------------
+@pytest.mark.parametrize("args, line", [
+    (["--fidelity", "bogus"], "--fidelity='bogus' is not allowed: one of ['smoke', 'reduced', 'paper']"),
+    (["--cache=never"], "--cache='never' is not allowed: one of ['reuse', 'refresh_stale', 'off']"),
+    (["--executor", "k8s"], "--executor='k8s' is not allowed: one of ['local', 'dask', 'slurm']"),
+    (["--bogus", "x"], "argument='--bogus' is not allowed: a flag of sgi-figures: --help, --fidelity, --only, "
+                       "--experiments, --output, --runs-root, --cache, --executor, --executor-option, --strict"),
+    (["stray"], "argument='stray' is not allowed: a flag of sgi-figures: --help, --fidelity, --only, "
+                "--experiments, --output, --runs-root, --cache, --executor, --executor-option, --strict"),
+    (["--only"], "argument --only: expected one argument"),
+    (["--ex", "x"], "ambiguous option: --ex could match --experiments, --executor, --executor-option"),
+    (["--strict=1"], "argument --strict: ignored explicit argument '1'"),
+])
+def test_an_argument_error_is_one_line_and_exit_status_2(args, line, tmp_path, capsys):
+    assert cli.main([*args, "--runs-root", str(tmp_path / "runs")]) == 2
+    assert capsys.readouterr() == ("", f"sgi-figures: error: {line}\n")
+    assert not (tmp_path / "runs").exists()
+
+
+def test_help_is_exit_status_0(capsys):
+    assert cli.main(["--help"]) == 0
+    assert "--fidelity" in capsys.readouterr().out

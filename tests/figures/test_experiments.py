@@ -356,3 +356,40 @@ def test_the_order_verification_tables_every_study_per_step_size(runs_root, tmp_
     assert record["table"] == [] and [r["dt"] for r in record["convergence"]] == [float(r["dt"]) for r in rows]
     index = gallery.build(tmp_path).read_text()
     assert "fitted order [95% CI]" in index and "Runs drawn here:</b> Heun; R2; E1;" in index
+
+
+def _unconverged_figure(spec, **keys):
+    """fig4_1 cut to its midpoint run, on van der Pol (nonlinear) with a tiny plan and one Newton iteration per
+    solve (every step unconverged, the iterate kept), and a check it passes."""
+    spec.update(common=["system=van_der_pol"], oracle=None)
+    run = spec["runs"]["midpoint_dt0.1"]
+    run["overrides"] += ["integrator.on_fail=count", "integrator.max_iter=1"]
+    spec["runs"] = {"midpoint_dt0.1": run}
+    spec["fidelity"] = {f: {"overrides": ["plan.paths=20", "plan.T=1", "plan.output_dt=0.5"]}
+                        for f in ("smoke", "reduced", "paper")}
+    spec["panels"] = [{"quantity": "mean", "runs": ["midpoint_dt0.1"]}]
+    spec["checks"] = [{"id": "iterates", "kind": "solver_statistic", "run": "midpoint_dt0.1", "statistic": "per_step",
+                       "min": 1, "criterion": "one Newton iteration per step at least"}]
+    spec.update(keys)
+
+
+@pytest.mark.parametrize("studied", [False, True])
+def test_a_run_with_unconverged_steps_fails_its_figure_unless_the_figure_studies_them(tmp_path, studied):
+    keys = {"unconverged_steps": "studied"} if studied else {}
+    exp = load(_variant(tmp_path, lambda s: _unconverged_figure(s, **keys)))
+    outcome = make_figure(exp, "smoke", tmp_path / "out", str(tmp_path / "runs"), log=lambda line: None)
+    failed = [c.line() for c in outcome.checks if c.verdict == FAIL]
+    if studied:
+        assert not failed
+    else:
+        assert failed == ["FAIL  solves_converge [midpoint_dt0.1]: 200 (band <= 0; 200 of 200 path-steps did not "
+                          "converge (newton, max_iter=1, tol=1e-12): the results are not a converged solution; use a "
+                          "smaller plan.dt or a larger integrator.max_iter)"]
+    assert outcome.table[0]["unconverged_steps"] == 200 and "200 unconverged" in outcome.files["md"].read_text()
+
+
+def test_the_unconverged_steps_key_is_refused_unless_fail_or_studied(tmp_path):
+    with pytest.raises(ConfigError) as err:
+        load(_variant(tmp_path, lambda s: s.update(unconverged_steps="yes")))
+    assert str(err.value) == "fig4_1.yaml:unconverged_steps='yes' is not allowed: fail (the default: a run whose solves " \
+                             "did not all converge fails the figure) or studied (non-convergence is what the figure shows)"

@@ -56,3 +56,15 @@ def test_parameters_are_checked():
         Kubo(nu=2.5).check()
     with pytest.raises(ConfigError, match="beta"):
         Kubo(beta=-1).check()
+
+
+@pytest.mark.parametrize("override, key", [("system.q0=1e308", "system.q0"), ("system.q0=1e200", "system.q0"),
+                                           ("system.p0=-1e155", "system.p0")])
+def test_a_start_whose_energy_overflows_is_refused_before_compute(override, key):
+    """(4.2) squares q0 and p0: beyond ~9.5e153 the energy and the exact mean overflow a float64."""
+    import sgi_run
+    with pytest.raises(sgi_run.ConfigError) as err:
+        sgi_run.compose([override])
+    assert err.value.key == key and "finite" in err.value.allowed
+    sgi_run.compose(["system.q0=1e150"])
+
