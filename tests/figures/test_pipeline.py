@@ -115,7 +115,7 @@ def test_table_rows_recorded_by_earlier_versions_still_render():
 
 
 def test_the_gallery_orders_figures_by_number_and_diagnostics_last():
-    from sgi_run.figures.gallery import _order
+    from sgi_run.figures.experiment import figure_order as _order     # the gallery's order
     names = ["fig4_10", "fig4_2", "fig4_1", "svia_diagnostics", "fig2_1"]
     paths = [Path("out/kraus_tyranowski_2021") / f"{n}.json" for n in names[:3]]
     paths += [Path("out/bou_rabee_owhadi") / f"{n}.json" for n in names[3:]]

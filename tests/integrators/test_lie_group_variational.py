@@ -163,8 +163,16 @@ def test_stochastic_heavy_top_cases(make_integrator, case):
     (["system.inertia=[1,-2,3]"], "system.inertia=(1.0, -2.0, 3.0) is not allowed: three numbers > 0"),
     (["system=heavy_top_gay_balmaz_wu", "system.noise_case=case4"], "system.noise_case='case4' is not allowed: one of"),
     (["system=heavy_top_gay_balmaz_wu", "system.gamma0=[0,0,1]"], "system.gamma0=(0.0, 0.0, 1.0) is not allowed: R0^T e_z"),
-    (["integrator=tmk"], "system.R0=[[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]] is not allowed: null with tmk"),
-    (["integrator=isomp"], "system.R0=[[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]] is not allowed: null with isomp"),
+    # R0 is the system's default, the integrator what was typed: the refusal names the integrator.
+    (["integrator=tmk"], "integrator='tmk' is not allowed: one that fits the default system.R0=[[1.0, 0.0, 0.0], "
+                         "[0.0, 1.0, 0.0], [0.0, 0.0, 1.0]] (null with tmk"),
+    (["integrator=tmk", "system.R0=[[1,0,0],[0,1,0],[0,0,1]]"],
+     "system.R0=[[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]] is not allowed: null with tmk"),
+    # R0 is the system's default, the integrator what was typed: the refusal names the integrator.
+    (["integrator=isomp"], "integrator='isomp' is not allowed: one that fits the default system.R0=[[1.0, 0.0, 0.0], "
+                         "[0.0, 1.0, 0.0], [0.0, 0.0, 1.0]] (null with isomp"),
+    (["integrator=isomp", "system.R0=[[1,0,0],[0,1,0],[0,0,1]]"],
+     "system.R0=[[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]] is not allowed: null with isomp"),
     (["system=manakov"], "integrator='lgvi_cayley' is not allowed: a method for system 'Manakov' on so(10)"),
     (["system=kubo"], "integrator='lgvi_cayley' is not allowed: system 'Kubo' has structure 'canonical'"),
 ])
