@@ -43,8 +43,17 @@ def _as_float_vector(value) -> tuple[float, ...] | float:
 
 
 def _quad(f, lo, hi) -> float:
+    """The integral to ~1e-13; FloatingPointError where quad says it did not get there (extreme parameters):
+    a reference value it cannot vouch for is no reference."""
+    import warnings
+
     from scipy import integrate  # scipy only for reference values, off the import path of a run
-    return integrate.quad(f, lo, hi, limit=200, epsabs=1e-14, epsrel=1e-13)[0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", integrate.IntegrationWarning)
+        try:
+            return integrate.quad(f, lo, hi, limit=200, epsabs=1e-14, epsrel=1e-13)[0]
+        except integrate.IntegrationWarning as warning:
+            raise FloatingPointError(f"quadrature did not converge: {str(warning).splitlines()[0]}") from None
 
 
 @dataclasses.dataclass(frozen=True)
