@@ -84,6 +84,7 @@ def _refuse(err: ConfigError) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     from sgi_run.figures import experiment, gallery
+    from sgi_run.runner import WriteFailed
     from sgi_run.terminal import console as make_console
 
     try:
@@ -110,6 +111,15 @@ def main(argv: list[str] | None = None) -> int:
             console.print(f"    wrote {outcomes[-1].files['png']} in {time.perf_counter() - started:.0f} s")
     except ConfigError as err:
         return _refuse(err)
+    except WriteFailed as err:          # a run's directory: its finished shards are kept
+        print(f"sgi-figures: error: {err}", file=sys.stderr)
+        return 1
+    except OSError as err:              # a figure's own files (png, table, record) in --output
+        if err.errno not in WriteFailed.ERRNOS:
+            raise
+        print(f"sgi-figures: error: cannot write {err.filename or args.output} ({err.strerror}); finished runs are "
+              "kept, the same command goes on from them", file=sys.stderr)
+        return 1
     except KeyboardInterrupt as stop:
         print(f"sgi-figures: {stop or 'interrupted'}; finished runs are kept, the same command goes on from them",
               file=sys.stderr)

@@ -120,9 +120,18 @@ class Experiment:
         profile = self.fidelity[fidelity]
         layers = [self.common, self.runs[run_id].overrides, profile["overrides"],
                   profile["runs"].get(run_id, ()), [f"plan.fidelity={fidelity}"],
-                  [f"output_root={runs_root}"] if runs_root is not None else [],
+                  [f"output_root={hydra_quoted(str(runs_root))}"] if runs_root is not None else [],
                   [f"cache={cache}"] if cache is not None else [], executor]
         return list(_merged(layers).values())
+
+
+def hydra_quoted(text: str) -> str:
+    """``text`` as a Hydra override value that reads back as it is: a directory may hold =, commas, spaces
+    or quotes, which Hydra's grammar would otherwise read as syntax (a backslash escapes only a quote,
+    so one ending the text is doubled)."""
+    backslash = "\\"
+    body = text.replace("'", backslash + "'")
+    return "'" + body + backslash * (len(body) - len(body.rstrip(backslash))) + "'"
 
 
 def _merged(layers) -> dict[str, str]:

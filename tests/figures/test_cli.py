@@ -1,9 +1,11 @@
 """``sgi-figures`` as a user meets it: places it cannot write are one line, before any compute."""
+import errno
 from pathlib import Path
 
 import pytest
 
 from sgi_run.figures import cli
+from sgi_run.runner import WriteFailed
 
 
 @pytest.mark.parametrize("flag", ["--runs-root", "--output"])
@@ -93,3 +95,22 @@ def test_an_argument_error_is_one_line_and_exit_status_2(args, line, tmp_path, c
 def test_help_is_exit_status_0(capsys):
     assert cli.main(["--help"]) == 0
     assert "--fidelity" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("failure, start", [
+    (lambda tmp: WriteFailed(tmp / "runs" / "r", OSError(errno.ENOSPC, "No space left on device"), 1, 2),
+     "sgi-figures: error: no space left on device in "),
+    (lambda tmp: OSError(errno.ENOSPC, "No space left on device", str(tmp / "out" / "fig4_5.png")),
+     "sgi-figures: error: cannot write "),
+], ids=["a_run", "a_figure_file"])
+def test_a_full_disk_is_one_line_and_exit_status_1(failure, start, tmp_path, monkeypatch, capsys):
+    from sgi_run.figures import experiment
+
+    def full(*args, **kwargs):
+        raise failure(tmp_path)
+
+    monkeypatch.setattr(experiment, "make_figure", full)
+    assert cli.main(["--fidelity", "smoke", "--only", "fig4_5", "--runs-root", str(tmp_path / "runs"),
+                     "--output", str(tmp_path / "out")]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(start) and err.count("\n") == 1

@@ -393,3 +393,13 @@ def test_the_unconverged_steps_key_is_refused_unless_fail_or_studied(tmp_path):
         load(_variant(tmp_path, lambda s: s.update(unconverged_steps="yes")))
     assert str(err.value) == "fig4_1.yaml:unconverged_steps='yes' is not allowed: fail (the default: a run whose solves " \
                              "did not all converge fails the figure) or studied (non-convergence is what the figure shows)"
+
+
+@pytest.mark.parametrize("directory", ["runs=a,b", "it's here", "two words", "ends with\\"])
+def test_a_runs_root_is_passed_to_hydra_as_it_is(directory, tmp_path):
+    """--runs-root is a directory, whatever it holds: never read as Hydra syntax (a sweep, a second key)."""
+    import sgi_run
+    exp = load(EXPERIMENTS / "kraus_tyranowski_2021" / "fig4_1.yaml")
+    runs_root = str(tmp_path / directory)
+    overrides = exp.overrides(next(iter(exp.runs)), "smoke", runs_root)
+    assert sgi_run.compose(overrides).output_root == runs_root

@@ -101,7 +101,7 @@ def test_fidelity_profiles_resolve_to_the_documented_counts():
     assert all("plan.paths=50000" in o and "plan.T=5000" in o for o in paper)
     heun = exp.overrides("heun_dt0.01", "reduced", "/tmp/x")
     assert heun.count("plan.paths=5000") == 1 and "plan.paths=10000" not in heun
-    assert heun[-2:] == ["plan.fidelity=reduced", "output_root=/tmp/x"]
+    assert heun[-2:] == ["plan.fidelity=reduced", "output_root='/tmp/x'"]
 
 
 def test_table_rows_recorded_by_earlier_versions_still_render():
