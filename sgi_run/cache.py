@@ -89,10 +89,10 @@ def check_identity(path: Path, wanted_hash: str, key: str = "run_dir", value=Non
 def check_checkpoints(run_dir: Path, wanted_hash: str, key: str = "run_dir", value=None) -> None:
     """Refuse (ConfigError naming ``key``) a run directory whose ``shards/`` holds a checkpoint of another
     config, in any shard layout: resuming would mix two configs' numbers, ``cache=off`` would delete
-    it. A checkpoint that does not read back whole is left to the run, which sets it aside."""
+    it. Only identities are read: a checkpoint damaged elsewhere is the run's to set aside (``ShardStore.check``)."""
     for path in sorted(Path(run_dir, "shards").glob("*.npz")):
         try:
-            found = ShardStore.check(path)["config_hash"]
+            found = ShardStore.identity_of(path)["config_hash"]
         except DamagedCheckpoint:
             continue
         if found != wanted_hash:

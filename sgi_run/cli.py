@@ -134,10 +134,7 @@ def _job(cfg: DictConfig) -> None:
         console.print(f"[bold red]FAILED: {result.failure()}[/]")
     elif nonfinite:
         console.print(f"[yellow]{nonfinite} path(s) went non-finite; excluded from the statistics and counted in diagnostics/nonfinite_paths[/]")
-    if unconverged := summary.unconverged_line(result.ensemble):
-        console.print(f"[bold red]{unconverged}[/]")
-    if stagnated := summary.stagnated_line(result.ensemble):
-        console.print(stagnated)
+    summary.show_solver_lines(console, result.ensemble)
     resumed = f" ({result.resumed()})" if result.resumed() else ""
     done = "cached (failed run)" if result.failed and result.cached else "cached" if result.cached else "wrote"
     where = ", ".join(result.ensemble.attrs[k] for k in ("executor", "device") if k in result.ensemble.attrs)

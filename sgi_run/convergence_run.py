@@ -192,9 +192,6 @@ def show(run, console) -> None:
     nonfinite = int(np.sum(run.result.nonfinite))
     if nonfinite:
         console.print(f"[yellow]{nonfinite} path(s) went non-finite; excluded and counted in nonfinite_paths[/]")
-    if unconverged := summary.unconverged_line(run.ensemble):
-        console.print(f"[bold red]{unconverged}[/]")
-    if stagnated := summary.stagnated_line(run.ensemble):
-        console.print(stagnated)
+    summary.show_solver_lines(console, run.ensemble)
     resumed = f"; {run.resumed()}" if run.resumed() else ""
     console.print(f"{'cached' if run.cached else 'wrote'} {run.path} (and convergence.csv, .md, .png){resumed}")

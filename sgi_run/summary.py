@@ -91,6 +91,15 @@ def solver_lines(ens: Ensemble) -> list[str]:
     return [line for line in (unconverged_line(ens), stagnated_line(ens)) if line]
 
 
+def show_solver_lines(console, ens: Ensemble) -> None:
+    """``solver_lines`` on a console (``sgi-run``'s runs and studies alike): unconverged solves in bold red,
+    since the results are not a solution; stagnated ones plain, since they are reported, not failed."""
+    if unconverged := unconverged_line(ens):
+        console.print(f"[bold red]{unconverged}[/]")
+    if stagnated := stagnated_line(ens):
+        console.print(stagnated)
+
+
 def summarize(ens: Ensemble, system, integrator=None, plan=None) -> list[dict]:
     """One row per observable at the final time, in the plan's order; the method's exact mean where
     the linear oracle applies (give ``integrator`` and ``plan``)."""

@@ -52,13 +52,13 @@ class ShardStore:
     @staticmethod
     def check(path: Path) -> dict[str, str]:
         """The identity a checkpoint file was computed for, after reading every array of it."""
-        try:
-            with np.load(path) as f:
-                for name in f.files:
-                    f[name]                      # reading verifies the member's CRC-32
-                return {k: str(f[f"identity/{k}"]) if f"identity/{k}" in f.files else "" for k in IDENTITY_KEYS}
-        except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as err:
-            raise DamagedCheckpoint(f"{type(err).__name__}: {err}") from None
+        return _read_identity(path, whole=True)
+
+    @staticmethod
+    def identity_of(path: Path) -> dict[str, str]:
+        """The identity a checkpoint file was computed for, reading its identity alone (the run that resumes
+        it reads it whole with ``check``): enough to refuse another config's checkpoints, and cheap."""
+        return _read_identity(path, whole=False)
 
     def save(self, r: ShardResult) -> None:
         arrays = {"count": r.moments.count, "mean": r.moments.mean, "m2": r.moments.m2,
@@ -111,3 +111,15 @@ class ShardStore:
             self.progress_path(s).unlink(missing_ok=True)
         if self.directory.exists() and not any(self.directory.iterdir()):
             self.directory.rmdir()
+
+
+def _read_identity(path: Path, whole: bool) -> dict[str, str]:
+    """A checkpoint's identity (IDENTITY_KEYS; "" where one is missing), after reading every member when
+    ``whole`` (reading verifies each member's CRC-32); DamagedCheckpoint when the file does not read."""
+    try:
+        with np.load(path) as f:
+            for name in f.files if whole else ():
+                f[name]
+            return {k: str(f[f"identity/{k}"]) if f"identity/{k}" in f.files else "" for k in IDENTITY_KEYS}
+    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as err:
+        raise DamagedCheckpoint(f"{type(err).__name__}: {err}") from None

@@ -526,8 +526,8 @@ def _solver_statistics(ens) -> dict[str, float]:
     solver = ens.attrs.get("solver", "none")
     if solver == "none" or f"{solver}_iterations" not in ens.diagnostics:
         return {}
-    d, path_steps = ens.diagnostics, float(ens.attrs["path_steps"])
-    unconverged = float(np.sum(d[f"{solver}_unconverged_steps"]))
+    d, counts = ens.diagnostics, solver_counts(ens)
+    unconverged, path_steps = float(counts["unconverged_steps"]), float(counts["path_steps"])
     return {"per_step": float(np.sum(d[f"{solver}_iterations"])) / path_steps,
             "max_iterations": float(np.max(d[f"{solver}_max_iterations"])),
             "unconverged_steps": unconverged, "unconverged_fraction": unconverged / path_steps}
@@ -637,12 +637,13 @@ def _unconverged_verdicts(exp: Experiment, results: dict) -> list[CheckResult]:
     the figure studies exactly that (``unconverged_steps: studied``); nothing for runs whose solves converged."""
     if exp.unconverged_steps == "studied":
         return []
+    lines = {run_id: unconverged_line(r.ensemble) for run_id, r in results.items()}
     return [CheckResult(id="solves_converge", kind="solver_statistic", run=run_id,
                         criterion="every implicit solve of the run converges (the experiment does not declare "
                                   "unconverged_steps: studied)",
-                        verdict=FAIL, value=float(solver_counts(r.ensemble)["unconverged_steps"]), se=None, t=None,
-                        band=str(Band(None, 0)), margin_se=None, detail=unconverged_line(r.ensemble))
-            for run_id, r in results.items() if unconverged_line(r.ensemble)]
+                        verdict=FAIL, value=float(solver_counts(results[run_id].ensemble)["unconverged_steps"]),
+                        se=None, t=None, band=str(Band(None, 0)), margin_se=None, detail=line)
+            for run_id, line in lines.items() if line]
 
 
 def _json_default(x):

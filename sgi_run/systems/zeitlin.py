@@ -386,12 +386,13 @@ class ZeitlinEuler(LiePoissonSystem):
     noise_amplitude: float = 0.1
     noise_kind: str = "projection"
     noise_lmin: int = 0        # 0: ceil(N/2), the paper's N/2 (the config has no optional integers)
-    ic_lmax: int = 10          # the config's auto: settle_defaults
+    ic_lmax: int = 10          # DEFAULT_IC_LMAX; the config's auto: settle_defaults
     ic_rms: float = 1.0
     ic_seed: int = 0
 
     NOISE_KINDS = ("projection", "constant")
     DEFAULT_IC_LMAX = 10      # the paper's (Figs 2/10)
+    MAX_N = 256       # the paper's largest is 128; compose builds the basis (the observables' shapes)
 
     @classmethod
     def settle_defaults(cls, parameters: dict) -> dict:
@@ -402,7 +403,6 @@ class ZeitlinEuler(LiePoissonSystem):
         if settled.get("ic_lmax") == "auto" and isinstance(n, int) and not isinstance(n, bool):
             settled["ic_lmax"] = min(cls.DEFAULT_IC_LMAX, n - 1)
         return settled
-    MAX_N = 256       # the paper's largest is 128; compose builds the basis (the observables' shapes)
 
     def check(self):
         n = self.N
