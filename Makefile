@@ -4,8 +4,10 @@ VENV := .venv
 BIN := $(VENV)/bin
 FIDELITY ?= reduced
 FIGURE ?=
+# Test processes (pytest-xdist), each pinned to its own core (tests/conftest.py).
+TEST_WORKERS ?= 2
 
-.PHONY: run test figures bench bench-figures clean
+.PHONY: run test test-fast figures bench bench-figures clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -19,9 +21,13 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 run: $(VENV)/.installed
 	$(BIN)/sgi-run
 
-## test: set up and run the test suite
+## test: set up and run the whole test suite (every figure's smoke profile included); the 25 slowest tests listed
 test: $(VENV)/.installed
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup --durations=25
+
+## test-fast: the inner loop: every test but those marked slow (a few minutes)
+test-fast: $(VENV)/.installed
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup -m "not slow" --durations=10
 
 ## figures: every paper figure at FIDELITY (smoke | reduced | paper); FIGURE=fig4_1 for one
 figures: $(VENV)/.installed

@@ -35,16 +35,16 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from throughput_report import commit_text, machine  # noqa: E402
-from throughput_timing import _CompileClock, result, time_once, warm_up  # noqa: E402
-from throughput_workloads import ROOT, Workload, _integrator_cfg, diffrax_entry, make_workload, sgi_entry  # noqa: E402
+from throughput_report import commit_text, machine
+from throughput_timing import _CompileClock, result, time_once, warm_up
+from throughput_workloads import ROOT, Workload, _integrator_cfg, diffrax_entry, make_workload, sgi_entry
 
-import jax  # noqa: E402
-import jax.numpy as jnp  # noqa: E402
+import jax
+import jax.numpy as jnp
 
-from sgi_run.core import noise  # noqa: E402
-from sgi_run.engine import device  # noqa: E402
-from sgi_run.integrators import make_integrator  # noqa: E402
+from sgi_run.core import noise
+from sgi_run.engine import device
+from sgi_run.integrators import make_integrator
 
 # (label, workload, integrator: a conf/integrator name, or "diffrax-heun" for the peer)
 METHODS = (

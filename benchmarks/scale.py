@@ -36,7 +36,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from throughput_report import machine  # noqa: E402
+from throughput_report import machine
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKLOAD = ["system=kubo", "integrator=heun", "plan.dt=0.01", "plan.T=10", "plan.output_dt=1", "plan.observables=[H]"]
@@ -44,11 +44,9 @@ MEMORY_PATHS = (10**5, 10**6, 10**7)
 
 
 def _setup(paths: int, shard_size: int):
-    import sgi_run
-    from sgi_run.config import build
+    from sgi_run.config import compose_setup
     from sgi_run.runner import Recipe, simulator_of
-    cfg = sgi_run.compose(WORKLOAD + [f"plan.paths={paths}", f"plan.shard_size={shard_size}"])
-    setup = build(cfg)
+    cfg, setup = compose_setup(WORKLOAD + [f"plan.paths={paths}", f"plan.shard_size={shard_size}"])
     return simulator_of(setup), Recipe.of(cfg, setup.plan)
 
 

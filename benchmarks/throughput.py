@@ -55,9 +55,9 @@ from pathlib import Path
 # The sibling modules by plain name: already on the path when run as a script, not when imported.
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from throughput_report import SCHEMA, machine, markdown, summarize  # noqa: E402
-from throughput_timing import _CompileClock, _load1, measure_all  # noqa: E402
-from throughput_workloads import ROOT, WORKLOADS, build_entries  # noqa: E402
+from throughput_report import SCHEMA, machine, markdown, summarize
+from throughput_timing import _CompileClock, _load1, measure_all
+from throughput_workloads import ROOT, WORKLOADS, build_entries
 
 
 # ------------------------------------------------------------------------------------------------

@@ -6,7 +6,7 @@ import datetime as _dt
 import math
 import os
 import platform
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 
@@ -51,7 +51,7 @@ def machine() -> dict:
     def version(mod):
         try:
             return __import__(mod).__version__
-        except Exception:  # noqa: BLE001
+        except Exception:
             return None
 
     try:

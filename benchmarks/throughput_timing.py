@@ -78,7 +78,7 @@ class Stopwatch:
     """``with Stopwatch() as w:``: afterwards ``w.wall`` and ``w.cpu`` (this process) in seconds, and
     ``w.others``, the cores' worth of CPU that other processes used meanwhile (None without /proc/stat)."""
 
-    def __enter__(self) -> "Stopwatch":
+    def __enter__(self) -> Stopwatch:
         self._busy, self._wall, self._cpu = _machine_busy_s(), time.perf_counter(), time.process_time()
         return self
 

@@ -23,7 +23,8 @@ import secrets
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 from sgi_run import provenance, store
 from sgi_run.core.errors import ConfigError

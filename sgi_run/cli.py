@@ -10,6 +10,7 @@ partial file left behind.
 """
 from __future__ import annotations
 
+import json
 import os
 import signal
 import sys
@@ -19,8 +20,8 @@ import hydra
 from omegaconf import DictConfig
 
 from sgi_run import __version__
-from sgi_run.config import (CONF_DIR, GROUPS, ConfigSource, check_hydra_groups, compose, config_hash, expand_sweeps,
-                            group_options, register_resolvers, run_dir_for)
+from sgi_run.config import (CONF_DIR, GROUPS, ConfigSource, check_hydra_groups, compose_setup, config_hash,
+                            expand_sweeps, group_options, plain, register_resolvers, run_dir_for)
 from sgi_run.core.errors import ConfigError
 from sgi_run.engine.executor import ShardLost
 
@@ -31,8 +32,6 @@ _HYDRA_FLAGS = _HYDRA_FLAGS_WITH_VALUE | {"--help", "-h", "--hydra-help", "--ver
                                           "--multirun", "-m", "--shell-completion", "-sc"}
 # Flags that show Hydra's own information and run nothing: no validation before them.
 _HYDRA_INFO_FLAGS = {"--hydra-help", "--info", "-i", "--shell-completion", "-sc"}
-# What a finished run directory holds (an ensemble or a convergence study).
-_FINISHED = ("ensemble.h5", "convergence.h5")
 
 _state = {"terminated": False, "failed": 0}
 
@@ -98,11 +97,26 @@ def _refuse(err: ConfigError) -> None:
     sys.exit(2)
 
 
+class _Validated(dict):
+    """Each job's config (``_validated_key``) -> the Setup its validation built: the job runs that one, built once.
+    Pickled empty: a job that a launcher runs in another process (joblib, submitit) builds its own."""
+
+    def __reduce__(self):
+        return _Validated, ()
+
+
+_validated = _Validated()
+
+
+def _validated_key(cfg: DictConfig) -> str:
+    """A job's config as text, Hydra's own node left out: as ``compose`` validated it and as Hydra hands it over."""
+    return json.dumps({k: plain(cfg[k]) for k in cfg if k != "hydra"}, sort_keys=True, default=str)
+
+
 @hydra.main(config_path=str(CONF_DIR), config_name="config", version_base=None)
 def _job(cfg: DictConfig) -> None:
     from hydra.core.hydra_config import HydraConfig
-    from sgi_run import summary
-    from sgi_run.runner import WriteFailed, run
+    from sgi_run.runner import WriteFailed, run, run_kind_of
     from sgi_run.terminal import console as make_console
 
     if os.environ.get(SLOTS_ENV):           # a job of a parallel sweep: its own cores, before JAX starts
@@ -112,7 +126,7 @@ def _job(cfg: DictConfig) -> None:
     console = make_console()
     run_dir = HydraConfig.get().runtime.output_dir
     try:
-        result = run(cfg, run_dir=run_dir)
+        result = run(cfg, run_dir=run_dir, setup=_validated.get(_validated_key(cfg)))
     except ConfigError as err:
         _refuse(err)
     except ShardLost as err:
@@ -122,23 +136,9 @@ def _job(cfg: DictConfig) -> None:
     except WriteFailed as err:
         print(f"sgi-run: error: {err}", file=sys.stderr)
         sys.exit(1)
-    if cfg.plan.get("kind", "ensemble") == "convergence":
-        from sgi_run.convergence_run import show
-        show(result, console)
-        return
-    title = f"{cfg.system.name} / {cfg.integrator.name}  (dt={cfg.plan.dt}, paths={cfg.plan.paths}, T={cfg.plan.T})"
-    console.print(summary.render(result.summary, title))
-    nonfinite = result.summary[0]["nonfinite_paths"] if result.summary else 0
+    run_kind_of(result.setup.plan).show(result, cfg, console)
     if result.failed:
         _state["failed"] += 1
-        console.print(f"[bold red]FAILED: {result.failure()}[/]")
-    elif nonfinite:
-        console.print(f"[yellow]{nonfinite} path(s) went non-finite; excluded from the statistics and counted in diagnostics/nonfinite_paths[/]")
-    summary.show_solver_lines(console, result.ensemble)
-    resumed = f" ({result.resumed()})" if result.resumed() else ""
-    done = "cached (failed run)" if result.failed and result.cached else "cached" if result.cached else "wrote"
-    where = ", ".join(result.ensemble.attrs[k] for k in ("executor", "device") if k in result.ensemble.attrs)
-    console.print(f"{done} {result.path}{resumed}" + (f"; ran on {where}" if where else ""))
 
 
 def _explicit(argv: list[str], key: str) -> str | None:
@@ -151,7 +151,9 @@ def _check_run_dirs(argv: list[str], configs: list[DictConfig]) -> bool:
     written (one line, before any job starts and before Hydra writes .hydra/ there) unless it holds
     the finished run, which is then shown without writing; True when one is such."""
     from sgi_run import cache
+    from sgi_run.runner import RUN_KINDS
 
+    finished = [kind.file_name for kind in RUN_KINDS]     # what a finished run directory holds
     multirun = "-m" in argv or "--multirun" in argv
     explicit = _explicit(argv, "hydra.run.dir") if not multirun else None
     if any(_explicit(argv, k) is not None for k in ("hydra.sweep.dir", "hydra.sweep.subdir")) and multirun:
@@ -161,12 +163,12 @@ def _check_run_dirs(argv: list[str], configs: list[DictConfig]) -> bool:
         key, directory = ("hydra.run.dir", Path(explicit)) if explicit and "${" not in explicit \
             else ("output_root", run_dir_for(cfg))
         value = explicit if key == "hydra.run.dir" else cfg.output_root
-        for name in _FINISHED:    # another config's result there is refused before Hydra writes over .hydra/
+        for name in finished:    # another config's result there is refused before Hydra writes over .hydra/
             cache.check_identity(directory / name, config_hash(cfg), key, value)
         cache.check_checkpoints(directory, config_hash(cfg), key, value)     # and its interrupted run
         if cache.writable(directory):
             continue
-        if any((directory / name).exists() for name in _FINISHED):
+        if any((directory / name).exists() for name in finished):
             read_only = True
             continue
         cache.check_writable(directory, key, value)
@@ -255,7 +257,10 @@ def main() -> None:
         try:
             source = _config_source(flags)
             check_hydra_groups([a for a in overrides if a.lstrip("+~").startswith("hydra/")], source)
-            configs = [compose(job, source) for job in expand_sweeps(_overrides(argv))]
+            composed = [compose_setup(job, source) for job in expand_sweeps(_overrides(argv))]
+            _validated.clear()      # this command line's jobs only
+            _validated.update((_validated_key(cfg), setup) for cfg, setup in composed)
+            configs = [cfg for cfg, _ in composed]
             if _flag(flags, "--cfg", "-c") is None and _check_run_dirs(argv, configs):
                 sys.argv.append("hydra.output_subdir=null")   # show the finished run; Hydra writes nothing
         except ConfigError as err:

@@ -8,11 +8,12 @@ from __future__ import annotations
 import dataclasses
 import functools
 import hashlib
+import inspect
 import json
 import math
 import os
 from pathlib import Path
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 import yaml
 from hydra import version
@@ -28,12 +29,10 @@ from omegaconf.errors import OmegaConfBaseException
 
 from sgi_run.core.errors import ConfigError
 from sgi_run.core.solvers import on_fail_rule
-from sgi_run.engine import device, executor
+from sgi_run.engine import budget, executor
 from sgi_run.engine.convergence_plan import ConvergencePlan
-from sgi_run.engine.device import MEMORY_SHARE
 from sgi_run.engine.plan import Plan, settle_defaults
-from sgi_run.engine.simulate import (fit_shard_size, format_bytes, memory_estimate, observable_functions, path_bytes,
-                                     state_words)
+from sgi_run.engine.simulate import observable_functions
 from sgi_run.integrators import Integrator, make_integrator
 from sgi_run.systems import SYSTEMS, System
 
@@ -189,8 +188,8 @@ def check_overrides(overrides: Sequence[str], source: ConfigSource = ConfigSourc
     base = _composed_groups(tuple(group_choices), source)
     for o in keyed:
         key = o.key_or_group
-        if o.is_add() and not o.is_force_add() or OmegaConf.select(base, key, default=_ABSENT) is _ABSENT:
-            parent_key, _, leaf = key.rpartition(".")
+        if (o.is_add() and not o.is_force_add()) or OmegaConf.select(base, key, default=_ABSENT) is _ABSENT:
+            parent_key = key.rpartition(".")[0]
             parent = OmegaConf.select(base, parent_key) if parent_key else base
             known = sorted(parent.keys()) if isinstance(parent, DictConfig) else []
             where = f"'{parent_key}'" if parent_key else "the top level"
@@ -247,12 +246,19 @@ def compose(overrides: Iterable[str] = (), source: ConfigSource = ConfigSource()
         Traceback (most recent call last):
         sgi_run.core.errors.ConfigError: plan.paths=0 is not allowed: ...
     """
+    return compose_setup(overrides, source)[0]
+
+
+def compose_setup(overrides: Iterable[str] = (), source: ConfigSource = ConfigSource()) -> tuple[DictConfig, Setup]:
+    """``compose``'s validated config and the ``Setup`` its validation built (system, integrator, plan), for
+    the run to use as it is (``runner.run(cfg, setup=setup)``): a run is built once. Its plan's
+    ``shard_size: auto`` is settled against the memory available now, at composition: the run keeps that plan."""
     overrides = list(overrides)
     check_overrides(overrides, source)
     try:
         cfg = _hydra_compose(overrides, source)
         try:
-            build(cfg)
+            setup = build(cfg)
         except ConfigError as err:
             raise _blamed_on_a_typed_key(err, cfg, overrides, source) from None
     except (HydraException, OmegaConfBaseException) as err:    # e.g. an interpolation that cannot resolve
@@ -261,7 +267,7 @@ def compose(overrides: Iterable[str] = (), source: ConfigSource = ConfigSource()
         if value is None:
             key, value = "override", " ".join(overrides)
         raise ConfigError(key, value, str(err).splitlines()[0]) from None
-    return cfg
+    return cfg, setup
 
 
 def _blamed_on_a_typed_key(err: ConfigError, cfg: DictConfig, overrides: Sequence[str],
@@ -329,11 +335,11 @@ def build_system(cfg) -> System:
     if name not in SYSTEMS:
         raise ConfigError("system.name", name, f"one of {sorted(SYSTEMS)}")
     cls = SYSTEMS[name]
+    declared = _parameter_types(cls)
     cfg = cls.settle_defaults(cfg)
     unknown = sorted(set(cfg) - set(cls.parameter_names()))
     if unknown:
         raise ConfigError(f"system.{unknown[0]}", cfg[unknown[0]], f"a parameter of {name}: {cls.parameter_names()}")
-    declared = {f.name: f.type for f in dataclasses.fields(cls)}
     cfg = {k: _typed(f"system.{k}", v, declared[k]) for k, v in cfg.items()}
     try:
         system = cls(**cfg)
@@ -366,9 +372,21 @@ _PARAMETER_TYPES = {
 }
 
 
-def _typed(key: str, value, declared):
+def _parameter_types(cls) -> dict[str, str]:
+    """Each parameter's declared type, as its key in _PARAMETER_TYPES; an annotation outside it is the system
+    author's error, named as such (TypeError) before any value is typed."""
+    declared = {f.name: f.type if isinstance(f.type, str) else inspect.formatannotation(f.type)
+                for f in dataclasses.fields(cls)}
+    for name, annotation in declared.items():
+        if annotation not in _PARAMETER_TYPES:
+            raise TypeError(f"{cls.__name__}.{name} is annotated {annotation!r}: a system parameter's annotation is one "
+                            f"of {sorted(_PARAMETER_TYPES)} (the types a config value is checked and converted to)")
+    return declared
+
+
+def _typed(key: str, value, declared: str):
     """A system parameter checked against its declared type (before the system's own domain checks)."""
-    accepts, convert, allowed = _PARAMETER_TYPES[declared if isinstance(declared, str) else declared.__name__]
+    accepts, convert, allowed = _PARAMETER_TYPES[declared]
     if not accepts(value):
         raise ConfigError(key, value, allowed)
     return convert(value)
@@ -396,7 +414,8 @@ def build(cfg: DictConfig) -> Setup:
     if kind not in PLAN_KINDS:
         raise ConfigError("plan.kind", kind, f"one of {list(PLAN_KINDS)}")
     if kind == "convergence":
-        plan = _fit_memory(system, integrator, ConvergencePlan.from_mapping(plain(cfg.plan)).fitted_to(system, integrator))
+        study = ConvergencePlan.from_mapping(plain(cfg.plan)).fitted_to(system, integrator)
+        plan = budget.settle(system, integrator, study)
         _check_run_options(cfg)
         return Setup(system, integrator, plan)
     plan = Plan.from_mapping(plain(cfg.plan))
@@ -409,86 +428,9 @@ def build(cfg: DictConfig) -> Setup:
             raise ConfigError("plan.truncate", plan.truncate,
                               f"null with the weak integrator {integrator.name} (three-point increments)")
     observable_functions(system, plan.observables)   # refuses an unknown observable name
-    plan = _fit_memory(system, integrator, plan)
+    plan = budget.settle(system, integrator, plan)
     _check_run_options(cfg)
     return Setup(system, integrator, plan)
-
-
-# --- what fits ---------------------------------------------------------------------------------------
-MEMORY_LIMIT_ENV = "SGI_RUN_MEMORY_LIMIT"   # bytes, or e.g. 4GiB: for tests and shared machines
-_UNITS = {"": 1, "B": 1, "KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40, "KB": 10**3, "MB": 10**6,
-          "GB": 10**9, "TB": 10**12}
-
-
-def memory_limit() -> tuple[int, str]:
-    """(bytes a run may use, where that number comes from): $SGI_RUN_MEMORY_LIMIT, else the memory
-    this machine has available now."""
-    text = os.environ.get(MEMORY_LIMIT_ENV, "").strip()
-    if text:
-        number = text.rstrip("BKMGTibkmgt ")
-        unit = text[len(number):].strip().upper()
-        try:
-            return int(float(number) * _UNITS[unit]), MEMORY_LIMIT_ENV
-        except (ValueError, KeyError):
-            raise ConfigError(MEMORY_LIMIT_ENV, text, "a number of bytes, e.g. 4GiB") from None
-    try:
-        with open("/proc/meminfo") as f:
-            available = next(int(line.split()[1]) * 1024 for line in f if line.startswith("MemAvailable:"))
-        return available, "available on this machine"
-    except (OSError, StopIteration, ValueError):
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"), "on this machine"
-
-
-_MEMORY_ADVICE = {
-    "plan.shard_size": "fewer paths per shard (a smaller plan.shard_size, or more plan.shards)",
-    "plan.shards": "fewer paths per shard (more plan.shards)",
-    "plan.output_dt": "fewer output times (a larger plan.output_dt or a shorter plan.T) or fewer shards",
-    "plan.keep_paths": "fewer kept paths (plan.keep_paths) or output times",
-    "plan.snapshots": "fewer snapshot times (plan.snapshots) or paths",
-    "plan.time_average": "fewer paths",
-    "plan.paths": "fewer plan.paths, or plan.bootstrap=0 (every path's final errors are kept for the bootstrap)",
-}
-
-
-def _fit_memory(system, integrator, plan):
-    """The plan with ``shard_size: auto`` settled for the memory there is; refused where it cannot fit."""
-    plan = fit_shard_size(system, integrator, plan, host_bytes=memory_limit()[0])
-    _check_memory(memory_estimate(system, integrator, plan), plan, system, integrator)
-    return plan
-
-
-def _check_memory(estimate, plan: Plan | ConvergencePlan, system, integrator) -> None:
-    # A shard's size is set by plan.shards when it is a number, else by plan.shard_size.
-    shard_key = "plan.shard_size" if plan.shards == "auto" else "plan.shards"
-    on_device, free = estimate.parts["plan.shard_size"], device.free_bytes()
-    one_path = path_bytes(system, integrator, plan)
-    if free is not None and one_path > free:
-        raise _one_path_too_big(system, integrator, one_path, f"{device.describe()} has {format_bytes(free)} free")
-    if free is not None and on_device > free:
-        raise ConfigError(shard_key, getattr(plan, shard_key.split(".", 1)[1]),
-                          f"a shard that fits on the device: one needs {format_bytes(on_device)} and "
-                          f"{device.describe()} has {format_bytes(free)} free; use {_MEMORY_ADVICE[shard_key]}")
-    limit, source = memory_limit()
-    if estimate.total <= limit:
-        return
-    if estimate.largest == "plan.shard_size" and one_path > MEMORY_SHARE * limit:
-        raise _one_path_too_big(system, integrator, one_path, f"{format_bytes(limit)} is {source}")
-    key = shard_key if estimate.largest == "plan.shard_size" else estimate.largest
-    value = getattr(plan, key.split(".", 1)[1])
-    raise ConfigError(key, value, f"a run that fits in memory: this one needs {format_bytes(estimate.total)} "
-                      f"({format_bytes(estimate.parts[estimate.largest])} for {key}) and "
-                      f"{format_bytes(limit)} is {source}; use {_MEMORY_ADVICE[key]}")
-
-
-def _one_path_too_big(system, integrator, one_path: int, where: str) -> ConfigError:
-    """Even a shard of one path does not fit: only a cheaper path can (a smaller state, no dense Jacobian)."""
-    unknowns = integrator.jacobian_unknowns(system)
-    cheaper = (f"integrator.solver=fixed_point (it builds no Jacobian of the {unknowns} unknowns), or "
-               if unknowns and getattr(integrator, "solver", None) in ("newton", "chord") else "")
-    return ConfigError("integrator", integrator.name,
-                       f"an integrator whose path fits in memory with {type(system).__name__}: one path alone needs "
-                       f"{format_bytes(one_path)} and {where}; use {cheaper}another integrator, or a smaller system "
-                       f"(its state is {state_words(system.space)} numbers)")
 
 
 def _check_run_options(cfg: DictConfig) -> None:

@@ -1,11 +1,12 @@
 """``run(cfg)``: one run from a composed config, shared by the CLI, the figures and tests.
 
-Validates (``config.build``) before any compute, then, holding the run directory's lock: returns the
-finished run when the cache may (``sgi_run.cache``), else runs the shards (resuming checkpoints of an
-interrupted run of exactly this config and code), writes ``ensemble.h5`` and the summary. A
-convergence study (``plan=convergence``) is the same pipeline: the engine runs its step sizes in
-lock-step (``engine.convergence``), and ``convergence_run`` writes ``convergence.h5``, its table and
-its plot; the result is a ``RunResult`` too (a ``ConvergenceRun``).
+Validates (``config.build``, or takes the Setup ``config.compose_setup`` built) before any compute, then,
+holding the run directory's lock: returns the finished run when the cache may (``sgi_run.cache``), else
+runs the shards (resuming checkpoints of an interrupted run of exactly this config and code), writes
+``ensemble.h5`` and the summary. A convergence study (``plan=convergence``) is the same pipeline: the
+engine runs its step sizes in lock-step (``engine.convergence``), and ``convergence_run`` writes
+``convergence.h5``, its table and its plot; the result is a ``RunResult`` too (a ``ConvergenceRun``).
+What differs between the two is the run's ``RunKind`` (``run_kind_of``).
 """
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import errno
 import sys
 import time
 from pathlib import Path
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 from omegaconf import DictConfig, OmegaConf
@@ -24,10 +25,11 @@ from sgi_run import __version__, cache, convergence_run, provenance, store, summ
 from sgi_run.config import Setup, plain, build, config_hash, run_dir_for
 from sgi_run.core.errors import ConfigError
 from sgi_run.engine import convergence, executor
+from sgi_run.engine.budget import memory_estimate
 from sgi_run.engine.checkpoint import DamagedCheckpoint, ShardStore
 from sgi_run.engine.convergence_plan import ConvergencePlan
 from sgi_run.engine.ensemble import run_shards
-from sgi_run.engine.simulate import Simulator, memory_estimate
+from sgi_run.engine.simulate import Simulator
 
 # Without a terminal, a progress line at most this often (and one when the run ends).
 LINE_SECONDS = 5.0
@@ -35,11 +37,12 @@ LINE_SECONDS = 5.0
 
 @dataclasses.dataclass
 class RunResult:
-    path: Path                 # the ensemble.h5
+    path: Path                 # the ensemble.h5 (a study's convergence.h5)
     run_dir: Path
     ensemble: store.Ensemble
     summary: list[dict]
     cached: bool               # True when the file existed and nothing was computed
+    setup: Setup               # what it ran: the system, integrator and plan built (once) of its config
     shards_resumed: int = 0
     stale: bool = False        # cached, but computed by other numerics code (provenance.code_digest)
     resumed_part_way: dict[int, int] = dataclasses.field(default_factory=dict)  # shard -> step it resumed from
@@ -76,6 +79,12 @@ class ConvergenceRun(RunResult):
     result: convergence.ConvergenceResult | None = None
     attrs: dict = dataclasses.field(default_factory=dict)
 
+    @property
+    def failed(self) -> bool:
+        """A study is not failed as a whole (``sgi-run`` exits 0): ``convergence_run.show`` counts its non-finite
+        paths and its note says what could not be fitted."""
+        return False
+
 
 class RunInterrupted(KeyboardInterrupt):
     """Ctrl-C (or SIGTERM, which the CLI turns into this) during a run: the finished shards are kept."""
@@ -97,9 +106,72 @@ def run_identity(cfg) -> dict[str, str]:
 
 def simulator_of(setup: Setup) -> Simulator:
     """The engine's simulator of a run: its ensemble, or a convergence study's levels in lock-step."""
-    if isinstance(setup.plan, ConvergencePlan):
-        return convergence.simulator(setup.system, setup.integrator, setup.plan)
-    return Simulator(setup.system, setup.integrator, setup.plan)
+    return run_kind_of(setup.plan).simulator(setup)
+
+
+# --- the two kinds of run: an ensemble, a convergence study ----------------------------------------------
+@dataclasses.dataclass(frozen=True)
+class RunKind:
+    """What an ensemble and a convergence study do differently, in one place: ``run`` and ``sgi-run`` ask the
+    run's kind (``run_kind_of``) instead of asking which plan it has."""
+    file_name: str                                      # what a finished run's directory holds
+    simulator: Callable[[Setup], Simulator]             # the engine's simulator of the run
+    levels: Callable[[object], int]                     # step sizes its plan advances in lock-step (0: none)
+    load: Callable[[Path], object]                      # the finished file back (store.DamagedFile if damaged)
+    finished: Callable[[Path, Path, cache.Cached, Setup], RunResult]   # a cached run of what ``load`` read
+    write: Callable[..., RunResult]                     # (path, run_dir, sim, computed, ens, setup): its files
+    show: Callable[[RunResult, DictConfig, object], None]   # (result, cfg, console): what sgi-run prints
+
+
+def _finished_ensemble(path: Path, run_dir: Path, found: cache.Cached, setup: Setup) -> RunResult:
+    rows = summary.summarize(found.value, setup.system, setup.integrator, setup.plan)
+    return RunResult(path, run_dir, found.value, rows, cached=True, setup=setup, stale=found.stale)
+
+
+def _write_ensemble(path: Path, run_dir: Path, sim: Simulator, computed, ens: store.Ensemble,
+                    setup: Setup) -> RunResult:
+    # The summary first, ensemble.h5 last: a directory holding it is a finished run.
+    plan, a = setup.plan, ens.attrs
+    rows = summary.summarize(ens, setup.system, setup.integrator, plan)
+    summary.write(rows, run_dir, f"{a['system']}/{a['integrator']}  dt={plan.dt}  paths={plan.paths}  T={plan.T}  "
+                  f"(ran on {a['executor']}, {a['device']})", summary.solver_lines(ens))
+    store.write(path, ens)
+    return RunResult(path, run_dir, ens, rows, cached=False, setup=setup, shards_resumed=computed.shards_resumed,
+                     resumed_part_way=computed.resumed_part_way)
+
+
+def _show_ensemble(run: RunResult, cfg: DictConfig, console) -> None:
+    summary.show(run, f"{cfg.system.name} / {cfg.integrator.name}  (dt={cfg.plan.dt}, paths={cfg.plan.paths}, "
+                      f"T={cfg.plan.T})", console)
+
+
+def _finished_study(path: Path, run_dir: Path, found: cache.Cached, setup: Setup) -> ConvergenceRun:
+    ensemble, result, attrs = found.value
+    rows = convergence_run.table_rows_of(result, attrs, summary.solver_counts(ensemble))
+    return ConvergenceRun(path, run_dir, ensemble, rows, cached=True, setup=setup, stale=found.stale, result=result,
+                          attrs=attrs)
+
+
+def _write_study(path: Path, run_dir: Path, sim: Simulator, computed, ens: store.Ensemble,
+                 setup: Setup) -> ConvergenceRun:
+    result, rows = convergence_run.write_study(path, run_dir, sim, computed, ens)
+    return ConvergenceRun(path, run_dir, ens, rows, cached=False, setup=setup, shards_resumed=computed.shards_resumed,
+                          resumed_part_way=computed.resumed_part_way, result=result, attrs=ens.attrs)
+
+
+ENSEMBLE = RunKind(file_name="ensemble.h5", simulator=lambda s: Simulator(s.system, s.integrator, s.plan),
+                   levels=lambda plan: 0, load=store.load, finished=_finished_ensemble, write=_write_ensemble,
+                   show=_show_ensemble)
+STUDY = RunKind(file_name=convergence_run.FILE_NAME,
+                simulator=lambda s: convergence.simulator(s.system, s.integrator, s.plan),
+                levels=lambda plan: len(plan.dts), load=convergence_run.load_run, finished=_finished_study,
+                write=_write_study, show=lambda run, cfg, console: convergence_run.show(run, console))
+RUN_KINDS = (ENSEMBLE, STUDY)
+
+
+def run_kind_of(plan) -> RunKind:
+    """A convergence study's kind for its plan (``plan=convergence``: a ``ConvergencePlan``), else an ensemble's."""
+    return STUDY if isinstance(plan, ConvergencePlan) else ENSEMBLE
 
 
 @dataclasses.dataclass(frozen=True)
@@ -110,7 +182,7 @@ class Recipe:
     config: str
 
     @classmethod
-    def of(cls, cfg, plan) -> "Recipe":
+    def of(cls, cfg, plan) -> Recipe:
         content = {k: plain(cfg[k]) for k in cfg if k != "hydra"}
         content["plan"] = {**content["plan"], "shard_size": plan.shard_size}
         return cls(OmegaConf.to_yaml(content))
@@ -123,12 +195,13 @@ def checkpoints(cfg, run_dir: Path, plan) -> ShardStore:
     return ShardStore(Path(run_dir) / "shards", plan.shard_count, run_identity(cfg))
 
 
-def run(cfg: DictConfig, run_dir: Path | None = None, *, progress: bool | None = None,
+def run(cfg: DictConfig, run_dir: Path | None = None, *, setup: Setup | None = None, progress: bool | None = None,
         on_shard_done: Callable | None = None) -> RunResult:
     """Run the config ``cfg`` (from ``compose``) as a Monte Carlo ensemble, or a convergence study
     (``plan=convergence``: a ``ConvergenceRun``), and write its ``ensemble.h5`` (``convergence.h5``)
     and summary in ``run_dir`` (default: ``<output_root>/<system>-<integrator>/<config hash>``).
-    A finished run of the same config is reused (``cached``; ``cfg.cache`` decides what happens to
+    ``setup`` is the Setup ``config.compose_setup`` built of ``cfg`` when it was validated (built here when
+    not given). A finished run of the same config is reused (``cached``; ``cfg.cache`` decides what happens to
     one computed by other numerics code), an interrupted one resumes from its shard checkpoints.
     ``progress`` overrides ``cfg.progress`` (a bar on a terminal, lines otherwise, on stderr);
     ``on_shard_done(ShardResult)`` is called as each shard finishes. Raises ``ConfigError`` for what
@@ -143,36 +216,29 @@ def run(cfg: DictConfig, run_dir: Path | None = None, *, progress: bool | None =
         >>> sgi_run.run(result.ensemble.config).cached      # the same config again: nothing computed
         True
     """
-    setup = build(cfg)
+    # Built once: a given setup is the one validation built, its plan's shard_size: auto settled against the
+    # memory available when the config was composed; the run keeps that plan rather than settling it again.
+    setup = build(cfg) if setup is None else setup
     system, plan = setup.system, setup.plan
-    study = isinstance(plan, ConvergencePlan)
+    kind = run_kind_of(plan)
     key, value = ("output_root", cfg.output_root) if run_dir is None else ("run_dir", run_dir)
     run_dir = Path(run_dir) if run_dir is not None else run_dir_for(cfg)
-    path = run_dir / (convergence_run.FILE_NAME if study else "ensemble.h5")
-    load = convergence_run.load_run if study else store.load
+    path = run_dir / kind.file_name
     policy = cfg.get("cache", "reuse")
     wanted = config_hash(cfg)
 
-    def finished(found: cache.Cached) -> RunResult:
-        if study:
-            ensemble, result, attrs = found.value
-            rows = convergence_run.table_rows_of(result, attrs, summary.solver_counts(ensemble))
-            return ConvergenceRun(path, run_dir, ensemble, rows, cached=True, stale=found.stale, result=result, attrs=attrs)
-        return RunResult(path, run_dir, found.value, summary.summarize(found.value, system, setup.integrator, plan), cached=True,
-                         stale=found.stale)
-
     if not cache.writable(run_dir):
         # A read-only place may still hold the finished run: show it, write nothing.
-        found = cache.lookup(path, wanted, policy, load)
+        found = cache.lookup(path, wanted, policy, kind.load)
         if found is None:
             cache.check_writable(run_dir, key, value)     # raises the one-line refusal
-        return finished(found)
+        return kind.finished(path, run_dir, found, setup)
 
     with cache.locked(run_dir):
-        found = cache.lookup(path, wanted, policy, load)
+        found = cache.lookup(path, wanted, policy, kind.load)
         if found is not None:
-            return finished(found)
-        sim = simulator_of(setup)
+            return kind.finished(path, run_dir, found, setup)
+        sim = kind.simulator(setup)
         cluster = executor.connect(executor.spec_of(plain(cfg.executor)))   # a bad address: refused here
         shards = checkpoints(cfg, run_dir, sim.plan)
         _audit_checkpoints(shards, policy)
@@ -180,7 +246,7 @@ def run(cfg: DictConfig, run_dir: Path | None = None, *, progress: bool | None =
         started = time.perf_counter()
         mode = _progress_mode(cfg, progress)
         if mode:
-            _say(_planned(label, sim.plan, len(shards.finished()), levels=len(plan.dts) if study else 0)
+            _say(_planned(label, sim.plan, len(shards.finished()), levels=kind.levels(plan))
                  + f"; {memory_estimate(system, setup.integrator, plan).describe()}"
                  + (f"; on {cluster.where}" if cluster is not None else ""))
         with _stopped_by_write_failures(run_dir, shards):
@@ -192,19 +258,9 @@ def run(cfg: DictConfig, run_dir: Path | None = None, *, progress: bool | None =
                 raise RunInterrupted(run_dir, len(shards.finished()), sim.plan.shard_count, len(shards.in_progress())) from None
             where = cluster.where if cluster is not None else executor.Local().describe()
             ens = _ensemble(cfg, sim, result, time.perf_counter() - started, where)
-            if study:
-                found, rows = convergence_run.write_study(path, run_dir, sim, result, ens)
-                shards.clear()
-                return ConvergenceRun(path, run_dir, ens, rows, cached=False, shards_resumed=result.shards_resumed,
-                                      resumed_part_way=result.resumed_part_way, result=found, attrs=ens.attrs)
-            # The summary first, ensemble.h5 last: a directory holding it is a finished run.
-            rows = summary.summarize(ens, system, setup.integrator, plan)
-            summary.write(rows, run_dir, f"{label}  dt={plan.dt}  paths={plan.paths}  T={plan.T}  (ran on {where}, {ens.attrs['device']})",
-                          summary.solver_lines(ens))
-            store.write(path, ens)
+            written = kind.write(path, run_dir, sim, result, ens, setup)
             shards.clear()
-    return RunResult(path, run_dir, ens, rows, cached=False, shards_resumed=result.shards_resumed,
-                     resumed_part_way=result.resumed_part_way)
+    return written
 
 
 class WriteFailed(RuntimeError):

@@ -1,5 +1,5 @@
 """The run's key numbers, with Monte Carlo standard errors: ``summary.csv``, ``summary.md`` and the
-terminal table.
+terminal table (``show``: what ``sgi-run`` prints of an ensemble run).
 
 Three references a final-time mean can be held against, where known:
 
@@ -276,3 +276,19 @@ def render(rows: list[dict], title: str, width: int | None = None):
             tables[0].title, tables[-1].caption = title, _caption(rows)
             return Group(*tables)
     return Group(title, *_blocks(rows, measured + references), _caption(rows))
+
+
+def show(run, title: str, console) -> None:
+    """What ``sgi-run`` prints of a finished ensemble run (a ``runner.RunResult``): its table under ``title``, what
+    went wrong in it (every path lost, some non-finite, unconverged solves), then where its file is."""
+    console.print(render(run.summary, title))
+    nonfinite = run.summary[0]["nonfinite_paths"] if run.summary else 0
+    if run.failed:
+        console.print(f"[bold red]FAILED: {run.failure()}[/]")
+    elif nonfinite:
+        console.print(f"[yellow]{nonfinite} path(s) went non-finite; excluded from the statistics and counted in diagnostics/nonfinite_paths[/]")
+    show_solver_lines(console, run.ensemble)
+    resumed = f" ({run.resumed()})" if run.resumed() else ""
+    done = "cached (failed run)" if run.failed and run.cached else "cached" if run.cached else "wrote"
+    where = ", ".join(run.ensemble.attrs[k] for k in ("executor", "device") if k in run.ensemble.attrs)
+    console.print(f"{done} {run.path}{resumed}" + (f"; ran on {where}" if where else ""))

@@ -1,10 +1,21 @@
+import contextlib
+import os
 import pathlib
 import subprocess
 
 import pytest
 import yaml
 
-import sgi_run.core  # noqa: F401  (float64)
+from sgi_run.engine import cores
+
+# Under pytest-xdist (`make test` runs two workers), each worker is pinned to its own core before JAX
+# starts: XLA sizes its CPU thread pool by the process's affinity, and two pools on the same two cores
+# fight over them (the subprocesses a test starts inherit the pin).
+SESSION_CORES = sorted(os.sched_getaffinity(0))   # the session's, before a worker is pinned to its share
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    cores.pin(int(os.environ["PYTEST_XDIST_WORKER"].removeprefix("gw")), int(os.environ["PYTEST_XDIST_WORKER_COUNT"]))
+
+import sgi_run.core  # noqa: E402,F401  (float64)
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
@@ -35,3 +46,39 @@ def read_only(tmp_path):
         pytest.skip("cannot make a read-only bind mount here (not root)")
     yield source, mount
     subprocess.run(["umount", mount])
+
+
+@pytest.fixture
+def build_calls(monkeypatch):
+    """The configs ``config.build`` is called with from here on, by the package's modules that call it."""
+    import sys
+
+    import sgi_run.runner  # noqa: F401  (imported here, so that its build is counted too)
+    from sgi_run import config
+    calls, build = [], config.build
+
+    def counted(cfg):
+        calls.append(cfg)
+        return build(cfg)
+
+    for module in [m for name, m in sys.modules.items() if name.startswith("sgi_run")]:
+        if getattr(module, "build", None) is build:
+            monkeypatch.setattr(module, "build", counted)
+    return calls
+
+
+@pytest.fixture(scope="session")
+def session_cores():
+    """A context manager giving the cores the test session has (``.cores``; an xdist worker is pinned to
+    its share): inside it, this thread and the processes it starts run on all of them, for the tests of
+    how processes share the cores."""
+    @contextlib.contextmanager
+    def widened():
+        mine = os.sched_getaffinity(0)
+        os.sched_setaffinity(0, SESSION_CORES)
+        try:
+            yield SESSION_CORES
+        finally:
+            os.sched_setaffinity(0, mine)
+    widened.cores = SESSION_CORES
+    return widened

@@ -130,8 +130,10 @@ def registered():
     try:
         yield
     finally:
-        systems.SYSTEMS.clear(); systems.SYSTEMS.update(saved[0])
-        integrators.FAMILIES.clear(); integrators.FAMILIES.update(saved[1])
+        systems.SYSTEMS.clear()
+        systems.SYSTEMS.update(saved[0])
+        integrators.FAMILIES.clear()
+        integrators.FAMILIES.update(saved[1])
 
 
 def config(runs_root: list[str], system: dict, plan: dict, integrator: dict = EULER):

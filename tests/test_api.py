@@ -26,6 +26,7 @@ def test_help_lists_the_public_api():
     assert all(name in inspect.getdoc(sgi_run) for name in PUBLIC)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("obj", documented(), ids=lambda obj: getattr(obj, "__qualname__", None) or getattr(obj, "__name__", None) or obj.fget.__qualname__)
 def test_each_entry_point_has_an_example_that_runs(obj, tmp_path, monkeypatch):
     """Examples run in a scratch directory (their runs go to its outputs/runs; they share one small

@@ -47,6 +47,7 @@ def test_a_directory_holding_another_configs_result_is_refused(runs_root, tmp_pa
     assert sgi_run.run(first, run_dir=tmp_path / "x").cached     # the right config still finds it
 
 
+@pytest.mark.slow
 def test_a_checkpoint_of_another_config_is_refused(runs_root, tmp_path):
     interrupted_after(1, sgi_run.compose(runs_root + SMALL + ["plan.seed=1"]), tmp_path / "x")
     other = sgi_run.compose(runs_root + SMALL + ["plan.seed=2"])
@@ -55,6 +56,7 @@ def test_a_checkpoint_of_another_config_is_refused(runs_root, tmp_path):
     assert "shard-00000-of-00003.npz" in str(err.value) and "\n" not in str(err.value)
 
 
+@pytest.mark.slow
 def test_a_checkpoint_of_other_code_is_refused_or_refreshed(runs_root, tmp_path, monkeypatch):
     cfg = sgi_run.compose(runs_root + SMALL)
     whole = sgi_run.run(cfg, run_dir=tmp_path / "whole")
@@ -68,6 +70,7 @@ def test_a_checkpoint_of_other_code_is_refused_or_refreshed(runs_root, tmp_path,
 
 
 # --- damaged files -----------------------------------------------------------------------------------------
+@pytest.mark.slow
 @pytest.mark.parametrize("policy", ["reuse", "refresh_stale", "off"])
 def test_a_truncated_ensemble_is_set_aside_and_recomputed(runs_root, policy, capsys):
     cfg = sgi_run.compose(runs_root + SMALL + [f"cache={policy}"])
@@ -82,6 +85,7 @@ def test_a_truncated_ensemble_is_set_aside_and_recomputed(runs_root, policy, cap
     assert len(warning) == 1 and "recomputing" in warning[0]
 
 
+@pytest.mark.slow
 def test_an_overwritten_value_is_never_shown(runs_root, capsys):
     """A value changed through h5py (fletcher32 is recomputed on write) fails the content digest;
     a byte changed on disk fails the dataset's checksum. Either way: set aside, recomputed."""
@@ -105,6 +109,7 @@ def test_an_overwritten_value_is_never_shown(runs_root, capsys):
     assert len(list(first.run_dir.glob("ensemble.h5.damaged-*"))) == 2
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("policy", ["reuse", "off"])
 def test_a_file_whose_metadata_cannot_be_read_is_set_aside_and_recomputed(runs_root, policy, capsys):
     """Fault injection: flipped bytes in the root object header (bytes 48-576) make h5py raise KeyError
@@ -177,6 +182,7 @@ def test_checkpoints_are_written_under_unique_temporary_names(runs_root, tmp_pat
 
 
 # --- concurrency ------------------------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_two_identical_runs_at_once_compute_once(tmp_path):
     """The second waits for the first's lock, then reuses its file."""
     script = ("import sgi_run; r = sgi_run.run(sgi_run.compose(['output_root=%s', 'progress=off', "
@@ -196,6 +202,7 @@ def test_an_unwritable_output_root_is_refused_in_one_line():
     assert "\n" not in str(err.value) and "write" in str(err.value)
 
 
+@pytest.mark.slow
 def test_a_finished_run_on_a_read_only_mount_is_shown(read_only):
     source, mount = read_only
     first = sgi_run.run(sgi_run.compose([f"output_root={source}", "progress=off"] + SMALL))

@@ -14,6 +14,7 @@ def sgi_run_cli(tmp_path, *args):
                           cwd=tmp_path, capture_output=True, text=True, timeout=300)
 
 
+@pytest.mark.slow
 def test_single_run_writes_its_run_directory(tmp_path):
     out = sgi_run_cli(tmp_path, "integrator=dirk", "plan.dt=0.5", "plan.paths=64", "plan.T=5")
     assert out.returncode == 0, out.stderr
@@ -25,6 +26,7 @@ def test_single_run_writes_its_run_directory(tmp_path):
     assert again.returncode == 0 and "cached" in again.stdout
 
 
+@pytest.mark.slow
 def test_multirun_sweeps_every_combination_into_the_one_cache(tmp_path):
     out = sgi_run_cli(tmp_path, "-m", "integrator=midpoint,heun", "plan.dt=0.5,0.1", "plan.paths=16", "plan.T=1")
     assert out.returncode == 0, out.stderr
@@ -42,6 +44,7 @@ def test_bad_input_is_one_line_and_nothing_runs(tmp_path):
     assert not (tmp_path / "runs").exists()
 
 
+@pytest.mark.slow
 def test_help_and_version_are_the_apps_own():
     out = subprocess.run([sys.executable, "-m", "sgi_run.cli", "--help"], capture_output=True, text=True)
     assert out.returncode == 0 and out.stdout.startswith(f"sgi-run {sgi_run.__version__}")
@@ -53,6 +56,7 @@ def test_help_and_version_are_the_apps_own():
     assert version.stdout.strip() == f"sgi-run {sgi_run.__version__}"
 
 
+@pytest.mark.slow
 def test_cfg_job_validates(tmp_path):
     show = lambda *args: subprocess.run([sys.executable, "-m", "sgi_run.cli", *args, "--cfg", "job"], cwd=tmp_path,
                                         capture_output=True, text=True, timeout=300)
@@ -62,6 +66,7 @@ def test_cfg_job_validates(tmp_path):
     assert good.returncode == 0 and "dt: 0.5" in good.stdout and not (tmp_path / "outputs").exists()
 
 
+@pytest.mark.slow
 def test_another_configs_directory_is_refused_before_hydra_writes_to_it(tmp_path):
     first = sgi_run_cli(tmp_path, "plan.paths=50", "plan.T=2", "plan.seed=7", "hydra.run.dir=x")
     assert first.returncode == 0, first.stderr
@@ -81,6 +86,7 @@ def test_an_unwritable_output_root_is_one_line(tmp_path):
     assert line.startswith("sgi-run: error: output_root='/proc/x' is not allowed: a directory sgi-run can write")
 
 
+@pytest.mark.slow
 def test_a_run_in_which_every_path_failed_says_so_and_exits_1(tmp_path):
     """SVIB at c h = 7.5 > 2 blows up (paper 003): every path is non-finite by t = 3. Said loudly, exit 1,
     also when the same command finds the run in the cache."""
@@ -93,6 +99,7 @@ def test_a_run_in_which_every_path_failed_says_so_and_exits_1(tmp_path):
         assert ("cached (failed run)" in out.stdout) == (attempt == 1)
 
 
+@pytest.mark.slow
 def test_progress_lines_without_a_terminal(tmp_path):
     out = sgi_run_cli(tmp_path, "plan.paths=200", "plan.T=2")
     assert out.returncode == 0
@@ -121,10 +128,11 @@ def _interrupt(tmp_path, sig):
     while not list((tmp_path / "runs").glob("*/*/shards/shard-*.npz")) and time.time() < deadline:
         time.sleep(0.05)
     proc.send_signal(sig)
-    out, err = proc.communicate(timeout=240)
+    _out, err = proc.communicate(timeout=240)
     return proc.returncode, err, args
 
 
+@pytest.mark.slow
 def test_ctrl_c_and_sigterm_keep_the_finished_shards_and_say_so(tmp_path):
     for sig, status in ((signal.SIGINT, 130), (signal.SIGTERM, 143)):
         code, err, args = _interrupt(tmp_path / sig.name, sig)
@@ -138,6 +146,7 @@ def test_ctrl_c_and_sigterm_keep_the_finished_shards_and_say_so(tmp_path):
     assert resumed.returncode == 0 and "resumed" in resumed.stdout
 
 
+@pytest.mark.slow
 def test_a_finished_run_on_a_read_only_mount_is_shown(read_only, tmp_path):
     source, mount = read_only
     args = ["plan.paths=50", "plan.T=2"]
@@ -153,6 +162,7 @@ def test_a_finished_run_on_a_read_only_mount_is_shown(read_only, tmp_path):
 
 
 # --- issue 14: sweeps through Hydra's launcher plugins --------------------------------------------------
+@pytest.mark.slow
 def test_a_joblib_sweep_equals_the_sequential_one(tmp_path):
     """Four jobs in parallel processes (hydra-joblib-launcher): each float64, filed by its config hash,
     with the numbers the basic launcher computes one after another."""
@@ -203,6 +213,7 @@ def test_the_slurm_sweep_example_composes_into_submitits_slurm_launcher():
     assert isinstance(instantiate(launcher), SlurmLauncher)
 
 
+@pytest.mark.slow
 def test_unconverged_steps_are_said_after_the_run_and_when_it_is_shown_again(tmp_path):
     args = ("system=van_der_pol", "integrator=midpoint", "integrator.on_fail=count", "integrator.max_iter=1",
             "plan.paths=20", "plan.T=1")
@@ -294,6 +305,7 @@ def test_cfg_is_hydras_flag_anywhere_on_the_line(tmp_path):
     assert not (tmp_path / "outputs").exists()
 
 
+@pytest.mark.slow
 def test_piped_output_is_never_wrapped(tmp_path, monkeypatch, capsys):
     """Into a pipe or a file (not a terminal), a line stays one line, however long: the last line
     names the file and where it ran, for scripts and logs to read."""
@@ -394,3 +406,16 @@ def test_a_flag_hydra_would_refuse_with_a_usage_block_or_a_traceback_is_one_line
     err = capsys.readouterr().err
     assert stop.value.code == 2 and err.startswith(start) and err.count("\n") == 1
     assert not (tmp_path / "outputs").exists()
+
+
+# --- issue 25: a run is built once -------------------------------------------------------------------------------
+def test_each_job_of_a_command_line_is_built_once(tmp_path, monkeypatch, capsys, build_calls):
+    """Validation builds each job's system, integrator and plan (config.build) once; the job runs that Setup."""
+    from sgi_run import cli
+    args = ["integrator=heun", "plan.paths=10", "plan.T=1", "progress=off", f"output_root={tmp_path}/runs"]
+    monkeypatch.setattr(sys, "argv", ["sgi-run", *args])
+    cli.main()
+    assert "wrote " in capsys.readouterr().out and len(build_calls) == 1
+    monkeypatch.setattr(sys, "argv", ["sgi-run", "-m", *args, "plan.seed=5,6"])
+    cli.main()
+    assert capsys.readouterr().out.count("wrote ") == 2 and len(build_calls) == 3

@@ -35,6 +35,21 @@ def test_unknown_key():
     assert message.startswith("plan.dtt=") and "'dt'" in message
 
 
+def test_fidelity_is_no_plan_key_an_old_override_or_plan_file_that_sets_it_is_refused(tmp_path):
+    """A fidelity is a figure's profile (sgi-figures --fidelity), never a run's: the plan has no such key."""
+    import shutil
+    from sgi_run.config import CONF_DIR, ConfigSource
+    for plan, key in (("default", "'dt'"), ("convergence", "'dts'")):
+        message = refused([f"plan={plan}", "plan.fidelity=smoke"])
+        assert message.startswith("plan.fidelity='smoke' is not allowed: a known key; 'plan' has [") and key in message
+    old = shutil.copytree(CONF_DIR, tmp_path / "conf")
+    with (old / "plan" / "default.yaml").open("a") as f:
+        f.write("fidelity: reduced\n")
+    with pytest.raises(ConfigError) as err:
+        compose([], ConfigSource(primary=str(old)))
+    assert str(err.value).startswith("plan.fidelity='reduced' is not allowed: a key of the ensemble plan: [")
+
+
 def test_unknown_system_parameter():
     assert refused(["system.gamma=1"]).startswith("system.gamma=")
 
@@ -107,48 +122,7 @@ def test_integer_values_of_float_parameters_become_floats(runs_root):
     assert result.ensemble.mean("H")[0] == 2.0
 
 
-# --- issue 9: what does not fit, names set by groups, solver options ----------------------------------
-def test_a_run_that_does_not_fit_in_memory_is_refused_naming_sizes(monkeypatch):
-    monkeypatch.setenv("SGI_RUN_MEMORY_LIMIT", "64MiB")
-    with pytest.raises(ConfigError) as err:
-        compose(["plan.paths=2000000", "plan.shards=1"])
-    text = str(err.value)
-    assert text.startswith("plan.shards=1 is not allowed: a run that fits in memory: this one needs ")
-    assert "64 MiB is SGI_RUN_MEMORY_LIMIT" in text and "more plan.shards" in text
-    compose(["plan.paths=2000000"])           # the same paths in shards of 10^4 fit
-    # Too many output times: the typed horizon is named, with the default output_dt it contradicts.
-    assert refused(["plan.T=2000000", "plan.dt=1", "plan.keep_paths=0"]).startswith(
-        "plan.T=2000000 is not allowed: one that fits the default plan.output_dt=1.0 (a run that fits in memory")
-    monkeypatch.setenv("SGI_RUN_MEMORY_LIMIT", "lots")
-    with pytest.raises(ConfigError, match="SGI_RUN_MEMORY_LIMIT='lots'"):
-        compose([])
-
-
-def test_big_ensembles_fit_unless_they_keep_every_path(monkeypatch):
-    """10^7 and 10^9 paths need a shard's memory, not the paths'; what grows with the paths (snapshots,
-    per-path time averages) is refused before compute with the bytes it needs and the limit."""
-    monkeypatch.setenv("SGI_RUN_MEMORY_LIMIT", "4GiB")
-    for paths in (10**7, 10**9):
-        compose([f"plan.paths={paths}", "plan.T=10", "plan.dt=0.1", "plan.output_dt=1", "plan.keep_paths=100"])
-    with pytest.raises(ConfigError) as err:
-        compose(["plan.paths=1000000000", "plan.snapshots=[0,10]"])
-    assert str(err.value).startswith("plan.snapshots=(0, 10) is not allowed: a run that fits in memory: this one "
-                                     "needs 89.9 GiB (89.4 GiB for plan.snapshots) and 4 GiB is SGI_RUN_MEMORY_LIMIT")
-    with pytest.raises(ConfigError, match=r"^plan.time_average=\(0, 10\) is not allowed: .* \(22.4 GiB for plan.time_average\)"):
-        compose(["plan.paths=1000000000", "plan.time_average=[0,10]"])
-
-
-def test_the_memory_estimate_counts_what_the_plan_keeps():
-    from sgi_run.config import build
-    from sgi_run.engine.simulate import memory_estimate
-    small = build(compose(["plan.keep_paths=0"]))
-    kept = build(compose(["plan.keep_paths=1000"]))
-    grow = lambda setup: memory_estimate(setup.system, setup.integrator, setup.plan)
-    # 3 copies x 1000 kept paths x 101 times x (2 coordinates + 1 observable) x 8 bytes
-    assert grow(kept).parts["plan.keep_paths"] - grow(small).parts["plan.keep_paths"] == 3 * 1000 * 101 * 3 * 8
-    assert grow(small).describe().startswith("about ") and grow(small).describe().endswith("MiB of memory")
-
-
+# --- issue 9: names set by groups, solver options (what does not fit: tests/engine/test_budget.py) ---
 @pytest.mark.parametrize("key", ["system.name", "integrator.name", "integrator.family"])
 def test_names_are_set_by_the_group_option(key):
     with pytest.raises(ConfigError, match=f"{key}='foo' is not allowed: set by the "):
@@ -178,6 +152,35 @@ def test_system_parameters_are_typed_before_the_systems_own_checks():
         compose(["system=spherical_pendulum", "integrator=csvia", "system.q0=[1,2]"])
     with pytest.raises(ConfigError, match=r"system.q0=\['a'\] is not allowed: a finite number, or a list"):
         compose(["system=spherical_pendulum", "integrator=csvia", "system.q0=[a]"])
+
+
+@pytest.mark.parametrize("annotation", [complex, "list[float]"])
+def test_a_system_parameter_annotated_with_a_type_no_config_value_has_is_a_clear_error(monkeypatch, annotation):
+    """A contributor's parameter annotation outside the config's parameter types is a TypeError naming the class,
+    the parameter, its annotation and the annotations allowed (not a bare KeyError), set in the config or not."""
+    import dataclasses
+
+    from sgi_run.config import _PARAMETER_TYPES, build_system
+    from sgi_run.systems import SYSTEMS, Kubo
+
+    contributed = dataclasses.make_dataclass("Contributed", [("phase", annotation, dataclasses.field(default=1j))],
+                                             bases=(Kubo,), frozen=True)
+    monkeypatch.setitem(SYSTEMS, "contributed", contributed)
+    shown = annotation if isinstance(annotation, str) else annotation.__name__
+    for cfg in ({"name": "contributed"}, {"name": "contributed", "phase": 0.5}):
+        with pytest.raises(TypeError) as err:
+            build_system(cfg)
+        assert str(err.value) == (f"Contributed.phase is annotated {shown!r}: a system parameter's annotation is one of "
+                                  f"{sorted(_PARAMETER_TYPES)} (the types a config value is checked and converted to)")
+
+
+def test_every_system_declares_parameter_types_a_config_value_has():
+    """What the TypeError above guards against, checked for every registered system at once."""
+    from sgi_run.config import _PARAMETER_TYPES, _parameter_types
+    from sgi_run.systems import SYSTEMS
+
+    for cls in SYSTEMS.values():
+        assert set(_parameter_types(cls).values()) <= set(_PARAMETER_TYPES), cls
 
 
 def test_convergence_studies_that_cannot_be_done_are_refused(monkeypatch):
@@ -239,6 +242,7 @@ def test_more_steps_than_random_numbers_can_address_name_dt(override):
     assert refused([override]).startswith("plan.dt=")
 
 
+@pytest.mark.slow
 def test_the_largest_paper_experiment_fits_in_1_gib(monkeypatch):
     """Figure 4.7 at the paper's counts (10^7 paths in shards of 10^4, every path's final state kept for
     densities) is accepted on a small machine: the memory estimate refuses only what cannot run. (Every
@@ -308,19 +312,6 @@ def test_adapted_defaults_keep_the_hash_of_runs_made_before():
     plan = build(compose(["plan.paths=5", "plan.T=0.5"])).plan
     assert (plan.keep_paths, plan.output_dt) == (5, 0.5)
     assert build(compose(["plan.dt=2"])).plan.output_dt == 2.0
-
-
-def test_auto_shards_fit_the_host_memory_and_a_path_too_big_for_it_names_what_would_help(monkeypatch):
-    """Zeitlin N = 128 with IsoMP: 10^4 paths per shard need 24 GiB; auto takes as many as fit. TMK's
-    dense Jacobian makes one path alone ~32 GiB: fewer paths per shard cannot help, a smaller system or a
-    solver without a Jacobian can."""
-    monkeypatch.setenv("SGI_RUN_MEMORY_LIMIT", "4GiB")
-    plan = build(compose(["system=zeitlin_euler", "integrator=isomp"])).plan
-    assert 1 <= plan.shard_size < 10_000 and plan.paths == 10_000
-    message = refused(["system=zeitlin_euler", "integrator=tmk", "plan.paths=2"])
-    assert message.startswith("integrator='tmk' is not allowed: ") and "one path alone needs" in message
-    assert "integrator.solver=fixed_point" in message and "smaller system" in message
-    assert "fewer paths per shard" not in message
 
 
 @pytest.mark.parametrize("overrides, start", [

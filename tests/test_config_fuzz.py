@@ -2,6 +2,7 @@
 numbers (0, negative, huge, tiny, nan, inf), lists and nulls, and random new keys added with ``+``,
 either composes or is refused with one ``ConfigError`` line naming the key (validation only: nothing
 is computed). Hypothesis draws the cases deterministically (``derandomize``), so CI is repeatable."""
+import functools
 import math
 import subprocess
 import sys
@@ -39,7 +40,11 @@ def _fitting(choice: str) -> tuple[str, ...]:
     raise AssertionError(f"no option of {other} fits {choice}")
 
 
-CHOICES = [_fitting(f"{group}={option}") for group in GROUPS for option in group_options(group)]
+@functools.cache
+def choices() -> list[tuple[str, ...]]:
+    """Every option of every group, each with what fits it: composed when a test first draws, not when
+    pytest collects (it composes every option, about 40 s)."""
+    return [_fitting(f"{group}={option}") for group in GROUPS for option in group_options(group)]
 
 
 def _keys(node, prefix=""):
@@ -55,14 +60,14 @@ def _keys(node, prefix=""):
         yield prefix[:-1]
 
 
-def _keys_of(choice):
+@functools.cache
+def _keys_of(choice: tuple[str, ...]) -> list[str]:
     cfg = _hydra_compose(choice)
     keys = sorted(set(_keys(OmegaConf.masked_copy(cfg, [k for k in cfg if k != "hydra"]))))
     # List entries (tableau rows) are overridden by their list's key: Hydra has no index syntax.
     return [k for k in keys if not any(part.isdigit() for part in k.split("."))]
 
 
-KEYS = {choice: _keys_of(choice) for choice in CHOICES}
 
 
 def _quoted(text: str) -> str:
@@ -99,8 +104,8 @@ values = st.one_of(scalars, st.lists(scalars, max_size=3), st.lists(st.lists(sca
 
 @st.composite
 def overrides(draw):
-    choice = draw(st.sampled_from(CHOICES))
-    key = draw(st.sampled_from(KEYS[choice] + ["<new>"]))
+    choice = draw(st.sampled_from(choices()))
+    key = draw(st.sampled_from(_keys_of(choice) + ["<new>"]))
     if key == "<new>":
         group = draw(st.sampled_from(["", "plan.", "system.", "integrator.", "executor.", "integrator.tableau."]))
         key = "+" + group + draw(st.sampled_from(["foo", "x1", "name2"]))
@@ -118,6 +123,7 @@ def refused_properly(args):
     # anything else propagates: the test fails with its traceback
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 @given(overrides())
 def test_any_override_of_any_key_composes_or_is_one_line(args):
@@ -137,6 +143,7 @@ def test_the_issues_bad_inputs_are_refused(args):
     assert "\n" not in str(err.value)
 
 
+@pytest.mark.slow
 def test_the_command_line_refuses_in_one_line_and_exit_2(tmp_path):
     for args in (["system.q0=abc"], ["system.q0=null"], ["plan.T=1000000000"], ["+plan.foo=1"], ["integrator.name=foo"],
                  ["plan=convergence", "plan.paths=1000000000000"], ["output_root=1"]):
@@ -167,20 +174,20 @@ def refused_for_what_was_typed(args, source=ConfigSource()):
         text, typed = str(err), [a.split("=", 1)[0].lstrip("+") for a in args]
         assert "\n" not in text and text.startswith(f"{err.key}=") and " is not allowed: " in text, (args, text)
         assert any(_related(err.key, t) or f" {t}" in err.allowed for t in typed) or \
-            err.key == "override" and err.value == " ".join(args), (args, text)
+            (err.key == "override" and err.value == " ".join(args)), (args, text)
 
 
 @st.composite
 def combinations(draw):
     """Two or three keys of one choice's config at once, random values, every other key at its default."""
-    choice = draw(st.sampled_from([(), *CHOICES]))
-    keys = draw(st.lists(st.sampled_from(KEYS[choice]), min_size=2, max_size=3, unique=True))
+    choice = draw(st.sampled_from([(), *choices()]))
+    keys = draw(st.lists(st.sampled_from(_keys_of(choice)), min_size=2, max_size=3, unique=True))
     return [*choice, *(f"{key}={_hydra(draw(values))}" for key in keys)]
 
 
-KEYS[()] = _keys_of(())
 
 
+@pytest.mark.slow
 @settings(max_examples=25, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 @given(combinations())
 def test_two_or_three_keys_at_once_compose_or_are_refused_for_what_was_typed(args):
@@ -204,13 +211,14 @@ def test_a_config_dirs_options_compose(config_dir):
     assert group_options("plan", config_dir) == ["convergence", "default", "small"]
 
 
+@pytest.mark.slow
 @settings(max_examples=15, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_a_config_dirs_groups_compose_or_are_refused_for_what_was_typed(config_dir, data):
     plan = data.draw(st.sampled_from(["plan=small", "plan=default", "plan=smal"]))
     system = data.draw(st.sampled_from(["system=stiff_kubo", "system=kubo", "system=stiff"]))
-    keys = data.draw(st.lists(st.sampled_from(KEYS[()]), max_size=2, unique=True))
+    keys = data.draw(st.lists(st.sampled_from(_keys_of(())), max_size=2, unique=True))
     refused_for_what_was_typed([plan, system, *(f"{k}={_hydra(data.draw(values))}" for k in keys)], config_dir)
 
 
@@ -248,6 +256,7 @@ class Accepted(Exception):
     """Raised in place of drawing the first figure: the command line was accepted."""
 
 
+@pytest.mark.slow
 @settings(max_examples=30, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(argv=figures_argv())

@@ -22,6 +22,7 @@ def test_compose_builds_a_convergence_plan():
     assert "kind" not in compose([]).plan    # ensembles keep their config (and its hash) unchanged
 
 
+@pytest.mark.slow
 def test_run_writes_the_study_and_caches_it(runs_root):
     cfg = sgi_run.compose(runs_root + SMALL)
     first = sgi_run.run(cfg)
@@ -42,6 +43,7 @@ def test_run_writes_the_study_and_caches_it(runs_root):
     assert load(first.run_dir)[0].order == first.result.order
 
 
+@pytest.mark.slow
 def test_netcdf_readers_open_a_study(runs_root):
     """Every axis of convergence.h5 is a named dimension (step sizes, an observable's entries, no kept
     paths), so ``xarray.open_datatree`` opens it."""
@@ -55,6 +57,7 @@ def test_netcdf_readers_open_a_study(runs_root):
     assert tree["observables/sq_error"]["mean"].dims == ("t", "sq_error_axis0")
 
 
+@pytest.mark.slow
 def test_the_resolvability_threshold_is_a_plan_option(runs_root):
     """plan.resolvable_se: an error enters the fitted order only above that many SEs (spec 004: 3
     half-widths); far above every error, no order is fitted and the note says why; it is kept in the file."""
@@ -67,6 +70,7 @@ def test_the_resolvability_threshold_is_a_plan_option(runs_root):
         sgi_run.compose(SMALL + ["plan.resolvable_se=0"])
 
 
+@pytest.mark.slow
 def test_cli_prints_the_table_and_writes_the_files(tmp_path):
     out = sgi_run_cli(tmp_path, "integrator=rs2", "plan.error=weak", *SMALL)
     assert out.returncode == 0, out.stderr
@@ -75,6 +79,7 @@ def test_cli_prints_the_table_and_writes_the_files(tmp_path):
     assert "weak convergence" in out.stdout and "fitted order" in out.stdout
 
 
+@pytest.mark.slow
 def test_cli_refuses_bad_dts_with_one_line(tmp_path):
     out = sgi_run_cli(tmp_path, "-m", "integrator=midpoint,heun", "plan=convergence", "plan.dts=[0.3,0.1]")
     assert out.returncode == 2
@@ -82,6 +87,7 @@ def test_cli_refuses_bad_dts_with_one_line(tmp_path):
     assert not (tmp_path / "runs").exists()
 
 
+@pytest.mark.slow
 def test_cli_refuses_a_strong_study_of_a_weak_integrator(tmp_path):
     out = sgi_run_cli(tmp_path, "integrator=srkw2", "plan=convergence")
     assert out.returncode == 2 and out.stderr.count("\n") == 1
@@ -91,6 +97,7 @@ def test_cli_refuses_a_strong_study_of_a_weak_integrator(tmp_path):
     assert out.stderr.rstrip().endswith("or set plan.error too")
 
 
+@pytest.mark.slow
 def test_a_convergence_study_by_other_code_is_recomputed_on_request(runs_root, monkeypatch):
     import sgi_run.provenance
     overrides = runs_root + ["plan=convergence", "plan.paths=50", "plan.T=0.5", "plan.dts=[0.25,0.125]"]
@@ -101,6 +108,7 @@ def test_a_convergence_study_by_other_code_is_recomputed_on_request(runs_root, m
     assert not sgi_run.run(sgi_run.compose(overrides + ["cache=refresh_stale"])).cached
 
 
+@pytest.mark.slow
 def test_a_damaged_convergence_file_is_set_aside_and_recomputed(runs_root, capsys):
     overrides = runs_root + ["plan=convergence", "plan.paths=50", "plan.T=0.5", "plan.dts=[0.25,0.125]"]
     first = sgi_run.run(sgi_run.compose(overrides))
@@ -111,6 +119,7 @@ def test_a_damaged_convergence_file_is_set_aside_and_recomputed(runs_root, capsy
     assert "is damaged" in capsys.readouterr().err and list(first.run_dir.glob("convergence.h5.damaged-*"))
 
 
+@pytest.mark.slow
 def test_a_directory_holding_another_study_is_refused(runs_root, tmp_path):
     base = runs_root + ["plan=convergence", "plan.paths=50", "plan.T=0.5", "plan.dts=[0.25,0.125]"]
     sgi_run.run(sgi_run.compose(base), tmp_path / "x")
@@ -123,6 +132,7 @@ KUBO_STUDY = ["plan=convergence", "system.beta=0.5", "system.nu=0.3", "plan.path
               "plan.dts=[0.0625,0.03125,0.015625,0.0078125]"]
 
 
+@pytest.mark.slow
 def test_a_study_agrees_with_the_first_implementations_errors_and_order(runs_root):
     """The errors and order its first implementation (a simulator of its own, removed in issue 10)
     printed for this study. They matched to 1e-11 while both drew the same random numbers; since
@@ -138,6 +148,7 @@ def test_a_study_agrees_with_the_first_implementations_errors_and_order(runs_roo
     assert np.all(r.sup_error >= r.error) and np.all(np.diff(r.sup_error) < 0)
 
 
+@pytest.mark.slow
 def test_a_study_does_not_depend_on_shards_and_resumes_mid_shard(runs_root, tmp_path):
     whole = sgi_run.run(sgi_run.compose(runs_root + KUBO_STUDY + ["plan.bootstrap=0"])).result
     sharded = KUBO_STUDY + ["plan.bootstrap=0", "plan.shards=3", "plan.checkpoint_every=4"]
@@ -168,6 +179,7 @@ def test_too_few_paths_for_the_orders_bootstrap_interval_are_refused_before_any_
     assert build(compose(SMALL + ["plan.paths=10"])).plan.paths == 10
 
 
+@pytest.mark.slow
 def test_a_studys_unconverged_lock_step_path_steps_are_printed_and_tabled(runs_root):
     """One Newton iteration per solve, the iterate kept: every lock-step path-step (a coarse step of a path, all
     step sizes together) has a solve that did not converge; the study says so as an ensemble does, in its words."""

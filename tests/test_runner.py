@@ -15,6 +15,7 @@ class Interrupt(Exception):
     pass
 
 
+@pytest.mark.slow
 def test_mean_energy_matches_the_exact_mean(runs_root):
     """Midpoint at small dt against (4.2) within 4 Monte Carlo standard errors at every output.
 
@@ -29,6 +30,7 @@ def test_mean_energy_matches_the_exact_mean(runs_root):
     assert exact[-1] < 0.5 * exact[0]
 
 
+@pytest.mark.slow
 def test_resume_after_interruption_gives_the_uninterrupted_numbers(runs_root, tmp_path):
     overrides = runs_root + ["integrator=heun", "plan.paths=600", "plan.shards=6", "plan.T=2", "plan.keep_paths=3"]
     cfg = sgi_run.compose(overrides)
@@ -53,6 +55,7 @@ def test_resume_after_interruption_gives_the_uninterrupted_numbers(runs_root, tm
     assert np.array_equal(resumed.ensemble.paths["q"], whole.ensemble.paths["q"])
 
 
+@pytest.mark.slow
 def test_finished_run_is_a_cache(runs_root):
     cfg = sgi_run.compose(runs_root + ["plan.paths=50", "plan.T=1"])
     first = sgi_run.run(cfg)
@@ -61,6 +64,7 @@ def test_finished_run_is_a_cache(runs_root):
     assert np.array_equal(first.ensemble.mean("H"), again.ensemble.mean("H"))
 
 
+@pytest.mark.slow
 def test_summary_files(runs_root):
     result = sgi_run.run(sgi_run.compose(runs_root + ["plan.paths=50", "plan.T=1", "plan.observables=[H,q]"]))
     assert (result.run_dir / "summary.csv").read_text().startswith("observable,t_final,mean,sem")
@@ -69,6 +73,7 @@ def test_summary_files(runs_root):
     assert rows["H"]["equilibrium"] == ""        # the Kubo oscillator has no invariant measure
 
 
+@pytest.mark.slow
 def test_summary_shows_the_equilibrium_of_a_langevin_run(runs_root):
     result = sgi_run.run(sgi_run.compose(runs_root + ["system=spherical_pendulum", "integrator=csvia", "plan.dt=0.1",
                                                       "plan.T=1", "plan.paths=50", "plan.observables=[two_H]"]))
@@ -79,6 +84,7 @@ def test_summary_shows_the_equilibrium_of_a_langevin_run(runs_root):
 
 
 # --- provenance: which numerics code computed a cached run ------------------------------------------
+@pytest.mark.slow
 def test_a_run_records_the_code_that_computed_it(runs_root):
     from sgi_run.provenance import code_digest
     result = sgi_run.run(sgi_run.compose(runs_root + ["plan.paths=20", "plan.T=1"]))
@@ -86,6 +92,7 @@ def test_a_run_records_the_code_that_computed_it(runs_root):
     assert not result.stale
 
 
+@pytest.mark.slow
 def test_a_run_by_other_code_is_reused_with_a_warning_or_recomputed(runs_root, monkeypatch, capsys):
     import sgi_run.provenance
     overrides = runs_root + ["plan.paths=20", "plan.T=1"]
@@ -142,6 +149,7 @@ def partial_files(directory):
     return [p for p in directory.rglob("*") if ".partial" in p.name]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("error, words, advice", [(errno.ENOSPC, "no space left on device", "free space"),
                                                   (errno.EACCES, "cannot write (Permission denied)",
                                                    "make it writable")])
@@ -161,6 +169,7 @@ def test_a_full_disk_while_saving_a_shard_is_one_line_and_the_run_resumes(runs_r
     assert resumed.shards_resumed == 1 and np.array_equal(resumed.ensemble.mean("H"), whole.ensemble.mean("H"))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("study", [False, True])
 def test_a_full_disk_while_writing_the_result_is_one_line_and_the_run_resumes(runs_root, tmp_path, monkeypatch,
                                                                              study):
@@ -177,3 +186,24 @@ def test_a_full_disk_while_writing_the_result_is_one_line_and_the_run_resumes(ru
     monkeypatch.undo()
     resumed = sgi_run.run(cfg, run_dir=run_dir)
     assert resumed.shards_resumed == 3 and not resumed.cached and not partial_files(run_dir)
+
+
+# --- issue 25: a run is built once; its kind is one object -------------------------------------------------
+def test_a_run_uses_the_setup_its_config_was_validated_with(runs_root, build_calls):
+    """``compose_setup`` builds the run (config.build) once; ``run`` runs that Setup and carries it, and builds one
+    itself only when given none (the library API: ``sgi_run.run(sgi_run.compose([...]))``)."""
+    from sgi_run.config import compose_setup
+    cfg, setup = compose_setup(runs_root + ["plan.paths=50", "plan.T=1"])
+    result = sgi_run.run(cfg, setup=setup)
+    assert result.setup is setup and not result.cached and len(build_calls) == 1
+    again = sgi_run.run(cfg)
+    assert again.cached and again.setup.plan.paths == 50 and len(build_calls) == 2
+
+
+def test_the_run_kind_of_a_plan_is_an_ensembles_or_a_studys(runs_root):
+    from sgi_run.config import compose_setup
+    _, ensemble = compose_setup(runs_root + ["plan.paths=50"])
+    _, study = compose_setup(runs_root + ["plan=convergence", "plan.paths=60", "plan.dts=[0.25,0.125]"])
+    assert runner.run_kind_of(ensemble.plan) is runner.ENSEMBLE and runner.run_kind_of(study.plan) is runner.STUDY
+    assert [kind.file_name for kind in runner.RUN_KINDS] == ["ensemble.h5", "convergence.h5"]
+    assert runner.ENSEMBLE.levels(ensemble.plan) == 0 and runner.STUDY.levels(study.plan) == 2

@@ -13,6 +13,7 @@ import sgi_run
 from sgi_run import store
 
 
+@pytest.mark.slow
 def test_hdf5_round_trip(runs_root):
     cfg = sgi_run.compose(runs_root + ["plan.paths=40", "plan.T=2", "plan.keep_paths=3", "plan.seed=11"])
     result = sgi_run.run(cfg)
@@ -28,6 +29,7 @@ def test_hdf5_round_trip(runs_root):
     assert sgi_run.load(result.run_dir).attrs["config_hash"] == ens.attrs["config_hash"]
 
 
+@pytest.mark.slow
 def test_snapshots_round_trip_and_survive_a_resume(runs_root):
     """Every path's final state goes to /snapshots; a run resumed from its shard checkpoints
     writes the same snapshot as an uninterrupted one."""
@@ -52,6 +54,7 @@ def test_snapshots_round_trip_and_survive_a_resume(runs_root):
     assert np.array_equal(resumed.ensemble.snapshots["q"], ens.snapshots["q"])
 
 
+@pytest.mark.slow
 def test_time_averages_round_trip_and_survive_a_resume(runs_root):
     overrides = runs_root + ["plan.paths=30", "plan.T=4", "plan.shards=3", "plan.time_average=[2,4]",
                              "plan.observables=[H,q]"]
@@ -139,6 +142,7 @@ def written(runs_root):
     return sgi_run.run(cfg).path
 
 
+@pytest.mark.slow
 def test_every_dataset_carries_a_checksum_and_the_file_a_content_digest(written):
     with h5py.File(written, "r") as f:
         datasets = []
@@ -147,6 +151,7 @@ def test_every_dataset_carries_a_checksum_and_the_file_a_content_digest(written)
     assert sgi_run.load(written).verified
 
 
+@pytest.mark.slow
 def test_a_truncated_file_and_a_flipped_byte_are_damaged(written, tmp_path):
     data = written.read_bytes()
     (tmp_path / "half.h5").write_bytes(data[: len(data) // 2])
@@ -170,6 +175,7 @@ def test_not_an_hdf5_file_is_damaged_and_no_file_is_not(tmp_path):
         store.load(tmp_path / "none.h5")
 
 
+@pytest.mark.slow
 def test_no_flipped_byte_reaches_the_reader_as_other_numbers(written, tmp_path):
     """Byte by byte (a sample): either the very same contents or DamagedFile. HDF5's global heap
     (variable-length strings) is left out: it has no checksum, and a damaged one can make HDF5
@@ -204,6 +210,7 @@ def same(a: store.Ensemble, b: store.Ensemble) -> bool:
                ("t", "observables", "paths", "diagnostics", "attrs", "snapshots", "time_averages"))
 
 
+@pytest.mark.slow
 def test_a_value_rewritten_through_h5py_fails_the_content_digest(written):
     with h5py.File(written, "r+") as f:
         f["observables/H/mean"][0] = 1.0e3      # h5py recomputes this chunk's fletcher32
@@ -211,6 +218,7 @@ def test_a_value_rewritten_through_h5py_fails_the_content_digest(written):
         store.load(written)
 
 
+@pytest.mark.slow
 def test_an_attribute_rewritten_through_h5py_fails_the_attributes_digest(written):
     with h5py.File(written, "r+") as f:
         f.attrs["seed"] = 12
@@ -230,6 +238,7 @@ def old_file(written, path, leave_out=()):
     return path
 
 
+@pytest.mark.slow
 def test_a_file_from_before_checksums_still_loads_unverified(written, tmp_path):
     ens = store.load(old_file(written, tmp_path / "old.h5"))
     assert not ens.verified and list(ens.observables) == ["H", "p", "q"]
@@ -237,6 +246,7 @@ def test_a_file_from_before_checksums_still_loads_unverified(written, tmp_path):
     assert all(np.array_equal(ens.observables[name]["var"], whole.observables[name]["var"]) for name in whole.observables)
 
 
+@pytest.mark.slow
 def test_a_missing_dataset_is_damage(written, tmp_path):
     with pytest.raises(store.DamagedFile, match="old.h5: missing dataset observables/H/var$"):
         store.load(old_file(written, tmp_path / "old.h5", leave_out=["observables/H/var"]))
@@ -263,10 +273,12 @@ def test_a_scalar_dataset_is_covered_by_the_digest(tmp_path):
         store.checked_read(path)
 
 
+@pytest.mark.slow
 def test_observables_keep_the_plans_order(written):
     assert list(sgi_run.load(written).observables) == ["q", "H", "p"]
 
 
+@pytest.mark.slow
 def test_netcdf_tools_see_real_dimensions(written):
     xr = pytest.importorskip("xarray")
     pytest.importorskip("h5netcdf")
@@ -281,6 +293,7 @@ def test_netcdf_tools_see_real_dimensions(written):
     assert not any(d.startswith("phony_dim") for ds in (mean, paths, snapshots, root) for d in ds.dims)
 
 
+@pytest.mark.slow
 def test_netcdf_readers_label_every_time_axis(written):
     """``xarray.open_dataset(group=...)`` reads a group's own variables only: each group that has a time
     axis holds its coordinate; snapshot times are a dimension of their own, so ``open_datatree`` aligns."""
@@ -313,6 +326,7 @@ def schema_1_file(written, path):
     return path
 
 
+@pytest.mark.slow
 def test_a_schema_1_file_still_loads(written, tmp_path):
     """Run caches hold files written before snapshot times had their own dimension name."""
     old, new = store.load(schema_1_file(written, tmp_path / "old.h5")), store.load(written)
@@ -322,6 +336,7 @@ def test_a_schema_1_file_still_loads(written, tmp_path):
                for name in new.observables)
 
 
+@pytest.mark.slow
 def test_to_xarray(written):
     pytest.importorskip("xarray")
     ens = sgi_run.load(written)
@@ -332,6 +347,7 @@ def test_to_xarray(written):
     assert "n - 1" in ds["H_var"].attrs["description"]
 
 
+@pytest.mark.slow
 def test_to_xarray_without_xarray_says_how_to_get_it(written, monkeypatch):
     monkeypatch.setitem(sys.modules, "xarray", None)      # import xarray raises ImportError
     with pytest.raises(ImportError, match=r"pip install 'sgi-run\[read\]' \(xarray and h5netcdf\)"):

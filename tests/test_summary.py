@@ -51,6 +51,7 @@ def kubo_run(tmp_path_factory):
     return cfg, sgi_run.run(cfg)
 
 
+@pytest.mark.slow
 def test_the_kubo_summary_holds_the_mean_against_the_methods_own_exact_mean(kubo_run):
     """z against the method's exact mean is Monte Carlo error only; the bias is the oracle's."""
     cfg, result = kubo_run
@@ -63,6 +64,7 @@ def test_the_kubo_summary_holds_the_mean_against_the_methods_own_exact_mean(kubo
     assert result.summary[1]["method_reference"] == ""      # no oracle for q
 
 
+@pytest.mark.slow
 def test_no_method_mean_where_the_oracle_does_not_hold(runs_root):
     result = sgi_run.run(sgi_run.compose(runs_root + ["system=van_der_pol", "integrator=heun", "plan.paths=20",
                                                       "plan.T=1"]))
@@ -85,7 +87,7 @@ def test_summary_csv_holds_full_precision(kubo_run):
     for row, written in zip(result.summary, stored):
         for key, value in row.items():
             if isinstance(value, float):
-                assert float(written[key]) == value or math.isnan(value) and written[key] == "nan", key
+                assert float(written[key]) == value or (math.isnan(value) and written[key] == "nan"), key
 
 
 def rendered(rows, width):
@@ -135,6 +137,7 @@ def unconverged_run(tmp_path_factory):
                                         "plan.paths=20", "plan.T=1", "plan.seed=3"]))
 
 
+@pytest.mark.slow
 def test_summary_csv_carries_the_plan_and_the_unconverged_steps(unconverged_run):
     """dt, T, paths and seed join a sweep's summaries; the solver's counts are the run's totals."""
     with open(unconverged_run.run_dir / "summary.csv") as f:

@@ -12,3 +12,9 @@ class ConfigError(ValueError):
     def under(self, prefix: str) -> "ConfigError":
         """The same error with its key placed under a config group (``nu`` -> ``system.nu``)."""
         return ConfigError(f"{prefix}.{self.key}", self.value, self.allowed)
+
+
+def require(key: str, value, ok: bool, allowed: str) -> None:
+    """The one-line input check: refuse ``key=value`` (``ConfigError``) unless ``ok``."""
+    if not ok:
+        raise ConfigError(key, value, allowed)

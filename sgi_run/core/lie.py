@@ -25,7 +25,8 @@ are, products block by block; what the isospectral methods (paper 004) integrate
 from __future__ import annotations
 
 import dataclasses
-from typing import ClassVar, Sequence
+from typing import ClassVar
+from collections.abc import Sequence
 
 import jax
 import jax.numpy as jnp

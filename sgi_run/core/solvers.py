@@ -26,7 +26,8 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Callable, NamedTuple
+from typing import NamedTuple
+from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
@@ -34,7 +35,7 @@ import jax.scipy.linalg
 import numpy as np
 from jax.flatten_util import ravel_pytree
 
-from sgi_run.core.errors import ConfigError
+from sgi_run.core.errors import require
 from sgi_run.core.linalg import inverse_operator, solve
 
 DEFAULT_TOL = 1e-12
@@ -164,21 +165,19 @@ class SolverOptions:
     def check(self, fixed_point_form: bool = True) -> None:
         """Refuse (one line) what cannot run; ``fixed_point_form``: every equation the integrator
         solves is a fixed point x = g(x) (else some is a root, which has no fixed-point iteration)."""
-        def need(key, value, ok, allowed):
-            if not ok:
-                raise ConfigError(f"integrator.{key}", value, allowed)
         number = lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
         methods = list(METHODS if fixed_point_form else METHODS[:2])
-        need("solver", self.method, self.method in methods,
-             f"one of {methods}" + ("" if fixed_point_form else " (its equations are roots, not fixed points)"))
-        need("tol", self.tol, number(self.tol) and MIN_TOL <= self.tol < 1,
-             f"a tolerance: a number in [{MIN_TOL:.3g}, 1) (float64 round-off and up)")
-        need("max_iter", self.max_iter, isinstance(self.max_iter, int) and not isinstance(self.max_iter, bool)
-             and 1 <= self.max_iter <= MAX_ITER_LIMIT, f"an integer in [1, {MAX_ITER_LIMIT}]")
-        need("norm", self.norm, self.norm in NORMS, f"one of {list(NORMS)}")
-        need("on_fail", self.on_fail, self.on_fail in ON_FAIL,
-             "nan (an unconverged solve ends its path, counted non-finite) or count (keep the last iterate; "
-             "the step is counted unconverged)")
+        require("integrator.solver", self.method, self.method in methods,
+                f"one of {methods}" + ("" if fixed_point_form else " (its equations are roots, not fixed points)"))
+        require("integrator.tol", self.tol, number(self.tol) and MIN_TOL <= self.tol < 1,
+                f"a tolerance: a number in [{MIN_TOL:.3g}, 1) (float64 round-off and up)")
+        require("integrator.max_iter", self.max_iter,
+                isinstance(self.max_iter, int) and not isinstance(self.max_iter, bool)
+                and 1 <= self.max_iter <= MAX_ITER_LIMIT, f"an integer in [1, {MAX_ITER_LIMIT}]")
+        require("integrator.norm", self.norm, self.norm in NORMS, f"one of {list(NORMS)}")
+        require("integrator.on_fail", self.on_fail, self.on_fail in ON_FAIL,
+                "nan (an unconverged solve ends its path, counted non-finite) or count (keep the last iterate; "
+                "the step is counted unconverged)")
 
     def root(self, residual: Callable, x0) -> SolveResult:
         """Solve ``residual(x) = 0`` (Newton or chord)."""

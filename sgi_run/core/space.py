@@ -15,7 +15,7 @@ needs it (default: none).
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable, Mapping
+from collections.abc import Callable, Mapping
 
 import jax
 import jax.numpy as jnp

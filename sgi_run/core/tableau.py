@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 import math
 import operator
-from typing import Mapping
+from collections.abc import Mapping
 
 import numpy as np
 

@@ -25,7 +25,8 @@ Carlo noise (|error| > 2 SE); its interval is a bootstrap over the paths' final 
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable, ClassVar, Sequence
+from typing import ClassVar
+from collections.abc import Callable, Sequence
 
 import jax
 import jax.numpy as jnp
@@ -305,7 +306,7 @@ def study(system, integrator, plan: ConvergencePlan, store=None, on_output=None,
     return result_of(sim, ensemble), ensemble
 
 
-def result_of(sim, ensemble) -> "ConvergenceResult":
+def result_of(sim, ensemble) -> ConvergenceResult:
     """The study's errors, SEs and fitted order from the engine's moments at T (and, for the order's
     bootstrap interval, the paths' final values)."""
     levels: Levels = sim.system
@@ -367,7 +368,7 @@ def _plan(system, integrator, **keys) -> ConvergencePlan:
 
 def strong_study(system, integrator, T: float, dts: Sequence[float], paths: int, seed: int = 0,
                  bootstrap: int = 200, reference: str = "exact", reference_refine: int = 8,
-                 on_step_size: Callable | None = None) -> "ConvergenceResult":
+                 on_step_size: Callable | None = None) -> ConvergenceResult:
     """Strong errors against the exact path or a fine run of the same integrator."""
     plan = _plan(system, integrator, dts=dts, T=T, paths=paths, seed=seed, bootstrap=bootstrap, error="strong",
                  reference=reference, reference_refine=reference_refine)
@@ -377,7 +378,7 @@ def strong_study(system, integrator, T: float, dts: Sequence[float], paths: int,
 def weak_study(system, integrator, T: float, dts: Sequence[float], paths: int, seed: int = 0,
                bootstrap: int = 200, reference: str = "exact", reference_refine: int = 8,
                observable: str = "H", on_step_size: Callable | None = None,
-               resolvable_se: float = 2.0) -> "ConvergenceResult":
+               resolvable_se: float = 2.0) -> ConvergenceResult:
     """Error of E(observable)(T) against the exact mean or a fine run, with Monte Carlo SEs; errors
     within ``resolvable_se`` SEs of zero are reported, not fitted."""
     plan = _plan(system, integrator, dts=dts, T=T, paths=paths, seed=seed, bootstrap=bootstrap, error="weak",

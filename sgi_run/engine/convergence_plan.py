@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
 from sgi_run.core import noise
-from sgi_run.core.errors import ConfigError
-from sgi_run.engine.plan import MAX_INDEX, Plan, _ratio, _whole_ratio
+from sgi_run.core.errors import ConfigError, require
+from sgi_run.engine.plan import MAX_INDEX, Plan, _ratio, _whole_ratio, check_sharding
 
 ERRORS = ("strong", "weak")
 REFERENCES = ("exact", "fine", "auto")
@@ -42,10 +42,9 @@ class ConvergencePlan:
     observable: str = "H"           # for weak errors
     seed: int = 0
     bootstrap: int = 200            # path resamples for the CI of the fitted order (0: no CI)
-    fidelity: str = "reduced"
     kind: str = "convergence"
     shards: int | str = "auto"      # as an ensemble's: paths are run in shards, each checkpointed
-    shard_size: int | str = 10000   # "auto": settled for the device (simulate.fit_shard_size)
+    shard_size: int | str = 10000   # "auto": settled for the device (budget.settle)
     checkpoint_every: int = 0       # a shard saves its progress every this many coarse steps (0: when finished)
     truncate: float | str | None = None   # null, a bound on |dW|, or log_dt: each level truncated after summing
     resolvable_se: float = 2.0      # the order is fitted on the errors above this many SEs (spec 004: 3 x 1.96)
@@ -55,60 +54,58 @@ class ConvergencePlan:
         object.__setattr__(self, "dts", tuple(sorted((float(d) for d in self.dts), reverse=True)))
 
     def check(self) -> None:
-        def need(key, ok, allowed, value=None):
-            if not ok:
-                raise ConfigError(f"plan.{key}", getattr(self, key) if value is None else value, allowed)
-
         is_int = lambda v: isinstance(v, (int, np.integer)) and not isinstance(v, bool)
         is_num = lambda v: isinstance(v, (int, float, np.number)) and not isinstance(v, bool) and math.isfinite(v)
-        need("kind", self.kind == "convergence", "'convergence'")
-        need("T", is_num(self.T) and self.T > 0, "a number > 0")
+        require("plan.kind", self.kind, self.kind == "convergence", "'convergence'")
+        require("plan.T", self.T, is_num(self.T) and self.T > 0, "a number > 0")
         dts = list(self.dts) if isinstance(self.dts, (list, tuple)) else None
-        need("dts", dts is not None and len(dts) >= 2, "a list of at least two step sizes (an order is a slope)")
+        require("plan.dts", self.dts,
+                dts is not None and len(dts) >= 2, "a list of at least two step sizes (an order is a slope)")
         # Two paths at least: every error carries a Monte Carlo standard error. Independent samples
         # (three-point increments) use paths of their own per step size and for the reference.
         most = MAX_INDEX // (len(dts) + 1)
-        need("paths", is_int(self.paths) and 2 <= self.paths < most,
-             f"an integer in [2, 2^32 / (len(dts) + 1) = {most}) (samples are addressed by 32-bit path indices)")
+        require("plan.paths", self.paths, is_int(self.paths) and 2 <= self.paths < most,
+                f"an integer in [2, 2^32 / (len(dts) + 1) = {most}) (samples are addressed by 32-bit path indices)")
         for dt in dts:
-            need("dts", is_num(dt) and dt > 0, "step sizes > 0", dt)
+            # A null step size is shown in its list.
+            require("plan.dts", self.dts if dt is None else dt, is_num(dt) and dt > 0, "step sizes > 0")
         for dt in dts:
-            need("dts", _whole_ratio(self.T, dt) is not None, f"step sizes that divide T = {self.T}", dt)
-        need("dts", len(set(dts)) == len(dts), "distinct step sizes", sorted(dts, reverse=True))
+            require("plan.dts", dt, _whole_ratio(self.T, dt) is not None, f"step sizes that divide T = {self.T}")
+        require("plan.dts", sorted(dts, reverse=True), len(set(dts)) == len(dts), "distinct step sizes")
         finest = min(dts)
         for dt in dts:
             # One Brownian path per sample is drawn on the finest grid and summed onto the others.
-            need("dts", _whole_ratio(dt, finest) is not None, f"whole multiples of the finest step {finest}", dt)
-        need("error", self.error in ERRORS, f"one of {list(ERRORS)}")
-        need("reference", self.reference in REFERENCES, f"one of {list(REFERENCES)}")
-        need("reference_refine", is_int(self.reference_refine) and self.reference_refine >= 2,
-             "an integer >= 2 (the fine reference step is min(dts) / reference_refine)")
-        need("observable", isinstance(self.observable, str), "an observable name")
-        need("seed", is_int(self.seed) and 0 <= self.seed < 2**32, "an integer in [0, 2^32)")
-        need("bootstrap", is_int(self.bootstrap) and 0 <= self.bootstrap <= MAX_BOOTSTRAP,
-             f"an integer in [0, {MAX_BOOTSTRAP}] (resamples of the fitted order's 95% interval)")
-        need("paths", self.bootstrap == 0 or self.paths >= MIN_BOOTSTRAP_PATHS,
-             f"at least {MIN_BOOTSTRAP_PATHS} paths for the fitted order's bootstrap interval "
-             f"(plan.bootstrap={self.bootstrap}), or plan.bootstrap=0 for no interval")
-        need("fidelity", self.fidelity in Plan.FIDELITIES, f"one of {list(Plan.FIDELITIES)}")
+            require("plan.dts", dt, _whole_ratio(dt, finest) is not None,
+                    f"whole multiples of the finest step {finest}")
+        require("plan.error", self.error, self.error in ERRORS, f"one of {list(ERRORS)}")
+        require("plan.reference", self.reference, self.reference in REFERENCES, f"one of {list(REFERENCES)}")
+        require("plan.reference_refine", self.reference_refine,
+                is_int(self.reference_refine) and self.reference_refine >= 2,
+                "an integer >= 2 (the fine reference step is min(dts) / reference_refine)")
+        require("plan.observable", self.observable, isinstance(self.observable, str), "an observable name")
+        require("plan.seed", self.seed, is_int(self.seed) and 0 <= self.seed < 2**32, "an integer in [0, 2^32)")
+        require("plan.bootstrap", self.bootstrap, is_int(self.bootstrap) and 0 <= self.bootstrap <= MAX_BOOTSTRAP,
+                f"an integer in [0, {MAX_BOOTSTRAP}] (resamples of the fitted order's 95% interval)")
+        require("plan.paths", self.paths, self.bootstrap == 0 or self.paths >= MIN_BOOTSTRAP_PATHS,
+                f"at least {MIN_BOOTSTRAP_PATHS} paths for the fitted order's bootstrap interval "
+                f"(plan.bootstrap={self.bootstrap}), or plan.bootstrap=0 for no interval")
         coarsest = max(dts)
         for dt in dts:
             # The levels run in lock-step over the coarsest step: each takes a whole number of steps in it.
-            need("dts", _whole_ratio(coarsest, dt) is not None, f"step sizes that divide the coarsest, {coarsest}", dt)
-        need("truncate", self.truncate is None or (is_num(self.truncate) and self.truncate > 0)
-             or (self.truncate in noise.TRUNCATION_RULES and coarsest < 1),
-             f"null, a number > 0 (the bound on |dW|) or a rule {list(noise.TRUNCATION_RULES)} (with every dt < 1)")
-        need("shards", self.shards == "auto" or (is_int(self.shards) and 1 <= self.shards <= self.paths),
-             f"'auto' or an integer in [1, paths = {self.paths}]")
-        need("shard_size", self.shard_size == "auto" or (is_int(self.shard_size) and self.shard_size >= 1),
-             "'auto' (chosen for the device: engine.device) or an integer >= 1")
-        need("resolvable_se", is_num(self.resolvable_se) and self.resolvable_se > 0,
-             "a number > 0 (an error enters the fitted order when it exceeds this many standard errors)")
-        need("checkpoint_every", is_int(self.checkpoint_every) and self.checkpoint_every >= 0,
-             "an integer >= 0 (coarse steps between a shard's progress checkpoints; 0: none)")
+            require("plan.dts", dt, _whole_ratio(coarsest, dt) is not None,
+                    f"step sizes that divide the coarsest, {coarsest}")
+        require("plan.truncate", self.truncate, self.truncate is None or (is_num(self.truncate) and self.truncate > 0)
+                or (self.truncate in noise.TRUNCATION_RULES and coarsest < 1),
+                f"null, a number > 0 (the bound on |dW|) or a rule {list(noise.TRUNCATION_RULES)} (with every dt < 1)")
+        check_sharding(self)
+        require("plan.resolvable_se", self.resolvable_se, is_num(self.resolvable_se) and self.resolvable_se > 0,
+                "a number > 0 (an error enters the fitted order when it exceeds this many standard errors)")
+        require("plan.checkpoint_every", self.checkpoint_every,
+                is_int(self.checkpoint_every) and self.checkpoint_every >= 0,
+                "an integer >= 0 (coarse steps between a shard's progress checkpoints; 0: none)")
 
     # --- the checks that need the system and the integrator -------------------------------------
-    def fitted_to(self, system, integrator) -> "ConvergencePlan":
+    def fitted_to(self, system, integrator) -> ConvergencePlan:
         """This plan with ``reference`` settled to exact or fine; refuses what the pair cannot do."""
         if self.error == "strong" and integrator.noise_kind == "three_point":
             raise ConfigError("plan.error", self.error,
@@ -141,7 +138,7 @@ class ConvergencePlan:
         return Plan(paths=self.paths, dt=coarsest, T=self.T, output_dt=coarsest, observables=tuple(observables),
                     keep_paths=0, seed=self.seed, shards=self.shards, shard_size=self.shard_size,
                     time_average=(self.T, self.T) if self.bootstrap else None,
-                    checkpoint_every=self.checkpoint_every, fidelity=self.fidelity)
+                    checkpoint_every=self.checkpoint_every)
 
     @property
     def reference_dt(self) -> float | None:
@@ -158,7 +155,7 @@ class ConvergencePlan:
         return _ratio(self.T, self.grid_dt)
 
     @classmethod
-    def from_mapping(cls, cfg) -> "ConvergencePlan":
+    def from_mapping(cls, cfg) -> ConvergencePlan:
         known = [f.name for f in dataclasses.fields(cls)]
         for key, value in dict(cfg).items():
             if key not in known:

@@ -36,7 +36,7 @@ def on_accelerator() -> bool:
     return platform() != "cpu"
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def describe() -> str:
     """What a run's summary and HDF5 attributes name: ``NVIDIA H200 (gpu, 105 GiB for JAX)`` or ``cpu (AMD EPYC)``."""
     if not on_accelerator():
@@ -60,7 +60,7 @@ def _cpu_model() -> str:
 def _memory_stats(device) -> dict:
     try:
         return device.memory_stats() or {}
-    except Exception:  # noqa: BLE001 (a backend without memory statistics)
+    except Exception:  # a backend without memory statistics
         return {}
 
 
@@ -76,7 +76,7 @@ def free_bytes() -> int | None:
 
 def auto_shard_size(bytes_per_path: int, paths: int, host_bytes: int | None = None) -> int:
     """Paths per shard for ``plan.shard_size: auto`` on this device (see the module's docstring);
-    ``host_bytes``: the memory a run may use on the host (config.memory_limit), None: unbounded."""
+    ``host_bytes``: the memory a run may use on the host (budget.memory_limit), None: unbounded."""
     if not on_accelerator():
         fits = CPU_SHARD_SIZE if host_bytes is None else int(MEMORY_SHARE * host_bytes // max(1, bytes_per_path))
         return max(1, min(CPU_SHARD_SIZE, fits))

@@ -25,9 +25,9 @@ import math
 import os
 import socket
 import time
-from typing import Callable, Iterator
+from collections.abc import Callable, Iterator
 
-from sgi_run.core.errors import ConfigError
+from sgi_run.core.errors import ConfigError, require
 from sgi_run.engine.cores import share
 
 NAMES = ("local", "dask", "slurm")
@@ -38,18 +38,13 @@ _ADDRESS_SCHEMES = ("tcp://", "tls://", "ucx://", "inproc://")
 
 
 # --- the config group, validated ---------------------------------------------------------------------
-def _need(key: str, value, ok: bool, allowed: str) -> None:
-    if not ok:
-        raise ConfigError(f"executor.{key}", value, allowed)
-
-
 def _is_int(v) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
 def _positive_seconds(key: str, v) -> None:
-    _need(key, v, isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0,
-          "a number of seconds > 0")
+    number = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+    require(f"executor.{key}", v, number and v > 0, "a number of seconds > 0")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -74,13 +69,14 @@ class Dask:
     connect_timeout: float = 5.0
 
     def check(self) -> None:
-        _need("address", self.address, self.address is None or (
+        require("executor.address", self.address, self.address is None or (
             isinstance(self.address, str) and self.address.startswith(_ADDRESS_SCHEMES)),
             f"null (start a LocalCluster) or a scheduler address: {'|'.join(_ADDRESS_SCHEMES)}host:port")
-        _need("workers", self.workers, self.workers == "auto" or (_is_int(self.workers) and self.workers >= 1),
-              "'auto' (one per core) or an integer >= 1")
-        _need("threads_per_worker", self.threads_per_worker,
-              _is_int(self.threads_per_worker) and self.threads_per_worker >= 1, "an integer >= 1")
+        require("executor.workers", self.workers,
+                self.workers == "auto" or (_is_int(self.workers) and self.workers >= 1),
+                "'auto' (one per core) or an integer >= 1")
+        require("executor.threads_per_worker", self.threads_per_worker,
+                _is_int(self.threads_per_worker) and self.threads_per_worker >= 1, "an integer >= 1")
         _positive_seconds("connect_timeout", self.connect_timeout)
 
     @property
@@ -107,18 +103,20 @@ class Slurm:
 
     def check(self) -> None:
         text = lambda v: isinstance(v, str) and v.strip() != ""
-        _need("queue", self.queue, text(self.queue), "the SLURM partition the workers' jobs go to (e.g. queue=compute)")
-        _need("account", self.account, self.account is None or text(self.account), "null or a SLURM account")
+        require("executor.queue", self.queue, text(self.queue),
+                "the SLURM partition the workers' jobs go to (e.g. queue=compute)")
+        require("executor.account", self.account, self.account is None or text(self.account), "null or a SLURM account")
         for key in ("jobs", "cores", "processes"):
-            _need(key, getattr(self, key), _is_int(getattr(self, key)) and getattr(self, key) >= 1, "an integer >= 1")
-        _need("processes", self.processes, self.cores % self.processes == 0,
-              f"a divisor of cores = {self.cores} (each worker process gets the same number of cores)")
-        _need("memory", self.memory, text(self.memory), "a size per job, e.g. 16GiB")
-        _need("walltime", self.walltime, text(self.walltime), "a SLURM time, e.g. 01:00:00")
-        _need("job_extra", self.job_extra, all(text(x) for x in self.job_extra),
-              "a list of #SBATCH options, e.g. ['--gres=gpu:1']")
-        _need("interface", self.interface, self.interface is None or text(self.interface),
-              "null or a network interface, e.g. ib0")
+            require(f"executor.{key}", getattr(self, key), _is_int(getattr(self, key)) and getattr(self, key) >= 1,
+                    "an integer >= 1")
+        require("executor.processes", self.processes, self.cores % self.processes == 0,
+                f"a divisor of cores = {self.cores} (each worker process gets the same number of cores)")
+        require("executor.memory", self.memory, text(self.memory), "a size per job, e.g. 16GiB")
+        require("executor.walltime", self.walltime, text(self.walltime), "a SLURM time, e.g. 01:00:00")
+        require("executor.job_extra", self.job_extra, all(text(x) for x in self.job_extra),
+                "a list of #SBATCH options, e.g. ['--gres=gpu:1']")
+        require("executor.interface", self.interface, self.interface is None or text(self.interface),
+                "null or a network interface, e.g. ib0")
         _positive_seconds("connect_timeout", self.connect_timeout)
 
     def cluster_options(self) -> dict:
@@ -141,10 +139,10 @@ def spec_of(mapping) -> Local | Dask | Slurm:
     cls = _SPECS[name]
     known = [f.name for f in dataclasses.fields(cls)]
     for key, value in mapping.items():
-        _need(key, value, key in known, f"a key of executor={name}: {known}")
+        require(f"executor.{key}", value, key in known, f"a key of executor={name}: {known}")
     if "job_extra" in mapping:
-        _need("job_extra", mapping["job_extra"], isinstance(mapping["job_extra"], (list, tuple)),
-              "a list of #SBATCH options")
+        require("executor.job_extra", mapping["job_extra"], isinstance(mapping["job_extra"], (list, tuple)),
+                "a list of #SBATCH options")
         mapping["job_extra"] = tuple(mapping["job_extra"])
     spec = cls(**mapping)
     spec.check()

@@ -14,10 +14,10 @@ class Moments:
     m2: np.ndarray
 
     @classmethod
-    def empty(cls, shape) -> "Moments":
+    def empty(cls, shape) -> Moments:
         return cls(np.zeros(shape, np.int64), np.zeros(shape), np.zeros(shape))
 
-    def merge(self, other: "Moments") -> "Moments":
+    def merge(self, other: Moments) -> Moments:
         n = self.count + other.count
         safe = np.maximum(n, 1)
         delta = other.mean - self.mean

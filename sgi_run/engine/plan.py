@@ -3,12 +3,12 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
 from sgi_run.core import noise
-from sgi_run.core.errors import ConfigError
+from sgi_run.core.errors import ConfigError, require
 
 # A ratio within this relative distance of an integer counts as that integer (round-off of dt).
 _GRID_RTOL = 1e-9
@@ -39,6 +39,16 @@ DEFAULT_OUTPUT_DT = 1.0
 
 def _is_number(v) -> bool:
     return isinstance(v, (int, float, np.number)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def check_sharding(plan) -> None:
+    """``plan.shards`` and ``plan.shard_size``, checked alike for an ensemble and a convergence study."""
+    is_int = lambda v: isinstance(v, (int, np.integer)) and not isinstance(v, bool)
+    require("plan.shards", plan.shards, plan.shards == "auto" or (is_int(plan.shards) and 1 <= plan.shards <= plan.paths),
+            f"'auto' or an integer in [1, paths = {plan.paths}]")
+    require("plan.shard_size", plan.shard_size,
+            plan.shard_size == "auto" or (is_int(plan.shard_size) and plan.shard_size >= 1),
+            "'auto' (chosen for the device: engine.device) or an integer >= 1")
 
 
 def auto_keep_paths(paths):
@@ -82,10 +92,9 @@ class Plan:
     keep_paths: int | str = 0              # "auto": settled to min(DEFAULT_KEEP_PATHS, paths)
     seed: int = 0
     shards: int | str = "auto"
-    shard_size: int | str = 10000    # "auto": settled for the device (simulate.fit_shard_size)
+    shard_size: int | str = 10000    # "auto": settled for the device (budget.settle)
     brownian_refine: int = 1
     truncate: float | str | None = None      # null, a bound on |dW|, or a rule (core.noise: log_dt)
-    fidelity: str = "reduced"
     snapshots: tuple[float, ...] = ()   # output times at which every path's whole state is stored
     # [start, end]: every path's average of each observable over the output times in that window
     # (per-path time averages: exact standard errors of a plateau, paired differences between runs).
@@ -93,8 +102,6 @@ class Plan:
     # A shard saves its progress every this many output times (0: only when it finishes), so that a
     # long path resumes mid-way after an interruption.
     checkpoint_every: int = 0
-
-    FIDELITIES = ("smoke", "reduced", "paper")
 
     def __post_init__(self):
         for key, optional in (("observables", False), ("snapshots", True), ("time_average", True)):
@@ -111,52 +118,49 @@ class Plan:
         self.check()
 
     def check(self) -> None:
-        def need(key, ok, allowed):
-            if not ok:
-                raise ConfigError(f"plan.{key}", getattr(self, key), allowed)
-
         is_int = lambda v: isinstance(v, (int, np.integer)) and not isinstance(v, bool)
         is_num = lambda v: isinstance(v, (int, float, np.number)) and not isinstance(v, bool) and math.isfinite(v)
-        need("paths", is_int(self.paths) and 1 <= self.paths < MAX_INDEX,
-             "an integer in [1, 2^32) (paths are addressed by 32-bit indices)")
-        need("dt", is_num(self.dt) and self.dt > 0, "a number > 0")
-        need("T", is_num(self.T) and self.T > 0, "a number > 0")
-        need("brownian_refine", is_int(self.brownian_refine) and self.brownian_refine >= 1, "an integer >= 1")
+        require("plan.paths", self.paths, is_int(self.paths) and 1 <= self.paths < MAX_INDEX,
+                "an integer in [1, 2^32) (paths are addressed by 32-bit indices)")
+        require("plan.dt", self.dt, is_num(self.dt) and self.dt > 0, "a number > 0")
+        require("plan.T", self.T, is_num(self.T) and self.T > 0, "a number > 0")
+        require("plan.brownian_refine", self.brownian_refine,
+                is_int(self.brownian_refine) and self.brownian_refine >= 1, "an integer >= 1")
         steps = _ratio(self.T, self.dt)
-        need("dt", steps * self.brownian_refine < MAX_INDEX,
-             f"at least T / 2^32 = {self.T / (MAX_INDEX / self.brownian_refine):.3g} (steps are addressed by 32-bit "
-             f"indices; T / dt = {steps:.3g} steps{' of ' + str(self.brownian_refine) + ' fine steps' if self.brownian_refine > 1 else ''})")
-        need("T", _whole_ratio(self.T, self.dt) is not None, f"a whole multiple of dt = {self.dt}")
-        need("output_dt", is_num(self.output_dt) and self.output_dt > 0
-             and _whole_ratio(self.output_dt, self.dt) is not None, f"a whole multiple of dt = {self.dt}")
-        need("output_dt", _whole_ratio(self.T, self.output_dt) is not None,
-             f"a divisor of T = {self.T} (T must be a whole number of output intervals)")
-        need("observables", len(self.observables) >= 1 and all(isinstance(n, str) for n in self.observables)
-             and len(set(self.observables)) == len(self.observables),
-             "a non-empty list of distinct observable names (each is one dataset of the run's file)")
-        need("keep_paths", is_int(self.keep_paths) and 0 <= self.keep_paths <= self.paths,
-             f"an integer in [0, paths = {self.paths}]")
-        need("seed", is_int(self.seed) and 0 <= self.seed < 2**32, "an integer in [0, 2^32)")
-        need("shards", self.shards == "auto" or (is_int(self.shards) and 1 <= self.shards <= self.paths),
-             f"'auto' or an integer in [1, paths = {self.paths}]")
-        need("shard_size", self.shard_size == "auto" or (is_int(self.shard_size) and self.shard_size >= 1),
-             "'auto' (chosen for the device: engine.device) or an integer >= 1")
-        need("truncate", self.truncate is None or (is_num(self.truncate) and self.truncate > 0)
-             or self.truncate in noise.TRUNCATION_RULES,
-             f"null (untruncated), a number > 0 (the bound on |dW|) or a rule: {list(noise.TRUNCATION_RULES)}")
-        need("truncate", not isinstance(self.truncate, str) or self.dt < 1,
-             f"a rule with dt < 1 (log_dt bounds |dW| by sqrt(4 |ln dt| dt), 0 at dt = 1), or null or a number")
-        need("fidelity", self.fidelity in self.FIDELITIES, f"one of {list(self.FIDELITIES)}")
-        need("checkpoint_every", is_int(self.checkpoint_every) and self.checkpoint_every >= 0,
-             "an integer >= 0 (output times between a shard's progress checkpoints; 0: none)")
-        need("snapshots", all(is_num(t) for t in self.snapshots) and len(set(self.snapshots)) == len(self.snapshots)
-             and all(self.output_index(t) is not None for t in self.snapshots),
-             f"a list of distinct output times (multiples of output_dt = {self.output_dt} in [0, T = {self.T}])")
-        need("time_average", self.time_average is None or (
-             len(self.time_average) == 2 and all(is_num(t) and self.output_index(t) is not None for t in self.time_average)
-             and self.time_average[0] <= self.time_average[1]),
-             f"null or [start, end]: output times (multiples of output_dt = {self.output_dt} in [0, T = {self.T}]), "
-             "start <= end")
+        require("plan.dt", self.dt, steps * self.brownian_refine < MAX_INDEX,
+                f"at least T / 2^32 = {self.T / (MAX_INDEX / self.brownian_refine):.3g} (steps are addressed by 32-bit "
+                f"indices; T / dt = {steps:.3g} steps{' of ' + str(self.brownian_refine) + ' fine steps' if self.brownian_refine > 1 else ''})")
+        require("plan.T", self.T, _whole_ratio(self.T, self.dt) is not None, f"a whole multiple of dt = {self.dt}")
+        require("plan.output_dt", self.output_dt, is_num(self.output_dt) and self.output_dt > 0
+                and _whole_ratio(self.output_dt, self.dt) is not None, f"a whole multiple of dt = {self.dt}")
+        require("plan.output_dt", self.output_dt, _whole_ratio(self.T, self.output_dt) is not None,
+                f"a divisor of T = {self.T} (T must be a whole number of output intervals)")
+        require("plan.observables", self.observables,
+                len(self.observables) >= 1 and all(isinstance(n, str) for n in self.observables)
+                and len(set(self.observables)) == len(self.observables),
+                "a non-empty list of distinct observable names (each is one dataset of the run's file)")
+        require("plan.keep_paths", self.keep_paths, is_int(self.keep_paths) and 0 <= self.keep_paths <= self.paths,
+                f"an integer in [0, paths = {self.paths}]")
+        require("plan.seed", self.seed, is_int(self.seed) and 0 <= self.seed < 2**32, "an integer in [0, 2^32)")
+        check_sharding(self)
+        require("plan.truncate", self.truncate, self.truncate is None or (is_num(self.truncate) and self.truncate > 0)
+                or self.truncate in noise.TRUNCATION_RULES,
+                f"null (untruncated), a number > 0 (the bound on |dW|) or a rule: {list(noise.TRUNCATION_RULES)}")
+        require("plan.truncate", self.truncate, not isinstance(self.truncate, str) or self.dt < 1,
+                "a rule with dt < 1 (log_dt bounds |dW| by sqrt(4 |ln dt| dt), 0 at dt = 1), or null or a number")
+        require("plan.checkpoint_every", self.checkpoint_every,
+                is_int(self.checkpoint_every) and self.checkpoint_every >= 0,
+                "an integer >= 0 (output times between a shard's progress checkpoints; 0: none)")
+        require("plan.snapshots", self.snapshots,
+                all(is_num(t) for t in self.snapshots) and len(set(self.snapshots)) == len(self.snapshots)
+                and all(self.output_index(t) is not None for t in self.snapshots),
+                f"a list of distinct output times (multiples of output_dt = {self.output_dt} in [0, T = {self.T}])")
+        require("plan.time_average", self.time_average, self.time_average is None or (
+                len(self.time_average) == 2
+                and all(is_num(t) and self.output_index(t) is not None for t in self.time_average)
+                and self.time_average[0] <= self.time_average[1]),
+                f"null or [start, end]: output times (multiples of output_dt = {self.output_dt} in [0, T = {self.T}]), "
+                "start <= end")
 
     # --- derived grid ------------------------------------------------------------------------
     @property
@@ -198,7 +202,7 @@ class Plan:
     @property
     def shard_count(self) -> int:
         if self.shards == "auto" and self.shard_size == "auto":
-            raise ValueError("plan.shard_size is 'auto': settle it for the device first (simulate.fit_shard_size)")
+            raise ValueError("plan.shard_size is 'auto': settle it for the device first (budget.settle)")
         return math.ceil(self.paths / self.shard_size) if self.shards == "auto" else int(self.shards)
 
     @property
@@ -211,7 +215,7 @@ class Plan:
         return first, max(0, min(self.paths_per_shard, self.paths - first))
 
     @classmethod
-    def from_mapping(cls, cfg) -> "Plan":
+    def from_mapping(cls, cfg) -> Plan:
         known = [f.name for f in dataclasses.fields(cls)]
         for key, value in dict(cfg).items():
             if key not in known:

@@ -21,7 +21,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
-from typing import Callable
+from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
@@ -29,7 +29,6 @@ import numpy as np
 
 from sgi_run.core import noise
 from sgi_run.engine import device
-from sgi_run.engine.convergence_plan import ConvergencePlan
 from sgi_run.engine.moments import Moments
 from sgi_run.engine.plan import Plan
 
@@ -70,121 +69,6 @@ def observable_shapes(system, names) -> dict[str, tuple[int, ...]]:
     return shapes
 
 
-def state_words(space) -> int:
-    """float64 words of one path's state (a complex entry is two)."""
-    return sum(leaf.size * (2 if leaf.dtype == "complex128" else 1) for leaf in space.leaves)
-
-
-@dataclasses.dataclass(frozen=True)
-class MemoryEstimate:
-    """Bytes a run holds at its peak, by what drives them (each part names the plan key that scales it)."""
-    parts: dict[str, int]      # plan key -> bytes
-
-    @property
-    def total(self) -> int:
-        return sum(self.parts.values())
-
-    @property
-    def largest(self) -> str:
-        return max(self.parts, key=self.parts.get)
-
-    def describe(self) -> str:
-        return f"about {format_bytes(self.total)} of memory"
-
-
-def format_bytes(n: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
-        if n < 1024 or unit == "PiB":
-            return f"{n:.3g} {unit}"
-        n /= 1024
-
-
-def memory_estimate(system, integrator, plan: Plan | ConvergencePlan) -> MemoryEstimate:
-    """What ``Simulator`` and ``engine.ensemble.run_shards`` allocate, in float64 words:
-
-    - per shard on the device: paths x ``_words_per_path`` (state, keys, an implicit solver's Jacobian
-      and temporaries) and the block of random numbers (at most BLOCK_VALUES);
-    - every shard's statistics (times x observables x 3), kept until the merge, then merged;
-    - kept paths (kept x times x (d + observables)), snapshots (snapshot times x paths x d) and
-      per-path time averages (paths x observables): once per shard result, once merged, once read
-      back when the file is written and verified.
-
-    A convergence study: see ``_convergence_estimate``.
-    """
-    if isinstance(plan, ConvergencePlan):
-        return _convergence_estimate(system, integrator, plan)
-    d, n_times = state_words(system.space), plan.outputs + 1
-    n_obs = sum(math.prod(shape) for shape in observable_shapes(system, plan.observables).values())
-    copies = 3
-    words = {
-        "plan.shard_size": _shard_words(system, integrator, plan),
-        "plan.output_dt": (plan.shard_count + copies) * n_times * (3 * n_obs + 3),
-        "plan.keep_paths": copies * plan.keep_paths * n_times * (d + n_obs),
-        "plan.snapshots": copies * len(plan.snapshots) * plan.paths * d,
-        "plan.time_average": copies * plan.paths * n_obs if plan.time_average is not None else 0,
-    }
-    return MemoryEstimate({key: 8 * n for key, n in words.items()})
-
-
-def _shard_layout_words(system, integrator, plan) -> tuple[int, int]:
-    """(words one path of a shard holds on the device, random-number words one path draws per output
-    interval), for an ensemble or a convergence study (``memory_estimate``, ``_convergence_estimate``).
-    A shard holds its paths and a block of random numbers of at most BLOCK_VALUES words."""
-    rows = noise.NOISE_KINDS[integrator.noise_kind] * system.noises
-    if isinstance(plan, ConvergencePlan):
-        levels, grid = len(plan.dts) + 1, round(plan.dts[0] / plan.grid_dt)   # grid: fine steps per coarse step
-        return levels * _words_per_path(system, integrator) + grid * state_words(system.space), rows * grid * levels
-    return _words_per_path(system, integrator), rows * plan.brownian_refine * plan.steps_per_output
-
-
-def _shard_words(system, integrator, plan) -> int:
-    """Device words of one shard: its paths and its block of random numbers."""
-    per_path, drawn = _shard_layout_words(system, integrator, plan)
-    paths = (plan.grid_plan(["error"]) if isinstance(plan, ConvergencePlan) else plan).paths_per_shard
-    return paths * per_path + min(BLOCK_VALUES, paths * drawn)
-
-
-def path_bytes(system, integrator, plan) -> int:
-    """Bytes one path of a shard holds on the device (the block of random numbers, at most BLOCK_VALUES,
-    does not grow with the paths): what no shard size can make smaller."""
-    return 8 * _shard_layout_words(system, integrator, plan)[0]
-
-
-def fit_shard_size(system, integrator, plan, host_bytes: int | None = None):
-    """The plan (ensemble or convergence study) with ``shard_size: auto`` settled for this device
-    (``engine.device.auto_shard_size``; ``host_bytes``: the memory a run may use on the host)."""
-    if plan.shard_size != "auto":
-        return plan
-    return dataclasses.replace(plan, shard_size=device.auto_shard_size(path_bytes(system, integrator, plan),
-                                                                       plan.paths, host_bytes))
-
-
-def _words_per_path(system, integrator) -> int:
-    """Device memory of one path in float64 words, as measured (peak resident memory on a CPU, per
-    10^6 paths: Heun 17, midpoint 49, SRKw2 383 words for d = 2): the state and its start, keys,
-    increments and observables (~10 d), and an implicit solve's Jacobians and forward-mode temporaries
-    (~24 + d^2 + 3 u^2 for u unknowns solved together; none for fixed-point iteration: an N x N matrix
-    state of d = 2 N^2 words is never squared)."""
-    d, u = state_words(system.space), integrator.jacobian_unknowns(system)
-    return 10 * d + (24 + d * d + 3 * u * u if u else 0)
-
-
-def _convergence_estimate(system, integrator, plan: ConvergencePlan) -> MemoryEstimate:
-    """What a convergence study (``engine.convergence``, run by this engine) allocates, in float64 words:
-
-    - per shard on the device, per path: every level's and the reference's state and solver
-      temporaries, the reference path over one coarse step (its grid states, to compare each level
-      at its own step times) and the coarse step's random numbers (a block of coarse steps at most
-      BLOCK_VALUES);
-    - per path, when the order gets a bootstrap interval: its final error at every level (three copies,
-      as an ensemble's time averages).
-    """
-    words = {"plan.shard_size": _shard_words(system, integrator, plan)}
-    if plan.bootstrap:
-        words["plan.paths"] = 3 * plan.paths * (len(plan.dts) + 1)
-    return MemoryEstimate({key: 8 * n for key, n in words.items()})
-
-
 @dataclasses.dataclass
 class SolverCounts:
     """Per output time (the interval ending there): solver iterations summed over paths and steps, the
@@ -196,10 +80,10 @@ class SolverCounts:
     stagnated_steps: np.ndarray
 
     @classmethod
-    def zeros(cls, n_times: int) -> "SolverCounts":
+    def zeros(cls, n_times: int) -> SolverCounts:
         return cls(*(np.zeros(n_times, np.int64) for _ in dataclasses.fields(cls)))
 
-    def merge(self, other: "SolverCounts") -> "SolverCounts":
+    def merge(self, other: SolverCounts) -> SolverCounts:
         return SolverCounts(self.iterations + other.iterations, np.maximum(self.max_iterations, other.max_iterations),
                             self.unconverged_steps + other.unconverged_steps,
                             self.stagnated_steps + other.stagnated_steps)

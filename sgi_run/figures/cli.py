@@ -97,17 +97,18 @@ def main(argv: list[str] | None = None) -> int:
     try:
         experiments = experiment.discover(args.experiments, args.only)
         where = [f"executor={args.executor}"] + [f"executor.{o}" for o in args.executor_option]
-        for exp in experiments:    # every figure's runs are validated before the first computes
-            experiment.compose_runs(exp, args.fidelity, args.runs_root, args.cache, where)
+        # Every figure's runs are validated before the first computes (and each run then uses the Setup built here).
+        composed = [experiment.compose_run_setups(exp, args.fidelity, args.runs_root, args.cache, where)
+                    for exp in experiments]
         for key, directory in (("--runs-root", args.runs_root), ("--output", args.output)):
             cache.check_writable(Path(directory), key, directory)
         outcomes = []
-        for exp in experiments:
+        for exp, runs in zip(experiments, composed):
             started = time.perf_counter()
             console.print(f"[bold]{exp.heading}[/] ({args.fidelity})", highlight=False)
             outcomes.append(experiment.make_figure(exp, args.fidelity, args.output, args.runs_root,
                                                    log=lambda line: console.print(line, markup=False, highlight=False),
-                                                   cache=args.cache, executor=where))
+                                                   cache=args.cache, executor=where, composed=runs))
             console.print(f"    wrote {outcomes[-1].files['png']} in {time.perf_counter() - started:.0f} s")
     except ConfigError as err:
         return _refuse(err)

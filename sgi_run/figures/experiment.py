@@ -16,50 +16,31 @@ import json
 import math
 import re
 from pathlib import Path
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import yaml
+from omegaconf import DictConfig
 
 from sgi_run import __version__
-from sgi_run.config import build, compose
-from sgi_run.core.errors import ConfigError
+from sgi_run.config import Setup, compose_setup
+from sgi_run.core.errors import ConfigError, require
 from sgi_run.core.noise import truncation_bound
 from sgi_run.engine.linear_oracle import method_moments
 from sgi_run.figures import checks as checks_mod
-from sgi_run.figures.results import (FAIL, PASS, SKIP, SOLVER_STATISTICS, Band, CheckResult, RunData, Series,
-                                     StudyData)
-from sgi_run.figures.statistics import SELECTION_RULES, has_path_averages, valid_increments, window_average
+from sgi_run.figures import fields
+from sgi_run.figures.panels import PANEL_KINDS, PanelKind
+from sgi_run.figures.panels.validate import check_keys
+from sgi_run.figures.results import FAIL, PASS, SKIP, Band, CheckResult, RunData, Series, StudyData
+from sgi_run.figures.statistics import has_path_averages, window_average
 from sgi_run.runner import ConvergenceRun, RunResult, run
 from sgi_run.summary import max_relative_error, solver_counts, unconverged_line
 
+# A figure's run profiles: each is a set of overrides; a run never knows the profile it was made for (a smoke
+# and a reduced run with the same overrides are the same numbers, one cached result).
 FIDELITIES = ("smoke", "reduced", "paper")
 # "project choice": a diagnostic whose step size neither the paper nor its spec sets.
 DT_SOURCES = ("paper", "inferred", "spec choice", "project choice")
-PANEL_QUANTITIES = ("mean", "error", "density", "convergence", "path", "sphere", "scan", "field", "potential",
-                    "solvability")
-# A `scan` panel: one value per run against its dt, a curve per series (e.g. per method).
-_SCAN_KEYS = ("quantity", "series", "runs", "measure", "observable", "path", "relative", "title", "ylabel", "ylim",
-              "yscale")
-SCAN_MEASURES = ("path_deviation", *SOLVER_STATISTICS)
-# A `sphere` panel (3-D): state views along one kept path, one on the sphere of its initial radius; or every kept
-# path's point at one time `at`; `select` a kept path by a rule, `contours` of the energy, runs drawn `red`.
-_SPHERE_KEYS = ("quantity", "runs", "solid", "dashed", "path", "title", "colours", "black", "red", "select", "at",
-                "contours", "view")
-# A `solvability` panel: one (theta, phi) map of ||(A, B)|| per fixed increment vector, from one run's integrator
-# and system (paper 002 Figure 14).
-_SOLVABILITY_KEYS = ("quantity", "runs", "increments", "radius", "title", "label")
-# A `path` panel: observables along one kept path (a single realisation), their deviation from t = 0.
-_PATH_KEYS = ("quantity", "runs", "observable", "path", "deviation", "absolute", "relative", "title", "ylabel", "ylim",
-              "yscale", "xlim", "colours")
-# A `field` panel: one row of maps, path `path`'s state at each snapshot time `at` (default: every snapshot
-# the run stored) drawn on a latitude-longitude grid by the system's `render_field(state, n_lat, n_lon)`.
-_FIELD_KEYS = ("quantity", "runs", "at", "path", "grid", "title", "label")
-# A `potential` panel: the heavy top's effective potential V(theta; p_psi(t), p_phi(t)) of kept path `path`
-# at each time `at` (solid) and the level of E'(t) (dashed), theta over `xlim` (spec 002 Figs 3, 10, 13).
-_POTENTIAL_KEYS = ("quantity", "runs", "at", "path", "xlim", "ylim", "title", "ylabel")
-_DENSITY_KEYS = ("coordinate", "at", "bins", "range")
-_CONVERGENCE_KEYS = ("quantity", "runs", "title", "ylabel", "ylim", "slopes", "colours")   # all a convergence panel takes
 _LABEL_KEYS = ("reference_label", "density_label")   # per-panel overrides of the derived legend labels
 _REQUIRED = ("paper", "figure", "title", "caption", "common", "fidelity", "runs", "panels", "checks")
 # `unconverged_steps:` what a run's unconverged solves mean for the figure: its numbers are not the method's, so
@@ -119,7 +100,7 @@ class Experiment:
         ``executor``: where its shards run (``executor=dask``, ``executor.address=...``), never its numbers."""
         profile = self.fidelity[fidelity]
         layers = [self.common, self.runs[run_id].overrides, profile["overrides"],
-                  profile["runs"].get(run_id, ()), [f"plan.fidelity={fidelity}"],
+                  profile["runs"].get(run_id, ()),
                   [f"output_root={hydra_quoted(str(runs_root))}"] if runs_root is not None else [],
                   [f"cache={cache}"] if cache is not None else [], executor]
         return list(_merged(layers).values())
@@ -149,8 +130,8 @@ def _studies(common, runs: dict, fidelity: dict, k) -> frozenset:
         plans = [_merged([common, spec.overrides, p["overrides"], p["runs"].get(run_id, ())]).get("plan", "=")
                  for p in fidelity.values()]
         kinds = {plan.split("=", 1)[1].strip() == "convergence" for plan in plans}
-        _need(len(kinds) == 1, k(f"runs.{run_id}.overrides"), list(spec.overrides),
-              "plan=convergence at every fidelity or at none (a run is a convergence study or an ensemble)")
+        require(k(f"runs.{run_id}.overrides"), list(spec.overrides), len(kinds) == 1,
+                "plan=convergence at every fidelity or at none (a run is a convergence study or an ensemble)")
         if kinds.pop():
             studies.add(run_id)
     return frozenset(studies)
@@ -168,27 +149,23 @@ def _names(data: dict, k) -> tuple[str, str]:
     """(paper_name, name): optional keys; a paper figure's name defaults to "Figure N.M" from its id,
     a diagnostic must say what it is, and neither may pretend to be another figure."""
     paper_name = data.get("paper_name", data["paper"])
-    _need(isinstance(paper_name, str) and paper_name.strip() != "", k("paper_name"), paper_name,
-          'the paper as headings cite it, e.g. "Kraus & Tyranowski (2021)"')
+    require(k("paper_name"), paper_name, isinstance(paper_name, str) and paper_name.strip() != "",
+            'the paper as headings cite it, e.g. "Kraus & Tyranowski (2021)"')
     number = _figure_number(str(data["figure"]))
     name = data.get("name", f"Figure {number}" if number else None)
     if number:
-        _need(isinstance(name, str) and re.search(rf"(?<![\d.]){re.escape(number)}(?![\d.])", name) is not None,
-              k("name"), name, f'the paper\'s name for figure {data["figure"]}, e.g. "Figure {number}"')
+        require(k("name"), name,
+                isinstance(name, str) and re.search(rf"(?<![\d.]){re.escape(number)}(?![\d.])", name) is not None,
+                f'the paper\'s name for figure {data["figure"]}, e.g. "Figure {number}"')
     else:
-        _need(isinstance(name, str) and name.strip() != "" and not re.match(r"(?i)\s*fig", name), k("name"), name,
-              'what this is, since its id names no paper figure, e.g. "diagnostic (not a paper figure)"')
+        require(k("name"), name, isinstance(name, str) and name.strip() != "" and not re.match(r"(?i)\s*fig", name),
+                'what this is, since its id names no paper figure, e.g. "diagnostic (not a paper figure)"')
     return paper_name.strip(), name.strip()
 
 
-def _need(ok: bool, key: str, value, allowed: str) -> None:
-    if not ok:
-        raise ConfigError(key, value, allowed)
-
-
 def _override_list(value, key: str) -> tuple[str, ...]:
-    _need(isinstance(value, list) and all(isinstance(o, str) and "=" in o for o in value),
-          key, value, "a list of key=value overrides")
+    require(key, value, isinstance(value, list) and all(isinstance(o, str) and "=" in o for o in value),
+            "a list of key=value overrides")
     return tuple(value)
 
 
@@ -200,24 +177,24 @@ def load(path) -> Experiment:
     except yaml.YAMLError as err:
         raise ConfigError(str(path), "", f"valid YAML ({str(err).splitlines()[0]})") from None
     k = lambda key: f"{path.name}:{key}"
-    _need(isinstance(data, dict), k(""), type(data).__name__, "a mapping")
+    require(k(""), type(data).__name__, isinstance(data, dict), "a mapping")
     for key in _REQUIRED:
-        _need(key in data, k(key), None, "a value (required)")
+        require(k(key), None, key in data, "a value (required)")
     paper_name, figure_name = _names(data, k)
 
-    _need(set(data["fidelity"]) == set(FIDELITIES), k("fidelity"), sorted(data["fidelity"]),
-          f"exactly the profiles {list(FIDELITIES)}")
+    require(k("fidelity"), sorted(data["fidelity"]), set(data["fidelity"]) == set(FIDELITIES),
+            f"exactly the profiles {list(FIDELITIES)}")
     runs = {}
     for run_id, spec in data["runs"].items():
-        _need(spec.get("dt_source") in DT_SOURCES, k(f"runs.{run_id}.dt_source"), spec.get("dt_source"),
-              f"one of {list(DT_SOURCES)}")
+        require(k(f"runs.{run_id}.dt_source"), spec.get("dt_source"), spec.get("dt_source") in DT_SOURCES,
+                f"one of {list(DT_SOURCES)}")
         runs[run_id] = RunSpec(run_id, _override_list(spec.get("overrides"), k(f"runs.{run_id}.overrides")),
                                spec.get("label", run_id), spec["dt_source"])
     fidelity = {}
     for name, profile in data["fidelity"].items():
         per_run = profile.get("runs") or {}
         for run_id, extra in per_run.items():
-            _need(run_id in runs, k(f"fidelity.{name}.runs"), run_id, f"a run of this figure: {list(runs)}")
+            require(k(f"fidelity.{name}.runs"), run_id, run_id in runs, f"a run of this figure: {list(runs)}")
             _override_list(extra, k(f"fidelity.{name}.runs.{run_id}"))
         fidelity[name] = {"overrides": _override_list(profile.get("overrides"), k(f"fidelity.{name}.overrides")),
                           "runs": {r: tuple(v) for r, v in per_run.items()}}
@@ -228,25 +205,26 @@ def load(path) -> Experiment:
         _check_panel(panel, k, f"panels[{i}]", runs, studies)
 
     window = data.get("window")
-    _need(window is None or (isinstance(window, list) and len(window) == 2 and window[0] < window[1]),
-          k("window"), window, "null or [start, end] with start < end")
+    require(k("window"), window,
+            window is None or (isinstance(window, list) and len(window) == 2 and window[0] < window[1]),
+            "null or [start, end] with start < end")
     oracle = data.get("oracle")
-    _need(oracle is None or oracle in ORACLES, k("oracle"), oracle, f"null or one of {list(ORACLES)}")
+    require(k("oracle"), oracle, oracle is None or oracle in ORACLES, f"null or one of {list(ORACLES)}")
     unconverged = data.get("unconverged_steps", "fail")
-    _need(unconverged in UNCONVERGED_STEPS, k("unconverged_steps"), unconverged,
-          " or ".join(f"{name} ({what})" for name, what in UNCONVERGED_STEPS.items()))
+    require(k("unconverged_steps"), unconverged, unconverged in UNCONVERGED_STEPS,
+            " or ".join(f"{name} ({what})" for name, what in UNCONVERGED_STEPS.items()))
 
     expanded = []
     for i, spec in enumerate(data["checks"]):
         checks_mod.validate(spec, k(f"checks[{i}]"))
         if "other" in spec:
-            _need(spec["other"] in runs and spec["other"] not in studies, k(f"checks[{i}].other"), spec["other"],
-                  f"an ensemble run of this figure: {[r for r in runs if r not in studies]}")
+            require(k(f"checks[{i}].other"), spec["other"], spec["other"] in runs and spec["other"] not in studies,
+                    f"an ensemble run of this figure: {[r for r in runs if r not in studies]}")
         targets = spec.get("runs") or [spec.get("run")]
         for run_id in targets:
-            _need(run_id in runs, k(f"checks[{i}].run"), run_id, f"a run of this figure: {list(runs)}")
-            _need((spec["kind"] in checks_mod.STUDY_KINDS) == (run_id in studies), k(f"checks[{i}].kind"), spec["kind"],
-                  checks_mod.kind_mismatch(run_id, run_id in studies))
+            require(k(f"checks[{i}].run"), run_id, run_id in runs, f"a run of this figure: {list(runs)}")
+            require(k(f"checks[{i}].kind"), spec["kind"], checks_mod.CHECK_KINDS[spec["kind"]].study == (run_id in studies),
+                    checks_mod.kind_mismatch(run_id, run_id in studies))
             expanded.append({**{x: v for x, v in spec.items() if x not in ("run", "runs")}, "run": run_id})
 
     return Experiment(path=path, paper=data["paper"], figure=data["figure"], title=data["title"],
@@ -258,191 +236,64 @@ def load(path) -> Experiment:
 
 
 def _check_panel(panel, k, where: str, runs: dict, studies: frozenset) -> None:
-    """Refuse a panel that cannot be drawn, in one line naming its key."""
-    if isinstance(panel, dict) and panel.get("quantity") == "scan":
-        _check_scan(panel, k, where)
-    _need(isinstance(panel, dict) and panel.get("quantity") in PANEL_QUANTITIES, k(f"{where}.quantity"),
-          panel.get("quantity") if isinstance(panel, dict) else panel, f"one of {list(PANEL_QUANTITIES)}")
-    convergence = panel["quantity"] == "convergence"
-    _need(isinstance(panel.get("runs"), list) and len(panel["runs"]) > 0, k(f"{where}.runs"), panel.get("runs"),
-          "a list of run ids")
+    """Refuse a panel that cannot be drawn, in one line naming its key: the checks every panel gets, then its
+    kind's (panels.PANEL_KINDS)."""
+    quantity = panel.get("quantity") if isinstance(panel, dict) else panel
+    kind = PANEL_KINDS.get(quantity) if isinstance(panel, dict) and isinstance(quantity, str) else None
+    if kind is not None and kind.runs_from is not None:   # the checks every panel gets read the runs it sets
+        kind.runs_from(panel, k, where)
+        _check_kind(kind, panel, k, where, runs, studies)
+    require(k(f"{where}.quantity"), quantity, kind is not None, f"one of {list(PANEL_KINDS)}")
+    require(k(f"{where}.runs"), panel.get("runs"), isinstance(panel.get("runs"), list) and len(panel["runs"]) > 0,
+            "a list of run ids")
     for run_id in panel["runs"]:
-        _need(run_id in runs, k(f"{where}.runs"), run_id, f"a run of this figure: {list(runs)}")
-        _need((run_id in studies) == convergence, k(f"{where}.runs"), run_id,
-              "a convergence study (a run with plan=convergence), as this panel draws `convergence`" if convergence
-              else "an ensemble run: this one is a convergence study (plan=convergence), drawn by `quantity: convergence`")
+        require(k(f"{where}.runs"), run_id, run_id in runs, f"a run of this figure: {list(runs)}")
+        require(k(f"{where}.runs"), run_id, (run_id in studies) == kind.studies,
+                "a convergence study (a run with plan=convergence), as this panel draws `convergence`" if kind.studies
+                else "an ensemble run: this one is a convergence study (plan=convergence), drawn by `quantity: convergence`")
     for key in _LABEL_KEYS:
-        _need(panel.get(key) is None or (isinstance(panel[key], str) and panel[key].strip() != ""),
-              k(f"{where}.{key}"), panel.get(key), "a label for the legend (text)")
-    _need(panel.get("ylim") is None or (isinstance(panel["ylim"], list) and len(panel["ylim"]) == 2
-                                       and all(isinstance(v, (int, float)) for v in panel["ylim"])
-                                       and panel["ylim"][0] < panel["ylim"][1]),
-          k(f"{where}.ylim"), panel.get("ylim"), "[low, high] with low < high")
-    if convergence:
-        _check_keys(panel, _CONVERGENCE_KEYS, "convergence", k, where)
-        slopes = panel.get("slopes", [])
-        _need(isinstance(slopes, list) and all(_is_number(v) and v > 0 for v in slopes),
-              k(f"{where}.slopes"), slopes, "a list of reference orders > 0, e.g. [1] or [0.5, 1]")
-    else:
-        _need("slopes" not in panel, k(f"{where}.slopes"), panel.get("slopes"), "a key of convergence panels only")
-    if panel["quantity"] == "path":
-        _check_keys(panel, _PATH_KEYS, "path", k, where)
-        observables = panel.get("observable")
-        _need(observables is None or isinstance(observables, str)
-              or (isinstance(observables, list) and observables and all(isinstance(o, str) for o in observables)),
-              k(f"{where}.observable"), observables, "an observable or a list of observables")
-        _check_path_index(panel, k, where)
-        deviation = panel.get("deviation", "initial")
-        _need(deviation is None or deviation == "initial" or (isinstance(deviation, (int, float))
-                                                             and not isinstance(deviation, bool)),
-              k(f"{where}.deviation"), deviation, "initial (x(t) - x(0)), a number (x(t) - it) or null (x(t))")
-        for flag in ("absolute", "relative"):
-            _need(isinstance(panel.get(flag, False), bool), k(f"{where}.{flag}"), panel.get(flag), "true or false")
-    if panel["quantity"] == "sphere":
-        _check_keys(panel, _SPHERE_KEYS, "sphere", k, where)
-        for key in ("solid", "dashed"):
-            _need(panel.get(key) is None or isinstance(panel[key], str), k(f"{where}.{key}"), panel.get(key),
-                  "a state view the runs keep along their paths (e.g. gamma, pi)")
-        _check_path_index(panel, k, where)
-        for key, how in (("black", "drawn black"), ("red", "drawn red, their start a red dot")):
-            _need(isinstance(panel.get(key, []), list) and all(r in panel["runs"] for r in panel.get(key, [])),
-                  k(f"{where}.{key}"), panel.get(key), f"a list of this panel's runs, {how}")
-        _check_sphere_extras(panel, k, where)
-    if panel["quantity"] == "solvability":
-        _check_solvability(panel, k, where)
-    if panel["quantity"] == "field":
-        _check_field(panel, k, where)
-    if panel["quantity"] == "potential":
-        _check_keys(panel, _POTENTIAL_KEYS, "potential", k, where)
-        at = panel.get("at")
-        _need(_is_times(at), k(f"{where}.at"), at, "a list of output times >= 0 (the momenta V is built from)")
-        xlim = panel.get("xlim", [0.2, 1.0])
-        _need(isinstance(xlim, list) and len(xlim) == 2 and all(_is_number(v) for v in xlim)
-              and 0 < xlim[0] < xlim[1] < math.pi, k(f"{where}.xlim"), xlim, "[low, high] inside (0, pi)")
-        _check_path_index(panel, k, where)
-    if panel["quantity"] == "density":
-        for key in _DENSITY_KEYS:
-            _need(key in panel, k(f"{where}.{key}"), None, "a value (density panels need "
-                  f"{list(_DENSITY_KEYS)}; the runs need plan.snapshots with that time)")
+        require(k(f"{where}.{key}"), panel.get(key),
+                panel.get(key) is None or (isinstance(panel[key], str) and panel[key].strip() != ""),
+                "a label for the legend (text)")
+    require(k(f"{where}.ylim"), panel.get("ylim"),
+            panel.get("ylim") is None or (isinstance(panel["ylim"], list) and len(panel["ylim"]) == 2
+                                          and all(isinstance(v, (int, float)) for v in panel["ylim"])
+                                          and panel["ylim"][0] < panel["ylim"][1]),
+            "[low, high] with low < high")
+    require(k(f"{where}.slopes"), panel.get("slopes"), "slopes" not in panel or "slopes" in (kind.keys or ()),
+            "a key of convergence panels only")
+    if kind.runs_from is None:
+        _check_kind(kind, panel, k, where, runs, studies)
 
 
-def _is_int(v) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
+def _check_kind(kind: PanelKind, panel: dict, k, where: str, runs: dict, studies: frozenset) -> None:
+    """Every key of the panel is one its kind takes, with a value the kind can draw."""
+    if kind.keys is not None:
+        check_keys(panel, kind.keys, kind.name, k, where)
+    kind.check(panel, k, where, runs, studies)
 
 
-def _check_keys(panel: dict, allowed: tuple, kind: str, k, where: str) -> None:
-    """Every key of a panel is one its kind takes."""
-    for key in panel:
-        _need(key in allowed, k(f"{where}.{key}"), panel[key], f"a key of a {kind} panel: {list(allowed)}")
-
-
-def _check_path_index(panel: dict, k, where: str) -> None:
-    _need(_is_int(panel.get("path", 0)) and panel.get("path", 0) >= 0, k(f"{where}.path"), panel.get("path"),
-          "the index of a kept path (an integer >= 0)")
-
-
-def _check_texts(panel: dict, keys: tuple, k, where: str) -> None:
-    for key in keys:
-        _need(panel.get(key) is None or (isinstance(panel[key], str) and panel[key].strip() != ""),
-              k(f"{where}.{key}"), panel.get(key), "a text")
-
-
-def _is_times(at) -> bool:
-    """A non-empty list of times >= 0."""
-    return isinstance(at, list) and len(at) > 0 and all(_is_number(t) and t >= 0 for t in at)
-
-
-def _is_number(v) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool)
-
-
-def _check_sphere_extras(panel: dict, k, where: str) -> None:
-    """A sphere panel's optional selection of a kept path, snapshot time, energy contours and view angles."""
-    select = panel.get("select")
-    _need(select is None or (isinstance(select, dict) and set(select) <= {"run", "rule", "orbit"}
-                             and select.get("run") in panel["runs"] and select.get("rule") in SELECTION_RULES
-                             and select.get("orbit", panel["runs"][0]) in panel["runs"]
-                             and (select["rule"] != "farthest_crossing" or "orbit" in select)),
-          k(f"{where}.select"), select, f"{{run: a run of this panel, rule: one of {list(SELECTION_RULES)}, orbit: the "
-          "panel's run whose kept path is the deterministic orbit (farthest_crossing needs it)}")
-    _need(panel.get("at") is None or (_is_number(panel["at"]) and panel["at"] >= 0), k(f"{where}.at"),
-          panel.get("at"), "an output time >= 0 (every kept path's point at it)")
-    _need(panel.get("contours") is None or (_is_int(panel["contours"]) and panel["contours"] >= 1),
-          k(f"{where}.contours"), panel.get("contours"), "how many energy levels to draw (an integer >= 1)")
-    view = panel.get("view")
-    _need(view is None or (isinstance(view, list) and len(view) == 2 and all(_is_number(v) for v in view)),
-          k(f"{where}.view"), view, "[elevation, azimuth] in degrees")
-
-
-def _check_solvability(panel: dict, k, where: str) -> None:
-    """A solvability panel's keys: one run, its increment vectors, the sphere's radius, texts."""
-    _check_keys(panel, _SOLVABILITY_KEYS, "solvability", k, where)
-    _need(len(panel["runs"]) == 1, k(f"{where}.runs"), panel["runs"], "a list of one run id (whose integrator and "
-          "system the map is solved with)")
-    _need(valid_increments(panel.get("increments")), k(f"{where}.increments"), panel.get("increments"),
-          'a list of increment vectors, entries numbers or "D" / "-D" (+-the truncation bound)')
-    _need(_is_number(panel.get("radius", 1.0)) and panel.get("radius", 1.0) > 0, k(f"{where}.radius"),
-          panel.get("radius"), "the sphere's radius |Pi| > 0 (default 1)")
-    _check_texts(panel, ("title", "label"), k, where)
-
-
-def _check_field(panel: dict, k, where: str) -> None:
-    """A field panel's keys: one run, snapshot times, a path index, the grid, texts."""
-    _check_keys(panel, _FIELD_KEYS, "field", k, where)
-    _need(len(panel["runs"]) == 1, k(f"{where}.runs"), panel["runs"], "a list of one run id (a field panel draws "
-          "one run's snapshots)")
-    at = panel.get("at")
-    _need(at is None or (_is_times(at) and len(set(at)) == len(at)),
-          k(f"{where}.at"), at, "a list of distinct snapshot times >= 0 (plan.snapshots), or absent: every snapshot")
-    _check_path_index(panel, k, where)
-    grid = panel.get("grid", [2, 2])
-    _need(isinstance(grid, list) and len(grid) == 2 and all(_is_int(n) and n >= 2 for n in grid),
-          k(f"{where}.grid"), grid, "[n_lat, n_lon]: two integers >= 2 (default [256, 512])")
-    _check_texts(panel, ("title", "label"), k, where)
-
-
-def _check_system_methods(exp: "Experiment", configs: dict) -> None:
+def _check_system_methods(exp: Experiment, setups: dict) -> None:
     """Refuse, before any compute, a field panel or a check whose run's system lacks the method it calls, or a
-    solvability panel or check whose run's integrator cannot give its half-step momenta."""
-    from sgi_run.config import build_system
-
+    solvability panel or check whose run's integrator cannot give its half-step momenta (``setups``: each run's
+    Setup, as composed)."""
     needs = [(f"panels[{i}].quantity", "field", p["runs"][0], "render_field", "(state, n_lat, n_lon)")
              for i, p in enumerate(exp.panels) if p["quantity"] == "field"]
-    needs += [(f"checks.{c['id']}.kind", c["kind"], c["run"], checks_mod.SYSTEM_METHODS[c["kind"]], "(state)")
-              for c in exp.checks if c["kind"] in checks_mod.SYSTEM_METHODS]
+    needs += [(f"checks.{c['id']}.kind", c["kind"], c["run"], checks_mod.CHECK_KINDS[c["kind"]].needs_system_method,
+               "(state)") for c in exp.checks if checks_mod.CHECK_KINDS[c["kind"]].needs_system_method]
     solvers = [(f"panels[{i}].quantity", "solvability", p["runs"][0]) for i, p in enumerate(exp.panels)
                if p["quantity"] == "solvability"]
     solvers += [(f"checks.{c['id']}.kind", "solvability", c["run"]) for c in exp.checks if c["kind"] == "solvability"]
     for key, value, run_id in solvers:
-        integrator = build(configs[run_id]).integrator
-        _need(callable(getattr(integrator, "half_step_momenta", None)), f"{exp.path.name}:{key}", value,
-              f"a panel or check kind run {run_id}'s integrator can serve: {integrator.name} has no "
-              "half_step_momenta(system, pi, dt, dw) (lgvi_cayley has)")
-    systems = {}
+        integrator = setups[run_id].integrator
+        require(f"{exp.path.name}:{key}", value, callable(getattr(integrator, "half_step_momenta", None)),
+                f"a panel or check kind run {run_id}'s integrator can serve: {integrator.name} has no "
+                "half_step_momenta(system, pi, dt, dw) (lgvi_cayley has)")
     for key, value, run_id, method, arguments in needs:
-        if run_id not in systems:
-            systems[run_id] = build_system(configs[run_id].system)
-        system = systems[run_id]
-        _need(callable(getattr(system, method, None)), f"{exp.path.name}:{key}", value,
-              f"a {'panel' if value == 'field' else 'check kind'} run {run_id}'s system can serve: "
-              f"{type(system).__name__} has no method {method}{arguments}")
-
-
-def _check_scan(panel: dict, k, where: str) -> None:
-    """A scan panel's series, measure and keys; its ``runs`` are those of its series."""
-    series = panel.get("series")
-    _need(isinstance(series, list) and len(series) > 0
-          and all(isinstance(e, dict) and set(e) == {"label", "runs"} and isinstance(e["label"], str)
-                  and isinstance(e["runs"], list) and e["runs"] for e in series),
-          k(f"{where}.series"), series, "a list of {label: text, runs: [run ids]}, one curve each")
-    _need("runs" not in panel, k(f"{where}.runs"), panel.get("runs"), "nothing: a scan panel's runs are its series'")
-    panel["runs"] = [r for e in series for r in e["runs"]]
-    _check_keys(panel, _SCAN_KEYS, "scan", k, where)
-    _need(panel.get("measure") in SCAN_MEASURES, k(f"{where}.measure"), panel.get("measure"),
-          f"one of {list(SCAN_MEASURES)}")
-    _need(isinstance(panel.get("relative", False), bool), k(f"{where}.relative"), panel.get("relative"),
-          "true or false")
-    _need(panel.get("yscale", "log") in ("log", "linear"), k(f"{where}.yscale"), panel.get("yscale"), "log or linear")
+        system = setups[run_id].system
+        require(f"{exp.path.name}:{key}", value, fields.method_of(system, method) is not None,
+                f"a {'panel' if value == 'field' else 'check kind'} run {run_id}'s system can serve: "
+                f"{type(system).__name__} has no method {method}{arguments}")
 
 
 def figure_order(path: Path) -> tuple:
@@ -455,7 +306,7 @@ def discover(directory, only: list[str] | None = None) -> list[Experiment]:
     """Every ``<paper>/<figure>.yaml`` under ``directory``; ``only`` keeps the figures it names, each as
     paper/figure or by a figure id only one paper has (fig1 is a figure of several)."""
     directory = Path(directory)
-    _need(directory.is_dir(), "--experiments", str(directory), "an existing directory")
+    require("--experiments", str(directory), directory.is_dir(), "an existing directory")
     experiments = [load(p) for p in sorted(directory.glob("*/*.yaml"))]
     if only:
         ids = sorted((Path(e.paper) / e.figure for e in experiments), key=figure_order)
@@ -465,10 +316,10 @@ def discover(directory, only: list[str] | None = None) -> list[Experiment]:
         wanted = set()
         for given in only:
             matches = [i.as_posix() for i in ids if given in (i.as_posix(), i.name)]
-            _need(bool(matches), "--only", given, f"a figure of {directory}, as paper: figures; "
-                  + "; ".join(f"{paper}: {', '.join(figures)}" for paper, figures in papers.items()))
-            _need(len(matches) == 1, "--only", given,
-                  f"one figure; {given} is a figure of {len(matches)} papers: {', '.join(matches)}")
+            require("--only", given, bool(matches), f"a figure of {directory}, as paper: figures; "
+                    + "; ".join(f"{paper}: {', '.join(figures)}" for paper, figures in papers.items()))
+            require("--only", given, len(matches) == 1,
+                    f"one figure; {given} is a figure of {len(matches)} papers: {', '.join(matches)}")
             wanted.update(matches)
         experiments = [e for e in experiments if f"{e.paper}/{e.figure}" in wanted]
     return experiments
@@ -502,9 +353,9 @@ ORACLES = ("linear_moments",)
 def _run_data(result: RunResult, cfg, observable: str, oracle: str | None) -> RunData:
     """The run's curves (one per recorded observable; the method oracle for ``observable``)."""
     ens = result.ensemble
-    setup = build(cfg)
-    _need(observable in ens.observables, f"{cfg.system.name}/{cfg.integrator.name}: plan.observables",
-          list(ens.observables), f"a list including the experiment's observable {observable}")
+    setup = result.setup
+    require(f"{cfg.system.name}/{cfg.integrator.name}: plan.observables", list(ens.observables),
+            observable in ens.observables, f"a list including the experiment's observable {observable}")
     series = {}
     for name in ens.observables:
         exact = setup.system.reference_mean(name)
@@ -584,20 +435,31 @@ def _describe(cfg) -> str:
 def compose_runs(exp: Experiment, fidelity: str, runs_root: str | None = None, cache: str | None = None,
                  executor: Sequence[str] = ()) -> dict:
     """Every run's validated config: a bad override is refused here, before any compute."""
-    return {run_id: compose(exp.overrides(run_id, fidelity, runs_root, cache, executor)) for run_id in exp.runs}
+    return {run_id: cfg for run_id, (cfg, _) in compose_run_setups(exp, fidelity, runs_root, cache, executor).items()}
+
+
+def compose_run_setups(exp: Experiment, fidelity: str, runs_root: str | None = None, cache: str | None = None,
+                       executor: Sequence[str] = ()) -> dict[str, tuple[DictConfig, Setup]]:
+    """Every run's validated config and the Setup its validation built (``config.compose_setup``), which the
+    run uses: built once."""
+    return {run_id: compose_setup(exp.overrides(run_id, fidelity, runs_root, cache, executor)) for run_id in exp.runs}
 
 
 def make_figure(exp: Experiment, fidelity: str, output_dir, runs_root: str | None = None,
                 log: Callable[[str], None] = print, cache: str | None = None,
-                executor: Sequence[str] = ()) -> FigureOutcome:
+                executor: Sequence[str] = (), composed: dict | None = None) -> FigureOutcome:
+    """Run the figure's missing runs, draw it, write its table, verdicts and record. ``composed``: its runs as
+    ``compose_run_setups`` validated them (``sgi-figures`` validates every figure's before the first computes);
+    composed here when not given."""
     from sgi_run.figures import plots   # matplotlib only when a figure is drawn
 
-    configs = compose_runs(exp, fidelity, runs_root, cache, executor)
-    _check_system_methods(exp, configs)
+    composed = compose_run_setups(exp, fidelity, runs_root, cache, executor) if composed is None else composed
+    configs = {run_id: cfg for run_id, (cfg, _) in composed.items()}
+    _check_system_methods(exp, {run_id: setup for run_id, (_, setup) in composed.items()})
     results, data = {}, {}
-    for n, (run_id, cfg) in enumerate(configs.items(), 1):
-        log(f"[{exp.figure} {n}/{len(configs)}] {run_id}: {_describe(cfg)}")
-        r = results[run_id] = run(cfg)
+    for n, (run_id, (cfg, setup)) in enumerate(composed.items(), 1):
+        log(f"[{exp.figure} {n}/{len(composed)}] {run_id}: {_describe(cfg)}")
+        r = results[run_id] = run(cfg, setup=setup)
         data[run_id] = (StudyData(r.result, r.attrs["observable"], float(r.attrs["T"])) if isinstance(r, ConvergenceRun)
                         else _run_data(r, cfg, exp.observable, exp.oracle))
         seconds = r.ensemble.attrs.get("wall_time_s", math.nan)

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import TYPE_CHECKING, Callable, Mapping
+from typing import TYPE_CHECKING
+from collections.abc import Callable, Mapping
 
 import numpy as np
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 
@@ -98,7 +98,7 @@ def potential_from_run(data: RunData, at: float | None, path: int = 0):
     final time): V(theta; p_psi(t), p_phi(t)) = (p_phi - p_psi cos theta)^2 / (2 I1 sin^2 theta) + Mgh cos theta
     with the run's recorded p_psi, p_phi and E_prime and its system's I1 (inertia[0]) and Mgh (``mg``); None
     when the run has no output time ``at``."""
-    from sgi_run.systems.lie_poisson import effective_potential as potential
+    from sgi_run.systems.heavy_top import effective_potential as potential
 
     curves = {name: data.curve(name) for name in ("p_psi", "p_phi", "E_prime")}
     i = curves["p_psi"].index_at(at)

@@ -7,7 +7,8 @@ implementation, ``tableau`` holds the coefficients (numbers or arithmetic string
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping
+from typing import Any
+from collections.abc import Mapping
 
 from sgi_run.core.errors import ConfigError
 from sgi_run.integrators.base import Integrator

@@ -9,7 +9,6 @@ name). ``step`` is the same map returning the iteration count alone.
 from __future__ import annotations
 
 import dataclasses
-import math
 from typing import Any, ClassVar, NamedTuple
 
 import jax
@@ -28,20 +27,20 @@ class SolverStats(NamedTuple):
     stagnated: jax.Array      # bool: some fixed-point solve stopped at its round-off floor
 
     @classmethod
-    def none(cls) -> "SolverStats":
+    def none(cls) -> SolverStats:
         """An explicit step: nothing solved."""
         return cls(jnp.int32(0), jnp.bool_(False), jnp.bool_(False))
 
-    def add(self, result: solvers.SolveResult) -> "SolverStats":
+    def add(self, result: solvers.SolveResult) -> SolverStats:
         failed = ~result.converged & ~result.stagnated
         return self.merge(SolverStats(result.iterations, failed, result.stagnated))
 
-    def merge(self, other: "SolverStats") -> "SolverStats":
+    def merge(self, other: SolverStats) -> SolverStats:
         """Two solves of one step: iterations summed, any failure or stagnation."""
         return SolverStats(self.iterations + other.iterations, self.unconverged | other.unconverged,
                            self.stagnated | other.stagnated)
 
-    def over_steps(self) -> "SolverStats":
+    def over_steps(self) -> SolverStats:
         """Stats stacked over steps (a scan's output) as one step's."""
         return SolverStats(self.iterations.sum(), self.unconverged.any(), self.stagnated.any())
 

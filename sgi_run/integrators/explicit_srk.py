@@ -15,7 +15,6 @@ from __future__ import annotations
 import dataclasses
 from typing import ClassVar
 
-import jax.numpy as jnp
 import numpy as np
 
 from sgi_run.core.tableau import coefficient_array
@@ -32,7 +31,7 @@ class SERKTableau:
     gamma: np.ndarray
 
     @classmethod
-    def from_config(cls, spec, params, key="integrator.tableau") -> "SERKTableau":
+    def from_config(cls, spec, params, key="integrator.tableau") -> SERKTableau:
         s = len(spec["alpha"])
         zeros_m, zeros_v = np.zeros((s, s)).tolist(), np.zeros(s).tolist()
         mat = lambda m, default=None: coefficient_array(spec.get(m, default), params, f"{key}.{m}", (s, s))

@@ -58,7 +58,7 @@ class LangevinSplittingTableau:
     constrained: bool      # SHAKE/RATTLE on a constraint manifold (CSVI*) or flat space (SVI*)
 
     @classmethod
-    def from_config(cls, spec, params, key="integrator.tableau") -> "LangevinSplittingTableau":
+    def from_config(cls, spec, params, key="integrator.tableau") -> LangevinSplittingTableau:
         spec = dict(spec)
         if spec.get("friction") not in FRICTIONS:
             raise ConfigError(f"{key}.friction", spec.get("friction"), f"one of {list(FRICTIONS)}")

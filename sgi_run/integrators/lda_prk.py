@@ -55,7 +55,7 @@ class LdAPRKTableau:
     betahat: np.ndarray
 
     @classmethod
-    def from_config(cls, spec, params, key="integrator.tableau") -> "LdAPRKTableau":
+    def from_config(cls, spec, params, key="integrator.tableau") -> LdAPRKTableau:
         s = len(spec["alpha"])
         arrays = {m: coefficient_array(spec[m], params, f"{key}.{m}", (s, s)) for m in MATRICES}
         arrays.update({w: coefficient_array(spec[w], params, f"{key}.{w}", (s,)) for w in WEIGHTS})

@@ -46,7 +46,7 @@ class CayleyTableau:
     quadratic: dict[str, float]
 
     @classmethod
-    def from_config(cls, spec, params, key="integrator.tableau") -> "CayleyTableau":
+    def from_config(cls, spec, params, key="integrator.tableau") -> CayleyTableau:
         if spec.get("retraction") != "cayley":
             raise ConfigError(f"{key}.retraction", spec.get("retraction"), "cayley")
         quadratic = spec.get("quadratic")

@@ -39,7 +39,7 @@ class LiePoissonScheme:
     schemes: ClassVar[tuple[str, ...]] = SCHEMES
 
     @classmethod
-    def from_config(cls, spec, params, key="integrator.tableau") -> "LiePoissonScheme":
+    def from_config(cls, spec, params, key="integrator.tableau") -> LiePoissonScheme:
         scheme = spec.get("scheme")
         if scheme not in cls.schemes:
             raise ConfigError(f"{key}.scheme", scheme, f"one of {list(cls.schemes)}")

@@ -64,7 +64,7 @@ class WeakLdATableau:
     weak_order: int
 
     @classmethod
-    def from_config(cls, spec, params, key="integrator.tableau") -> "WeakLdATableau":
+    def from_config(cls, spec, params, key="integrator.tableau") -> WeakLdATableau:
         s = len(spec["alpha"])
         single_noise = spec.get("b3") is None
         spec = dict(spec, b3=np.zeros((s, s)).tolist()) if single_noise else spec

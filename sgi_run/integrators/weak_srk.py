@@ -22,7 +22,6 @@ from __future__ import annotations
 import dataclasses
 from typing import ClassVar
 
-import jax.numpy as jnp
 import numpy as np
 
 from sgi_run.core.errors import ConfigError
@@ -81,7 +80,7 @@ class WeakSRKTableau:
     weak_order: int = 2
 
     @classmethod
-    def from_config(cls, spec, params, key="integrator.tableau") -> "WeakSRKTableau":
+    def from_config(cls, spec, params, key="integrator.tableau") -> WeakSRKTableau:
         s = len(spec["alpha"])
         mat = lambda m: coefficient_array(spec[m], params, f"{key}.{m}", (s, s))
         vec = lambda w: coefficient_array(spec[w], params, f"{key}.{w}", (s,))

@@ -1,10 +1,13 @@
 """Systems: pure JAX physics. ``SYSTEMS`` maps the config name (``system.name``) to its class."""
 from sgi_run.systems.base import System
 from sgi_run.systems.canonical import CanonicalSystem
+from sgi_run.systems.heavy_top import HeavyTop
 from sgi_run.systems.kubo import Kubo
-from sgi_run.systems.lie_poisson import HeavyTop, LiePoissonSystem, RigidBody, SineEuler
+from sgi_run.systems.lie_poisson import LiePoissonSystem
 from sgi_run.systems.manakov import Manakov
 from sgi_run.systems.point_vortices import PointVortices
+from sgi_run.systems.rigid_body import RigidBody
+from sgi_run.systems.sine_euler import SineEuler
 from sgi_run.systems.langevin import (CirclePendulum, ConstrainedLangevinSystem, LangevinDoubleWell, LangevinHarmonic,
                                      LangevinSystem, SphericalPendulum)
 from sgi_run.systems.van_der_pol import VanDerPol

@@ -15,11 +15,11 @@ integrator families fit it (``Integrator.fits``).
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable, ClassVar
+from typing import ClassVar
+from collections.abc import Callable
 
 import jax
 
-from sgi_run.core.errors import ConfigError
 from sgi_run.core.space import StateSpace
 
 
@@ -68,9 +68,3 @@ class System:
     @classmethod
     def parameter_names(cls) -> list[str]:
         return [f.name for f in dataclasses.fields(cls)]
-
-
-def require(key: str, value, ok: bool, allowed: str) -> None:
-    """One-line parameter check for ``check()`` implementations."""
-    if not ok:
-        raise ConfigError(key, value, allowed)

@@ -12,7 +12,8 @@ derived here. State vectors are ``z = (q, p)`` of length ``2 * dof``.
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable, ClassVar, NamedTuple
+from typing import ClassVar, NamedTuple
+from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
@@ -98,4 +99,3 @@ class CanonicalSystem(System):
         for i, name in enumerate(self.coordinates):
             named[name] = lambda z, i=i: z[i]
         return named
-

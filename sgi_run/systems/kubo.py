@@ -13,7 +13,7 @@ from typing import ClassVar
 import jax.numpy as jnp
 import numpy as np
 
-from sgi_run.systems.base import require
+from sgi_run.core.errors import require
 from sgi_run.systems.canonical import CanonicalSystem
 
 

@@ -27,7 +27,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from sgi_run.systems.base import require
+from sgi_run.core.errors import require
 from sgi_run.systems.canonical import CanonicalSystem
 
 # Observables whose Boltzmann-Gibbs means every Langevin system knows.

@@ -18,8 +18,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from sgi_run.core import lie
+from sgi_run.core.errors import require
 from sgi_run.core.space import Leaf, StateSpace
-from sgi_run.systems.base import require
 from sgi_run.systems.lie_poisson import LiePoissonSystem
 
 # s_k = -i sigma_k / 2

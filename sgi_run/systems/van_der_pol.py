@@ -16,7 +16,7 @@ import math
 
 import jax.numpy as jnp
 
-from sgi_run.systems.base import require
+from sgi_run.core.errors import require
 from sgi_run.systems.canonical import CanonicalSystem
 
 # Milstein & Tretyakov (2007), the paper's ref. [90]: a 2nd-order weak quasi-symplectic method at

@@ -26,23 +26,25 @@ so each transform is one batched matrix product (about N^3/2 multiply-adds, 8.5 
 
 Coefficients, everywhere outside the class's internals, are flat real vectors of length N^2 indexed
 :math:`l^2 + l + m` (l = 0..N-1, m = -l..l; the l = 0 entry is the trace part, zero on su(N)).
+
+What a figure makes of a state (its map, spectra, quflow coefficients) is ``sgi_run.figures.fields.zeitlin``:
+no run computes with it, so the code digest does not read it.
 """
 from __future__ import annotations
 
 import dataclasses
 import functools
 import math
-from typing import Callable
+from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import scipy.linalg
-import scipy.special
 
 from sgi_run.core import lie
+from sgi_run.core.errors import require
 from sgi_run.core.space import Leaf, StateSpace
-from sgi_run.systems.base import require
 from sgi_run.systems.lie_poisson import LiePoissonSystem
 
 
@@ -312,55 +314,12 @@ def laplacian(x):
     return out
 
 
-def coefficients_quflow(xq) -> np.ndarray:
-    """:math:`\\omega_{lm} = \\mathrm{Re\\,tr}(T_{lm}^*X^q)/\\sqrt N` (flat, N^2) of a quflow-normalised matrix."""
-    xq = np.asarray(xq)
-    n = xq.shape[-1]
-    with jax.ensure_compile_time_eval():      # numbers, also when called while a function is traced
-        return np.asarray(hoppe_yau(n).forward_numbers(jnp.asarray(xq))) / math.sqrt(n)
-
-
 def matrix_quflow(omega) -> np.ndarray:
     """:math:`X^q = \\sum\\omega_{lm}\\sqrt N\\,T_{lm}` of flat coefficients (N^2,)."""
     omega = np.asarray(omega, float)
     n = math.isqrt(omega.shape[-1])
     with jax.ensure_compile_time_eval():      # numbers, also when called while a function is traced
         return np.asarray(hoppe_yau(n).backward_numbers(jnp.asarray(omega) * math.sqrt(n)))
-
-
-def spectra(omega) -> tuple[np.ndarray, np.ndarray]:
-    """Enstrophy spectrum :math:`S_l = \\sum_m\\omega_{lm}^2` and energy spectrum :math:`E_l = S_l/(l(l+1))`
-    (:math:`E_0 = 0`), l = 0..N-1, of flat quflow coefficients (spec 3.9)."""
-    omega = np.asarray(omega)
-    n = math.isqrt(omega.shape[-1])
-    s = omega**2 @ (degrees(n)[:, None] == np.arange(n))
-    ll = np.arange(n) * (np.arange(n) + 1.0)
-    return s, np.divide(s, ll, out=np.zeros_like(s), where=ll > 0)
-
-
-def render(xq, n_lat: int = 256, n_lon: int = 512) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The Berezin (coherent-state) symbol :math:`\\omega_B(\\theta,\\varphi) = \\langle n|(-iX^q)|n\\rangle` of
-    a quflow-normalised :math:`X^q` on a latitude-longitude grid (spec 3.9; quflow's default rendering):
-    :math:`c_r = \\sqrt{\\binom{N-1}{r}}\\cos^r(\\theta/2)\\sin^{N-1-r}(\\theta/2)e^{-i(r-s)\\varphi}` (the last row is
-    the north pole), :math:`G_m(\\theta) = \\sum_{r-c=m}a_ra_cH_{rc}`,
-    :math:`\\omega_B = G_0 + 2\\mathrm{Re}\\sum_{m>0}G_me^{im\\varphi}` by an FFT in longitude; binomials in log
-    space. Returns ``(values (n_lat, n_lon), lat, lon)``: cell-centred colatitudes
-    :math:`\\theta_i = \\pi(i + \\tfrac12)/n_{lat}`, latitude :math:`\\pi/2 - \\theta` (north first), longitudes
-    :math:`2\\pi j/n_{lon}`."""
-    h = -1j * np.asarray(xq)
-    n = h.shape[-1]
-    theta = np.pi * (np.arange(n_lat) + 0.5) / n_lat
-    r = np.arange(n)
-    log_binom = scipy.special.gammaln(n) - scipy.special.gammaln(r + 1) - scipy.special.gammaln(n - r)
-    log_a = (0.5 * log_binom + scipy.special.xlogy(r, np.cos(theta / 2)[:, None])
-             + scipy.special.xlogy(n - 1 - r, np.sin(theta / 2)[:, None]))
-    a = np.exp(log_a)                                                            # (n_lat, N)
-    g = np.zeros((n_lat, n_lon), complex)
-    for m in range(n):
-        gm = (a[:, m:] * a[:, :n - m]) @ np.diagonal(h, -m)                      # sum_k a_{k+m} a_k H_{k+m,k}
-        g[:, m % n_lon] += gm if m == 0 else 2 * gm
-    values = np.real(np.fft.ifft(g, axis=1)) * n_lon
-    return values, np.pi / 2 - theta, 2 * np.pi * np.arange(n_lon) / n_lon
 
 
 @functools.cache
@@ -491,7 +450,7 @@ class ZeitlinEuler(LiePoissonSystem):
     def initial_state(self, key):
         return jnp.asarray(_initial_matrix(self.N, self.ic_lmax, float(self.ic_rms), self.ic_seed))
 
-    # --- observables and figure helpers -----------------------------------------------------------------
+    # --- observables ---------------------------------------------------------------------------------------
     def enstrophy(self, x):
         """:math:`C_2 = \\mathrm{tr}(X^2) = -\\|X\\|_F^2` (P18), real."""
         return jnp.real(jnp.sum(x * x.T))
@@ -499,20 +458,3 @@ class ZeitlinEuler(LiePoissonSystem):
     def casimir_observables(self) -> dict[str, Callable]:
         """The enstrophy only, not the N - 1 power-sum Casimirs (the spectrum holds them all)."""
         return {"C2": self.enstrophy}
-
-    def quflow_matrix(self, x):
-        """:math:`X^q = \\hbar X` (for ``render``)."""
-        return self.hbar * x
-
-    def coefficients(self, x) -> np.ndarray:
-        """Flat quflow coefficients :math:`\\omega_{lm} = \\mathrm{Re\\,tr}(T_{lm}^*X^q)/\\sqrt N` of the state X."""
-        return coefficients_quflow(self.quflow_matrix(np.asarray(x)))
-
-    def render_field(self, x, n_lat: int = 256, n_lon: int = 512) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """The vorticity of the state X on a latitude-longitude grid: the Berezin symbol of X^q = hbar X
-        (``render``, spec 3.9): (values (n_lat, n_lon), latitudes north first, longitudes in [0, 2 pi))."""
-        return render(self.quflow_matrix(np.asarray(x)), n_lat, n_lon)
-
-    def enstrophy_spectrum(self, x) -> tuple[np.ndarray, np.ndarray]:
-        """(S_l, E_l), l = 0..N-1, of the state X (``spectra`` of its quflow coefficients)."""
-        return spectra(self.coefficients(x))

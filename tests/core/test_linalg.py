@@ -4,6 +4,7 @@ import pytest
 from sgi_run.core.linalg import solve
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("n", [1, 2, 4, 8, 9])
 def test_matches_numpy(n):
     rng = np.random.default_rng(n)
@@ -19,6 +20,7 @@ def test_needs_pivoting():
     assert np.allclose(solve(swap, b[:2]), [2.0, 1.0], rtol=1e-15)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("n", [1, 2, 3, 6, 8, 9])
 def test_matrix_right_hand_sides_and_the_inverse_operator(n):
     """The chord method's frozen Jacobian: an explicit inverse up to UNROLL_MAX unknowns, LU above."""

@@ -17,11 +17,13 @@ def within(sample, expected, sigmas=5):
     return abs(sample.mean() - expected) <= sigmas * sample.std(ddof=1) / np.sqrt(len(sample))
 
 
+@pytest.mark.slow
 def test_gaussian_increment_has_variance_dt():
     dw = draws("gaussian", 0.3)[:, 0, 0]
     assert within(dw, 0.0) and within(dw**2, 0.3)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("refine", [1, 4])
 def test_pair_moments(refine):
     dt = 0.5
@@ -43,6 +45,7 @@ def test_three_point_law():
     assert abs(np.mean(i == 0) - 2 / 3) < 5 * np.sqrt(2 / 9 / N)
 
 
+@pytest.mark.slow
 def test_aggregation_sums_the_fine_path():
     key = noise.noise_key(noise.path_keys(1, 0, 1)[0])
     fine = jnp.stack([noise.increments("gaussian_pair", key, s, 0.25, 1) for s in range(8, 12)])
@@ -78,6 +81,7 @@ def test_the_log_dt_truncation_bound_is_that_of_papers_002_and_004():
     assert noise.truncation_bound(None, 0.01) is None and noise.truncation_bound(2.5, 0.01) == 2.5
 
 
+@pytest.mark.slow
 def test_truncation_clips_each_level_after_its_increments_are_summed():
     key, h = jax.random.key(5), 0.5          # A = 1.18 = 1.66 standard deviations: about 1 step in 10 clipped
     bound = noise.truncation_bound("log_dt", h)

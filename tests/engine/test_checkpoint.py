@@ -60,6 +60,6 @@ def test_progress_is_saved_every_k_outputs_and_cleared_when_the_shard_finishes(m
 def test_a_shard_resumed_part_way_is_reported_with_the_step_it_resumed_from(make_integrator, tmp_path):
     plan = Plan(paths=20, dt=0.1, T=2.0, output_dt=0.2, shards=2, checkpoint_every=3)
     sim = Simulator(Kubo(), make_integrator("heun"), plan)
-    store, resumed = interrupted_then_resumed(sim, tmp_path, stop_after_outputs=10 + 4)   # shard 1: saved at output 3
+    _store, resumed = interrupted_then_resumed(sim, tmp_path, stop_after_outputs=10 + 4)   # shard 1: saved at output 3
     assert resumed.shards_resumed == 1 and resumed.resumed_part_way == {1: 6}             # step 6 of 20
     assert run_shards(sim, None).resumed_part_way == {}

@@ -16,6 +16,7 @@ KUBO = Kubo(beta=0.5, nu=0.3, q0=2.0, p0=0.0)
 
 
 # --- strong ---------------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_midpoint_strong_order_one_against_the_exact_path(make_integrator):
     """Order ~1 with a tight bootstrap interval. The interval covers Monte Carlo noise only, not
     the pre-asymptotic curvature (slopes approach 1.02 from above, spec 000 section 2.10), so the
@@ -30,6 +31,7 @@ def test_midpoint_strong_order_one_against_the_exact_path(make_integrator):
     assert np.isnan(r.local_slopes[0]) and np.all(np.abs(r.local_slopes[1:] - 1) < 0.15)
 
 
+@pytest.mark.slow
 def test_fine_reference_gives_the_exact_reference_errors(make_integrator):
     """A run at min(dts) / 8 on the same Brownian path stands in for the exact path: by the triangle
     inequality of the RMS over the same paths, each level's error against it differs from its error
@@ -45,6 +47,7 @@ def test_fine_reference_gives_the_exact_reference_errors(make_integrator):
 
 
 # --- weak -----------------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_weak_errors_of_rs2_match_the_method_exact_errors(make_integrator):
     """Monte Carlo weak errors (independent samples per dt, three-point increments) against the
     method's exact E(H) (second-moment recursion, no sampling): within 4 SE at every dt, and the
@@ -61,6 +64,7 @@ def test_weak_errors_of_rs2_match_the_method_exact_errors(make_integrator):
     assert r.order_ci[0] <= exact_slope <= r.order_ci[1], (r.order, r.order_ci, exact_slope)
 
 
+@pytest.mark.slow
 def test_unresolvable_weak_errors_are_reported_not_fitted(make_integrator):
     """SRKw2's weak errors on Kubo are below the Monte Carlo noise of 100 paths: ~2.5 SE at dt = 1/4,
     less at 1/8, under spec 004's resolvability threshold of 3 x 1.96 SE (the default 2 SE would
@@ -82,7 +86,7 @@ def test_plan_orders_dts_coarse_to_fine():
 @pytest.mark.parametrize("key, value", [
     ("dts", [0.5]), ("dts", 0.5), ("dts", [0.5, -0.25]), ("dts", [0.3, 0.1]), ("dts", [0.5, 0.2, 0.125]),
     ("dts", [0.5, 0.5]), ("paths", 1), ("T", 0), ("error", "medium"), ("reference", "other"),
-    ("reference_refine", 1), ("seed", -1), ("bootstrap", -1), ("fidelity", "huge"), ("kind", "ensemble"),
+    ("reference_refine", 1), ("seed", -1), ("bootstrap", -1), ("kind", "ensemble"),
 ])
 def test_bad_values_are_refused_with_one_line(key, value):
     with pytest.raises(ConfigError) as err:

@@ -24,9 +24,12 @@ KUBO = ["integrator=midpoint", "plan.paths=4000", "plan.shard_size=1000", "plan.
 
 
 @pytest.fixture(scope="module")
-def cluster():
-    """The LocalCluster that runs with executor=dask executor.workers=2 use (one for the module)."""
-    yield executor.connect(executor.spec_of({"name": "dask", "workers": 2}))
+def cluster(session_cores):
+    """The LocalCluster that runs with executor=dask executor.workers=2 use (one for the module), started
+    on every core of the test session, as a run would be."""
+    with session_cores():
+        connected = executor.connect(executor.spec_of({"name": "dask", "workers": 2}))
+    yield connected
     executor.close_all()
 
 
@@ -43,7 +46,7 @@ def assert_same_files(a, b):
             np.testing.assert_array_equal(x[name], y[name], err_msg=f"{group}/{name}")
 
 
-def test_workers_are_spawned_float64_processes_each_on_its_own_cores(cluster):
+def test_workers_are_spawned_float64_processes_each_on_its_own_cores(cluster, session_cores):
     """XLA sizes its CPU thread pool by the process's cores: two workers on disjoint halves of them
     never run two pools on one core."""
     from sgi_run.engine.dask_worker import facts as worker_facts
@@ -51,7 +54,7 @@ def test_workers_are_spawned_float64_processes_each_on_its_own_cores(cluster):
     assert len(facts) == 2 and len({f["pid"] for f in facts} | {os.getpid()}) == 3
     for f in facts:
         assert f["x64"] and f["spawned"], f
-    cores = sorted(os.sched_getaffinity(0))
+    cores = session_cores.cores     # those the cluster was started on
     if len(cores) >= 2:
         assert not set(facts[0]["cores"]) & set(facts[1]["cores"])
         assert sorted(facts[0]["cores"] + facts[1]["cores"]) == cores[:2 * (len(cores) // 2)]
@@ -59,6 +62,7 @@ def test_workers_are_spawned_float64_processes_each_on_its_own_cores(cluster):
     assert cluster.where == f"dask LocalCluster (2 worker processes x 1 thread, {share} core{'s' * (share > 1)} each)"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("overrides", [
     KUBO,
     # A pytree state, a fixed-point solver's counts in diagnostics.
@@ -78,6 +82,7 @@ def test_a_dask_run_equals_the_local_run(cluster, tmp_path, overrides):
     assert_same_files(local, on_dask)
 
 
+@pytest.mark.slow
 def test_a_convergence_study_on_dask_equals_the_local_one(cluster, tmp_path):
     overrides = ["integrator=heun", "plan=convergence", "plan.paths=400", "plan.shard_size=100", "plan.T=1",
                  "plan.dts=[0.1,0.05]", "plan.reference=fine", "plan.bootstrap=0"]
@@ -87,6 +92,7 @@ def test_a_convergence_study_on_dask_equals_the_local_one(cluster, tmp_path):
     np.testing.assert_array_equal(local.result.se, on_dask.result.se)
 
 
+@pytest.mark.slow
 def test_a_worker_killed_mid_shard_has_its_shard_recomputed_to_the_same_numbers(cluster, tmp_path):
     overrides = ["integrator=midpoint", "plan.paths=12000", "plan.shard_size=1000", "plan.T=20", "plan.dt=0.01",
                  "plan.output_dt=1", "plan.keep_paths=2"]
@@ -110,6 +116,7 @@ def test_a_worker_killed_mid_shard_has_its_shard_recomputed_to_the_same_numbers(
     assert_same_files(local, on_dask)
 
 
+@pytest.mark.slow
 def test_a_killed_client_and_scheduler_resume_from_the_finished_shards(cluster, tmp_path):
     """The client (and the LocalCluster's scheduler in it) is SIGKILLed mid-run; the same command
     resumes from the shards it had saved, to the numbers of an uninterrupted local run."""
@@ -171,6 +178,7 @@ def _refusal_of(address: str, tmp_path, within: float) -> str:
     return str(err.value)
 
 
+@pytest.mark.slow
 def test_an_unreachable_scheduler_is_refused_in_seconds_and_nothing_is_computed(tmp_path):
     address = f"tcp://127.0.0.1:{_free_port()}"
     assert _refusal_of(address, tmp_path, within=15).startswith(
@@ -218,6 +226,7 @@ def _garbage(connection, end):
     _http(connection, end)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("answer, what", [(_http, "sent no dask handshake within 2 s"),
                                           (_garbage, "answered with bytes that are not a dask handshake")],
                          ids=["http_server", "garbage"])

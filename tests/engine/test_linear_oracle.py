@@ -27,6 +27,7 @@ def test_e1_oracle_sees_the_dz_correlation(make_integrator):
     assert method_moments(Kubo(), make_integrator("e1"), plan).mean_H[-1] == pytest.approx(0.010614, rel=1e-4)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["midpoint", "dirk", "stormer_verlet", "heun", "e1"])
 def test_monte_carlo_agrees_with_the_oracle(name, make_integrator):
     """Every output time within 4 standard errors, and the standard error itself within 20%."""

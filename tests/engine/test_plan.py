@@ -23,7 +23,7 @@ def test_round_off_in_dt_is_tolerated():
 @pytest.mark.parametrize("key, value", [
     ("paths", 0), ("paths", 2.5), ("dt", 0), ("dt", -0.1), ("T", -1.0), ("T", 1.05),
     ("output_dt", 0.15), ("output_dt", 0.3), ("keep_paths", -1), ("seed", -3), ("shards", 0),
-    ("shards", 11), ("brownian_refine", 0), ("truncate", -1.0), ("fidelity", "huge"), ("observables", []),
+    ("shards", 11), ("brownian_refine", 0), ("truncate", -1.0), ("observables", []),
 ])
 def test_bad_values_are_refused_with_one_line(key, value):
     with pytest.raises(ConfigError) as err:
@@ -55,19 +55,6 @@ def test_convergence_plans_beyond_what_can_be_addressed_or_resampled_are_refused
     with pytest.raises(ConfigError) as err:
         _fitted(**{key: value})
     assert str(err.value).startswith(f"plan.{key}=") and "\n" not in str(err.value)
-
-
-def test_memory_estimates_count_what_grows():
-    from sgi_run.engine.simulate import memory_estimate
-    system, integrator, plan = _fitted(paths=1000, T=1.0)
-    exact = memory_estimate(system, integrator, plan)
-    # A study runs as an ensemble of every level's path: per path of a shard, the levels' states and
-    # the reference path over one coarse step; per path, its final errors for the bootstrap.
-    assert exact.largest == "plan.shard_size" and exact.parts["plan.paths"] == 8 * 3 * 1000 * (len(plan.dts) + 1)
-    fine = memory_estimate(system, integrator, _fitted(paths=1000, T=1.0, reference="fine")[2])
-    assert fine.parts["plan.shard_size"] > exact.parts["plan.shard_size"]     # a grid 8 times finer
-    ensemble = Plan(**{**GOOD, "paths": 20000, "shards": 1})
-    assert memory_estimate(system, integrator, ensemble).parts["plan.shard_size"] > 20000 * 8 * 2 * 2
 
 
 def test_an_observable_named_twice_is_refused():

@@ -1,6 +1,5 @@
 """States that are pytrees ({R, Pi}; a complex 32 x 32 matrix) through the engine, the store and the
 runner: shapes and dtypes intact, shard invariance, vector observables, resume."""
-import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -19,6 +18,7 @@ def _both(system, shards, **plan):
     return [run_shards(Simulator(system, EULER, Plan(**plan, shards=s)), None) for s in shards]
 
 
+@pytest.mark.slow
 def test_a_rigid_body_state_keeps_its_leaves_and_does_not_depend_on_shards():
     plan = dict(paths=60, dt=0.01, T=0.2, output_dt=0.1, keep_paths=4, snapshots=[0.1, 0.2],
                 observables=["energy", "Pi_sorted", "orthogonality"])
@@ -37,6 +37,7 @@ def test_a_rigid_body_state_keeps_its_leaves_and_does_not_depend_on_shards():
     assert np.allclose(one.kept["Pi_sorted"], np.sort(one.kept["Pi"], axis=-1), rtol=1e-15)
 
 
+@pytest.mark.slow
 def test_a_complex_matrix_state_keeps_its_imaginary_part():
     system = SkewHermitianFlow(n=32)
     plan = dict(paths=12, dt=0.01, T=0.04, output_dt=0.02, keep_paths=2, snapshots=[0.04],
@@ -68,6 +69,7 @@ def test_systems():
         yield
 
 
+@pytest.mark.slow
 def test_hdf5_keeps_each_leaf_whole_complex_included(runs_root, test_systems):
     cfg = config(runs_root, {"name": "skew_hermitian_flow", "n": 8},
                  dict(paths=20, dt=0.01, T=0.04, output_dt=0.02, keep_paths=3, snapshots=[0.02, 0.04],
@@ -86,6 +88,7 @@ def test_hdf5_keeps_each_leaf_whole_complex_included(runs_root, test_systems):
     assert ds["spectrum_mean"].dims == ("t", "spectrum_axis0")
 
 
+@pytest.mark.slow
 def test_an_interrupted_pytree_run_resumes_to_the_same_numbers(runs_root, test_systems, tmp_path):
     plan = dict(paths=30, dt=0.01, T=0.1, output_dt=0.05, keep_paths=5, snapshots=[0.1],
                 observables=["energy", "Pi_sorted"], shards=3)
@@ -107,6 +110,7 @@ def test_an_interrupted_pytree_run_resumes_to_the_same_numbers(runs_root, test_s
 MIDPOINT = {"name": "test_midpoint", "family": "test_midpoint", "tableau": {}, "solver": "fixed_point", "tol": 1e-14}
 
 
+@pytest.mark.slow
 def test_a_fixed_point_solve_on_a_complex_state_is_reported_under_its_name(runs_root, test_systems):
     """The implicit midpoint rule on a commutator flow keeps the quadratic Casimir tr(W^2) to the solve's
     tolerance, and the run's diagnostics carry the fixed-point iterations (not Newton's)."""
@@ -120,6 +124,7 @@ def test_a_fixed_point_solve_on_a_complex_state_is_reported_under_its_name(runs_
     assert np.abs(ens.paths["casimir_change"]).max() <= 1e-12 * np.abs(ens.paths["casimir"]).max()
 
 
+@pytest.mark.slow
 def test_unconverged_steps_are_counted_or_end_the_path_as_asked(runs_root, test_systems):
     plan = dict(paths=6, dt=0.05, T=0.1, output_dt=0.05, keep_paths=0, observables=["energy"])
     counted, ended = (sgi_run.run(config(runs_root, {"name": "tumbling_body"}, plan,
@@ -130,6 +135,7 @@ def test_unconverged_steps_are_counted_or_end_the_path_as_asked(runs_root, test_
     assert ended.diagnostics["nonfinite_paths"][-1] == 6
 
 
+@pytest.mark.slow
 def test_a_pytree_shard_resumes_mid_way(tmp_path):
     from tests.engine.test_checkpoint import interrupted_then_resumed
     plan = Plan(paths=8, dt=0.01, T=0.2, output_dt=0.02, keep_paths=3, snapshots=[0.1, 0.2], checkpoint_every=3,

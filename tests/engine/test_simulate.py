@@ -1,3 +1,4 @@
+import pytest
 import dataclasses
 
 import jax
@@ -25,6 +26,7 @@ class BlowsUpAboveUnitEnergy(Kubo):
 
 
 
+@pytest.mark.slow
 def test_shard_count_does_not_change_the_numbers(make_integrator):
     integrator = make_integrator("heun")
     base = dict(paths=1000, dt=0.05, T=2.0, output_dt=0.5, keep_paths=5, observables=["H", "q"])
@@ -37,6 +39,7 @@ def test_shard_count_does_not_change_the_numbers(make_integrator):
         assert np.array_equal(one.kept[name], seven.kept[name])
 
 
+@pytest.mark.slow
 def test_nonfinite_paths_are_counted_and_excluded(make_integrator):
     plan = Plan(paths=500, dt=0.1, T=1.0, output_dt=0.5, shards=3, keep_paths=500, observables=["H", "q"])
     result = run_shards(Simulator(BlowsUpAboveUnitEnergy(), make_integrator("heun"), plan), None)
@@ -56,6 +59,7 @@ def test_implicit_blow_up_is_counted_not_raised(make_integrator):
     assert 0 < result.nonfinite[-1] == np.sum(~np.isfinite(result.kept["q"][:, -1]))
 
 
+@pytest.mark.slow
 def test_newton_iterations_are_recorded(make_integrator):
     plan = Plan(paths=50, dt=0.1, T=1.0, output_dt=0.5)
     result = run_shards(Simulator(Kubo(), make_integrator("dirk"), plan), None)
@@ -63,6 +67,7 @@ def test_newton_iterations_are_recorded(make_integrator):
     assert np.all((per_step >= 2) & (per_step <= 6)) and result.newton_max[1:].max() <= 6
 
 
+@pytest.mark.slow
 def test_change_observables_are_paired_differences_from_t0(make_integrator):
     from sgi_run.systems import VlasovLorentz
     plan = Plan(paths=300, dt=0.05, T=2.0, output_dt=1.0, keep_paths=300, observables=["H", "H_change"])
@@ -84,6 +89,7 @@ def test_unknown_change_observable_is_refused():
         observable_functions(Kubo(), ["H", "energy_change"])
 
 
+@pytest.mark.slow
 def test_snapshots_hold_every_paths_state_whatever_the_shards(make_integrator):
     base = dict(paths=101, dt=0.05, T=2.0, output_dt=0.5, snapshots=[0, 2.0], keep_paths=101)
     runs = [run_shards(Simulator(Kubo(nu=0.3), make_integrator("heun"), Plan(**base, shards=s)), None) for s in (1, 4)]
@@ -134,6 +140,7 @@ def test_time_average_window_must_be_output_times():
     assert list(Plan(paths=10, dt=0.1, T=2.0, output_dt=0.5, time_average=[1.0, 2.0]).time_average_indices) == [2, 3, 4]
 
 
+@pytest.mark.slow
 def test_a_truncation_rule_is_its_bound_at_the_plan_step(make_integrator):
     from sgi_run.core import noise
     base = dict(paths=300, dt=0.5, T=2.0, output_dt=0.5, keep_paths=300, observables=["H"])

@@ -19,6 +19,7 @@ def test_an_unwritable_directory_is_refused_in_one_line(flag, tmp_path, capsys):
     assert err.count("\n") == 1 and not list(tmp_path.rglob("ensemble.h5"))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("args, message", [
     # The queue is the slurm executor's untyped default: the refusal names what was typed (the executor).
     (["--executor", "slurm"], "executor='slurm' is not allowed: one that fits the default executor.queue=None (the SLURM "
@@ -114,3 +115,14 @@ def test_a_full_disk_is_one_line_and_exit_status_1(failure, start, tmp_path, mon
                      "--output", str(tmp_path / "out")]) == 1
     err = capsys.readouterr().err
     assert err.startswith(start) and err.count("\n") == 1
+
+
+# --- issue 25: a figure's runs are built once -------------------------------------------------------------------
+def test_sgi_figures_builds_each_run_once(tmp_path, capsys, build_calls):
+    """Every figure's runs are validated (config.build) before the first computes; each run uses that Setup."""
+    from tests.figures.test_experiments import _variant, two_runs
+    (tmp_path / "experiments" / "kraus_tyranowski_2021").mkdir(parents=True)
+    _variant(tmp_path / "experiments" / "kraus_tyranowski_2021", two_runs)
+    assert cli.main(["--experiments", str(tmp_path / "experiments"), "--fidelity", "smoke",
+                     "--runs-root", str(tmp_path / "runs"), "--output", str(tmp_path / "out")]) == 0
+    assert (tmp_path / "out" / "kraus_tyranowski_2021" / "fig4_1.png").exists() and len(build_calls) == 2

@@ -23,7 +23,16 @@ def runs_root(tmp_path_factory):
     return str(tmp_path_factory.mktemp("runs"))
 
 
-@pytest.mark.parametrize("exp", [e for e in ALL if e.figure not in SMOKE_DONE_ELSEWHERE], ids=lambda e: f"{e.paper}/{e.figure}")
+def _by_paper(exp):
+    """A figure as a test parameter that runs in its paper's process under pytest-xdist (--dist loadgroup):
+    a paper's figures share runs through the module's run cache (Lenard-Bernstein 4.6-4.9, Ephrati's
+    Figure 2 is Figure 10's run), which a process of its own would compute again."""
+    return pytest.param(exp, marks=pytest.mark.xdist_group(exp.paper))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("exp", [_by_paper(e) for e in ALL if e.figure not in SMOKE_DONE_ELSEWHERE],
+                         ids=lambda e: f"{e.paper}/{e.figure}")
 def test_smoke_profile_makes_the_figure_without_a_fail(exp, runs_root, tmp_path):
     outcome = make_figure(exp, "smoke", tmp_path, runs_root, log=lambda line: None)
     for key in ("png", "csv", "md", "checks", "json"):
@@ -61,6 +70,7 @@ PAPER_COUNTS = {   # paper/figure: (paths, T) of every run at paper fidelity, fr
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("exp", [e for e in ALL if f"{e.paper}/{e.figure}" in PAPER_COUNTS],
                          ids=lambda e: f"{e.paper}/{e.figure}")
 def test_paper_profile_has_the_papers_counts(exp, tmp_path):
@@ -241,21 +251,14 @@ def test_a_field_panel_or_spectrum_check_on_a_system_without_the_method_is_refus
 
 def test_a_field_panel_draws_one_map_per_snapshot_time(tmp_path):
     """One map per listed time, each on its own colour scale symmetric about 0; a time the run did not
-    store is named in its place (a local ZeitlinEuler with the render_field the panel calls)."""
-    import dataclasses
-
+    store is named in its place (a ZeitlinEuler: the panel calls its render_field, sgi_run.figures.fields)."""
     import numpy as np
 
     from sgi_run.figures import plots
     from sgi_run.figures.results import RunData, Series
     from sgi_run.systems import zeitlin
 
-    @dataclasses.dataclass(frozen=True)
-    class Rendered(zeitlin.ZeitlinEuler):
-        def render_field(self, x, n_lat, n_lon):
-            return zeitlin.render(self.quflow_matrix(np.asarray(x)), n_lat, n_lon)
-
-    system = Rendered(N=8, ic_lmax=3)
+    system = zeitlin.ZeitlinEuler(N=8, ic_lmax=3)
     x0 = np.asarray(system.initial_state(None))
     snaps = {0.0: {"X": x0[None]}, 1.0: {"X": 3 * x0[None]}}
     t = np.array([0.0, 1.0])
@@ -330,6 +333,8 @@ def test_bad_convergence_panels_and_checks_are_refused_in_one_line(tmp_path, edi
     assert str(err.value).startswith(f"order_verification.yaml:{key}=") and "\n" not in str(err.value)
 
 
+@pytest.mark.slow
+@pytest.mark.xdist_group("kraus_tyranowski_2021")   # with that paper's smoke runs (above)
 def test_the_order_verification_tables_every_study_per_step_size(runs_root, tmp_path):
     """Re-uses the smoke runs above (the run cache); tables per run and step size: dt, error, SE,
     local slope, order and CI, in the .csv, the .md, the record and the gallery."""
@@ -403,3 +408,20 @@ def test_a_runs_root_is_passed_to_hydra_as_it_is(directory, tmp_path):
     runs_root = str(tmp_path / directory)
     overrides = exp.overrides(next(iter(exp.runs)), "smoke", runs_root)
     assert sgi_run.compose(overrides).output_root == runs_root
+
+
+# --- issue 25: a figure's runs are built once -----------------------------------------------------------------
+def two_runs(spec):
+    """fig4_1 cut to two small runs (midpoint, DIRK) drawn in one panel, and one check."""
+    spec["runs"] = {run_id: spec["runs"][run_id] for run_id in ("midpoint_dt0.1", "dirk_dt0.5")}
+    spec["fidelity"] = {f: {"overrides": ["plan.paths=20", "plan.T=10"]} for f in ("smoke", "reduced", "paper")}
+    spec["panels"] = [{"quantity": "mean", "runs": list(spec["runs"])}]
+    spec["checks"] = [{"id": "iterates", "kind": "solver_statistic", "run": "midpoint_dt0.1", "statistic": "per_step",
+                       "min": 1, "criterion": "one Newton iteration per step at least"}]
+
+
+def test_each_run_of_a_figure_is_built_once(tmp_path, build_calls):
+    """A figure's runs are validated once each (config.build); their runs, curves and checks use those Setups."""
+    exp = load(_variant(tmp_path, two_runs))
+    outcome = make_figure(exp, "smoke", tmp_path / "out", str(tmp_path / "runs"), log=lambda line: None)
+    assert sorted(row["run"] for row in outcome.table) == ["dirk_dt0.5", "midpoint_dt0.1"] and len(build_calls) == 2

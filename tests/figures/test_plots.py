@@ -12,6 +12,10 @@ from matplotlib.collections import PolyCollection
 from matplotlib.text import Annotation
 
 from sgi_run.figures import plots
+from sgi_run.figures.panels import path as path_kind
+from sgi_run.figures.panels import potential as potential_kind
+from sgi_run.figures.panels import style
+from sgi_run.figures.panels import time as time_kind
 from sgi_run.figures.results import RunData, Series
 
 T = np.arange(0.0, 11.0)
@@ -67,8 +71,8 @@ def _close_figures(tmp_path):
 def _panel(mean, nonfinite, panel=None):
     run = _run(mean, nonfinite=nonfinite)
     exp = _exp({"r": "SVIB, c=10"}, [])
-    fig, ax = plt.subplots()
-    bands = plots._time_panel(ax, exp, {"quantity": "mean", "runs": ["r"], **(panel or {})}, {"r": run}, {"r": "C0"})
+    _fig, ax = plt.subplots()
+    bands = time_kind._time_panel(ax, exp, {"quantity": "mean", "runs": ["r"], **(panel or {})}, {"r": run}, {"r": "C0"})
     return ax, bands
 
 
@@ -165,18 +169,6 @@ def test_a_panel_can_name_its_reference_and_density_itself():
     assert "(4.12)" in [t.get_text() for t in fig.axes[1].get_legend().get_texts()]
 
 
-@pytest.mark.parametrize("reference, label", [
-    ("equilibrium_mean:two_H", "2<H> at equilibrium = 0.9791"),
-    ("ergodic_energy", "<H> in the ergodic limit = 0.9791"),
-    ("ergodic_mean:sin4pix", "<sin 4πx> in the ergodic limit = 0.9791"),
-    ("initial_mean:v", "<v> under the initial law = 0.9791"),
-    (1.5, "reference = 1.5"),
-])
-def test_reference_labels_name_the_quantity_and_where_it_holds(reference, label):
-    value = reference if isinstance(reference, float) else 0.97910
-    assert plots.reference_label(reference, value) == label
-
-
 def test_a_curve_that_leaves_the_y_range_is_marked_where_it_leaves_with_where_it_went():
     fig = _figure([{"quantity": "mean", "runs": ["a", "c"], "ylim": [-0.6, 3]}], _three_runs(), LABELS)
     ax = fig.axes[0]
@@ -186,14 +178,6 @@ def test_a_curve_that_leaves_the_y_range_is_marked_where_it_leaves_with_where_it
     assert level == 3 and 0 < t_exit < 1       # rises from -0.5 by 43.45 per unit time: crosses 3 at t = 0.08
     markers = [line for line in ax.get_lines() if line.get_marker() == "^"]
     assert len(markers) == 1 and markers[0].get_ydata()[0] == 3
-
-
-def test_off_scale_finds_each_edge_and_the_farthest_value():
-    t = np.arange(6.0)
-    marks = plots.off_scale(t, np.array([0.0, 2.0, 5.0, 1.0, -4.0, -9.0]), -1.0, 3.0)
-    assert [(m["edge"], m["value"], m["t"]) for m in marks] == [("top", 5.0, 2.0), ("bottom", -9.0, 5.0)]
-    assert marks[0]["t_exit"] == pytest.approx(1 + 1 / 3) and marks[1]["t_exit"] == pytest.approx(3.4)
-    assert plots.off_scale(t, np.zeros(6), -1, 3) == []
 
 
 def test_the_footer_mentions_bands_only_when_a_band_is_drawn():
@@ -225,7 +209,7 @@ def test_horizons_and_counts_read_compactly():
              {"label": "C", "T": 1000, "paths": 5000}, {"label": "D", "T": 1000, "paths": 2000}]
     assert plots.horizon_text(table) == "T = 999.9, except 1000 (C / D)"
     assert plots.paths_text(table) == "160,000 paths each, except 5000 (C), 2000 (D)"
-    assert [plots.count_text(n) for n in (1, 200, 1000, 10**7, 20000)] == ["1", "200", "10³", "10⁷", "20,000"]
+    assert [style.count_text(n) for n in (1, 200, 1000, 10**7, 20000)] == ["1", "200", "10³", "10⁷", "20,000"]
 
 
 def test_a_panel_whose_time_window_has_no_data_says_so():
@@ -274,6 +258,7 @@ def _unresolved_study():
     return StudyData(result, "H", 1.0)
 
 
+@pytest.mark.slow
 def test_a_convergence_panel_draws_errors_bars_orders_and_reference_slopes(tiny_study):
     data = {"heun": tiny_study, "weak": _unresolved_study()}
     labels = {"heun": "Heun", "weak": "SRKw2"}
@@ -320,9 +305,9 @@ def _one_path(values: dict, t=T):
 
 def _path_axes(panel, runs: dict):
     exp = SimpleNamespace(observable="C1", runs={r: SimpleNamespace(label=r.upper()) for r in runs})
-    fig, ax = plt.subplots()
-    bands = plots._path_panel(ax, exp, {"quantity": "path", "runs": list(runs), **panel}, runs,
-                              {r: f"C{i}" for i, r in enumerate(runs)})
+    _fig, ax = plt.subplots()
+    bands = path_kind._path_panel(ax, exp, {"quantity": "path", "runs": list(runs), **panel}, runs,
+                                  {r: f"C{i}" for i, r in enumerate(runs)})
     return ax, bands
 
 
@@ -379,9 +364,9 @@ def test_a_potential_panel_draws_v_of_theta_at_each_time_with_its_e_prime_dashed
                      "E_prime": np.full_like(T, 0.98 * p_phi)})
     run = dataclasses.replace(run, system=SimpleNamespace(inertia=(0.1, 0.1, 1.0), mg=0.98))
     exp = SimpleNamespace(runs={"det": SimpleNamespace(label="deterministic")})
-    fig, ax = plt.subplots()
-    plots._potential_panel(ax, exp, {"quantity": "potential", "runs": ["det"], "at": [0, 9]}, {"det": run}, {})
-    v0, e0, v9, e9 = ax.get_lines()
+    _fig, ax = plt.subplots()
+    potential_kind._potential_panel(ax, exp, {"quantity": "potential", "runs": ["det"], "at": [0, 9]}, {"det": run}, {})
+    v0, e0, v9, _e9 = ax.get_lines()
     theta = v0.get_xdata()
     assert theta[0] == pytest.approx(0.2) and theta[-1] == pytest.approx(1.0) and ax.get_xlabel() == "θ"
     i = int(np.argmin(v0.get_ydata()))

@@ -16,6 +16,7 @@ def matrix(system, z):
     return jnp.stack(blocks) if isinstance(blocks, tuple) else blocks
 
 
+@pytest.mark.slow
 def test_one_step_solves_eq_26_and_is_a_cayley_similarity(make_integrator):
     """The midpoint X~ satisfies X~ = X_n + [Psi, X~]/2 + Psi X~ Psi/4 with Psi = Psi(X~) (P15: the generator
     at the midpoint), and X_n+1 = U X_n U^-1 with U = (I - Psi/2)^-1 (I + Psi/2)."""
@@ -38,6 +39,7 @@ def test_one_step_solves_eq_26_and_is_a_cayley_similarity(make_integrator):
     assert float(jnp.abs(x_next - u @ x_n @ jnp.linalg.inv(u)).max()) < 1e-13
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("system", [RigidBody(), Manakov(), PointVortices(), SineEuler(ic_kind="complex"), ManakovTop()],
                          ids=lambda s: type(s).__name__)
 def test_spectrum_is_kept_and_every_iterate_exactly_skew(make_integrator, system):
@@ -52,6 +54,7 @@ def test_spectrum_is_kept_and_every_iterate_exactly_skew(make_integrator, system
     assert int(stats.unconverged.sum()) == 0 and 3 <= float(stats.iterations.mean()) <= 20
 
 
+@pytest.mark.slow
 def test_deterministic_rigid_body_is_second_order_and_keeps_energy(make_integrator):
     """The deterministic limit is Viviani's isospectral midpoint rule (spec 2.3): order 2 against solve_ivp,
     |dH/H| <= 1e-5 at dt = 2^-8 (spec 3.2's contrast check) over T = 20."""
@@ -70,6 +73,7 @@ def test_deterministic_rigid_body_is_second_order_and_keeps_energy(make_integrat
     assert np.abs(energy / energy[0] - 1).max() <= 1e-5
 
 
+@pytest.mark.slow
 def test_point_vortices_move_by_the_papers_vector_field(make_integrator):
     """Spec 1.3: dx_i/dt = 1/(2 pi) sum_j G_i G_j x_i x x_j / (1 - x_i.x_j); small IsoMP steps agree."""
     system, dt = PointVortices(noise_amplitude=0.0), 1e-4
@@ -98,6 +102,7 @@ def test_isomp_is_refused_where_it_does_not_apply(overrides, start):
     assert str(err.value).startswith(start) and "\n" not in str(err.value)
 
 
+@pytest.mark.slow
 def test_rigid_body_isomp_through_the_runner(runs_root):
     """The command of the issue, small: spectrum and Casimir kept in every path, iterations recorded."""
     result = sgi_run.run(sgi_run.compose(runs_root + ["system=rigid_body", "integrator=isomp", "plan.paths=50",
@@ -120,6 +125,7 @@ def test_matrix_forms_turn_coadjoint_actions_into_commutators():
     assert not lie.Product([lie.SO3(), lie.SE3()]).matrix_form
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("system", [Manakov(n=4), PointVortices()], ids=lambda s: type(s).__name__)
 def test_the_lie_poisson_integrators_run_on_the_new_systems(make_integrator, system):
     """One system, every method that fits it: TMK keeps every Casimir, the tight midpoint rule the

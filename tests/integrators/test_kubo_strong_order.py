@@ -11,6 +11,7 @@ from sgi_run.systems import Kubo
 DTS = [2.0**-k for k in range(3, 8)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["midpoint", "dirk", "heun", "stormer_verlet", "r2", "e1"])
 def test_strong_order_one(name, make_integrator):
     system = Kubo(beta=0.5, nu=0.3, q0=2.0, p0=0.0)

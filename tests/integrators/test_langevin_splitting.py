@@ -68,6 +68,7 @@ def test_a_bad_tableau_is_refused_with_one_line(make_integrator, tableau, key):
 
 
 # --- flat schemes -----------------------------------------------------------------------------------
+@pytest.mark.slow
 @pytest.mark.parametrize("name", FLAT)
 @pytest.mark.parametrize("c,h", [(1.0, 0.25), (0.3, 0.1), (3.0, 0.5)])
 def test_conformal_symplecticity_with_the_noise_fixed(make_integrator, name, c, h):
@@ -102,7 +103,7 @@ def _gibbs_identity_sides(integrator, system, q, p, h, nodes=60):
         det = jnp.linalg.det(jax.jacfwd(lambda z: step(z, eta))(zbar))
         return zbar, step(zbar, eta), jnp.exp(-beta * system.energy(zbar)) / jnp.abs(det)
 
-    zbar, image, density = jax.jit(at_node)(jnp.asarray(x))
+    _zbar, image, density = jax.jit(at_node)(jnp.asarray(x))
     assert np.allclose(image, np.tile([q, p], (nodes, 1)), rtol=1e-13, atol=1e-13)   # really the inverse
     lhs = float(w @ density)
     force = float(system.potential_force(jnp.array([qbar]))[0])
@@ -113,6 +114,7 @@ def _gibbs_identity_sides(integrator, system, q, p, h, nodes=60):
 POINTS = [(0.3, 0.5), (1.2, -0.8), (-0.7, 1.1)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("c,h", [(1.0, 0.25), (0.3, 0.1)])
 def test_one_step_gibbs_identity_holds_for_svia(make_integrator, c, h):
     system = LangevinDoubleWell(c=c)
@@ -129,6 +131,7 @@ def test_one_step_gibbs_identity_fails_for_svic(make_integrator):
     assert max(errors) > 1e-2
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", FLAT)
 @pytest.mark.parametrize("c,h", [(1.0, 0.25), (0.3, 0.1), (5.0, 0.3), (1e4, 0.25)])
 def test_free_particle_stationary_momentum_variance(make_integrator, name, c, h):
@@ -165,6 +168,7 @@ def test_svia_without_friction_is_symplectic_euler(make_integrator):
     assert np.allclose(z, [0.5 + h * p, p], rtol=1e-15) and int(iterations) == 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", FLAT)
 def test_step_is_the_oracles_linear_map_on_the_harmonic_oscillator(make_integrator, name):
     """The system's (A, b) (written from spec 2.2) is the integrator's step, mass 1 and mass 2."""
@@ -210,6 +214,7 @@ def _random_tangent_states(key, count, speed=1.5):
     return q, p
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", CONSTRAINED)
 def test_quadratic_shake_equals_the_great_circle_closed_form(make_integrator, name):
     integrator, system, h = make_integrator(name), SphericalPendulum(c=1.0), 0.1
@@ -264,6 +269,7 @@ def test_shake_failure_is_a_nan_path_the_engine_counts(runs_root):
 
 
 # --- SHAKE by Newton on any constraint (paper eq. 6.2-6.3) ------------------------------------------
+@pytest.mark.slow
 @pytest.mark.parametrize("name", CONSTRAINED)
 @pytest.mark.parametrize("mass", [1.0, 2.5])
 def test_newton_shake_equals_the_closed_form_on_the_sphere(make_integrator, name, mass):
@@ -318,6 +324,7 @@ def test_two_constraints_and_a_mass_matrix_hold_to_round_off_over_many_steps(mak
     assert 1 <= int(iterations.max()) <= 6
 
 
+@pytest.mark.slow
 def test_csvia_samples_the_circle_gibbs_measure_with_its_mass_metric(runs_root):
     """CSVIA with the Newton SHAKE on the circle with M = diag(1, 3, 2), c = 1, h = 0.025, from rest at
     the bottom: at t = 30, 40, 50, 60 <q2> is the mass-metric value -0.3969 (the uniform-mass value

@@ -40,6 +40,7 @@ def test_heun_and_r2_coincide_on_kubo(make_integrator):
         assert np.allclose(a, b, rtol=1e-14)
 
 
+@pytest.mark.slow
 def test_stormer_verlet_jacobian_is_the_corrected_pade_factor(make_integrator):
     """Thm 3.9 with the sign corrected (spec 000 section 0.3): det = (1 - g/2)/(1 + g/2),
     gamma = dt*nu + dW*beta*nu, independent of the state."""

@@ -37,6 +37,7 @@ def test_closed_form_solve_and_the_cayley_identity(q):
     assert float(jnp.abs(m(-1) @ jnp.linalg.inv(m(1)) - lie.SO3().cayley(-x)).max()) < 1e-15
 
 
+@pytest.mark.slow
 def test_deterministic_rigid_body_paper_variant(make_integrator):
     """Spec Fig. 1 criterion 2: the paper variant keeps the energy exactly (App. 10.1), |Pi| and R Pi to round-off,
     and passes the spec's positions at t = 5, 20, 40, 50 (independent prototype, within 2e-3)."""
@@ -58,6 +59,7 @@ def one_step_map(integrator, system, dt):
     return lambda p: integrator.advance(system, system.state(p, jnp.eye(3)), dt, jnp.zeros((1, 3)))[0]["pi"]
 
 
+@pytest.mark.slow
 def test_only_the_exact_variant_is_a_lie_poisson_map(make_integrator):
     """Spec 2.3 (P1): D Phi hat(Pi) D Phi^T = hat(Phi(Pi)) for the one-step map: the exact variant to round-off,
     the paper variant not (measured here 8.5e-12, 8.5e-8 and 6.9e-6 at dt = 0.01, 0.1, 0.3: O(dt^4), also by
@@ -80,6 +82,7 @@ def test_exact_variant_energy_is_bounded_not_exact(make_integrator):
     assert 1e-8 < error < 1e-6
 
 
+@pytest.mark.slow
 def test_stochastic_rigid_body_keeps_the_sphere_and_the_spatial_momentum(make_integrator):
     """Spec Fig. 1 criteria 1 and 3, with strong noise (chi = 0.5) so that the energy visibly moves."""
     system = rigid_body(0.5)
@@ -112,6 +115,7 @@ def test_half_step_momenta_are_the_steps_own_solution(make_integrator, variant):
         jnp.linalg.norm(pi)), rel=1e-4)
 
 
+@pytest.mark.slow
 def test_half_step_momenta_vmap_over_momenta_and_refuse_the_heavy_top(make_integrator):
     """Figure 14 solves every point of a sphere mesh at once; the heavy top's step has no (A, B) of eqs. (62)."""
     integrator = make_integrator("lgvi_cayley", tol=1e-15)
@@ -122,6 +126,7 @@ def test_half_step_momenta_vmap_over_momenta_and_refuse_the_heavy_top(make_integ
         integrator.half_step_momenta(heavy_top(), jnp.eye(3)[2], 0.01, jnp.zeros(0))
 
 
+@pytest.mark.slow
 def test_deterministic_heavy_top_keeps_its_momenta_and_bounds_the_energy(make_integrator):
     """Spec Fig. 5: p_psi, p_phi and |Gamma|^2 to 1e-12, max |E - E0| in [1e-7, 1e-4] (6.7e-6 measured by the spec),
     Gamma = R^T e_z, and theta between the turning points 0.15 pi and 0.59161 (Fig. 4)."""
@@ -139,6 +144,7 @@ def test_deterministic_heavy_top_keeps_its_momenta_and_bounds_the_energy(make_in
     assert 0.4712 - 2e-3 < float(values["theta"].min()) and float(values["theta"].max()) < 0.59161 + 2e-3
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", ["piz", "gz", "gxgy", "normpi2", "pixpiy"])
 def test_stochastic_heavy_top_cases(make_integrator, case):
     """Every noise case keeps |Gamma|^2 and p_phi = Pi.Gamma (Noether) exactly; p_psi is kept exactly by the cases
@@ -182,6 +188,7 @@ def test_bad_input_is_refused_in_one_line(overrides, start):
     assert str(err.value).startswith(start) and "\n" not in str(err.value)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("system", ["rigid_body", "heavy_top"])
 def test_headline_commands_run_without_an_attitude(runs_root, system):
     """`sgi-run system=rigid_body integrator=lgvi_cayley` (and heavy_top): the default configs carry no attitude,

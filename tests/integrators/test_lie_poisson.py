@@ -32,6 +32,7 @@ def path(integrator, system, dt, steps, seed=3):
 DETERMINISTIC = HeavyTop(inertia=(4.0, 2.0, 1.0), alpha=(0.0, 0.0, 0.0))
 
 
+@pytest.mark.slow
 def test_tmk_takes_the_plus_exponent(make_integrator):
     """P1: with the wrong sign every invariant is still kept, but the path is wrong: against IM at a ten
     times smaller step, TMK's deterministic heavy top at T = 1 agrees to O(dt^2)."""
@@ -41,6 +42,7 @@ def test_tmk_takes_the_plus_exponent(make_integrator):
     assert error < 1e-4
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("inertia", [(4.0, 4.0, 1.0), (4.0, 2.0, 1.0)])
 def test_tmk_keeps_casimirs_to_round_off_and_energy_without_noise(make_integrator, inertia):
     stochastic, stats = path(make_integrator("tmk"), HeavyTop(inertia=inertia), 0.01, 2000)
@@ -53,6 +55,7 @@ def test_tmk_keeps_casimirs_to_round_off_and_energy_without_noise(make_integrato
     assert np.abs(energy - energy[0]).max() < 1e-13
 
 
+@pytest.mark.slow
 def test_im_keeps_quadratic_casimirs_when_solved_tightly_and_trap_does_not(make_integrator):
     """P3: the midpoint rule keeps quadratic invariants exactly (at tol 1e-14); the trapezoidal rule does not."""
     system = HeavyTop(alpha=(0.3, 0.2, 0.1))
@@ -62,6 +65,7 @@ def test_im_keeps_quadratic_casimirs_when_solved_tightly_and_trap_does_not(make_
     assert c2(im) < 1e-12 and c2(trap) > 1e-8
 
 
+@pytest.mark.slow
 def test_rigid_body_tmk_keeps_its_casimir(make_integrator):
     states, _ = path(make_integrator("tmk"), RigidBody(), 2.0**-6, 640)
     assert np.abs(np.sum(states**2, axis=1) - 1).max() < 1e-13
@@ -78,6 +82,7 @@ def test_integrators_and_systems_of_other_structures_are_refused(overrides, star
     assert str(err.value).startswith(start) and "\n" not in str(err.value)
 
 
+@pytest.mark.slow
 def test_heavy_top_tmk_through_the_runner(runs_root):
     """The headline command, small: chord iterations in the diagnostics, Casimirs exact in every path."""
     result = sgi_run.run(sgi_run.compose(runs_root + ["system=heavy_top", "integrator=tmk", "plan.paths=20",
@@ -90,6 +95,7 @@ def test_heavy_top_tmk_through_the_runner(runs_root):
     assert ens.paths["pi"].shape == (2, 3, 3) and ens.paths["gamma"].shape == (2, 3, 3)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("inertia", [(4.0, 4.0, 1.0), (4.0, 2.0, 1.0)])
 def test_tmk_is_second_order_against_a_tight_ode_solve(make_integrator, inertia):
     """Spec 001 consistency test (catches P1): deterministic heavy top at T = 1 against DOP853 (rtol 1e-13):
@@ -107,6 +113,7 @@ def test_tmk_is_second_order_against_a_tight_ode_solve(make_integrator, inertia)
     assert errors[1] <= 5e-6 and 1.8 <= order <= 2.2, (errors, order)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("ic_kind", ["real_even", "complex"])
 def test_sine_euler_tmk_keeps_casimirs_and_direct_trap_does_not(make_integrator, ic_kind):
     """Spec 001 Figs 8-9, shortened to T = 200 at dt = 0.5: TMK's relative Casimir errors stay at round-off
@@ -121,6 +128,7 @@ def test_sine_euler_tmk_keeps_casimirs_and_direct_trap_does_not(make_integrator,
     assert int(stats.unconverged.sum()) == 0 and np.isfinite(trap).all()
 
 
+@pytest.mark.slow
 def test_sine_euler_tmk_is_second_order_and_keeps_energy_without_noise(make_integrator):
     """Spec 001 consistency tests: deterministic sine-Euler TMK is second order at T = 5 and keeps H to
     <= 1e-12 over T = 1000 (2000 steps at dt = 0.5)."""
@@ -135,6 +143,7 @@ def test_sine_euler_tmk_is_second_order_and_keeps_energy_without_noise(make_inte
     assert np.abs(energy - energy[0]).max() <= 1e-12
 
 
+@pytest.mark.slow
 def test_tmk_is_strong_order_one_on_the_stochastic_heavy_top(runs_root):
     """Spec 001 "optional strong convergence": one (commutative) noise, so order 1 (Remark 4.2). RMS error of
     the state at T = 1 against a fine TMK reference (dt = 2^-9), 200 samples, dt = 2^-3 .. 2^-6. alpha is
@@ -150,6 +159,7 @@ def test_tmk_is_strong_order_one_on_the_stochastic_heavy_top(runs_root):
     assert 0.7 <= r.order <= 1.3 and r.order_ci[0] <= r.order <= r.order_ci[1], (r.order, r.order_ci, r.error)
 
 
+@pytest.mark.slow
 def test_an_ensemble_of_10_4_heavy_tops_gives_e_h_and_its_standard_error(runs_root):
     """The stochastic heavy top (the paper's alpha), 10^4 paths through the runner: E[H](t) and its SE in
     ensemble.h5 read back exactly; at t = 0 the mean is H(z0) with SE 0; at T the SE is positive and is
@@ -194,6 +204,7 @@ class ManakovTop(LiePoissonSystem):
         return upper - upper.T
 
 
+@pytest.mark.slow
 def test_a_new_lie_poisson_system_needs_no_integrator_code(make_integrator):
     """so(4) (MatrixAlgebra(4, complex=False)) runs under all three schemes: TMK keeps both Casimirs
     tr(M^2), tr(M^4) to round-off; the midpoint rule (tol 1e-14) keeps tr(M^2), quadratic; TRAP runs."""

@@ -1,5 +1,4 @@
 """Every integrator YAML builds, and every tableau satisfies its family's conditions."""
-import pathlib
 
 import numpy as np
 import pytest

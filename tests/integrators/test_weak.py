@@ -144,6 +144,7 @@ def all_stages_coupled(integrator, system):
     return [(stages, True)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name, system", [
     ("srkw2", VanDerPol(nu=0.5, sigma=0.4)), ("srkw2", Kubo(beta=0.5, nu=0.3)),
     ("srkw1", VanDerPol(nu=0.5, sigma=0.4)), ("srkw1", Kubo(beta=0.5, nu=0.3)), ("srkw1", TwoNoisePendulum())])
@@ -164,6 +165,7 @@ def test_stages_solved_in_order_match_the_coupled_solve(name, system):
 
 
 # --- equivalent forms of one step ------------------------------------------------------------------------
+@pytest.mark.slow
 def test_srkw1_is_a_midpoint_drift_step_then_a_midpoint_noise_step():
     """Spec 000 section 2.6 (lam = 0): z* = z + dt X((z + z*)/2), then z+ = z* + I Y((z* + z+)/2);
     for two noises the noise step is the midpoint rule in both. lam = 1/2 is the midpoint rule."""
@@ -213,7 +215,7 @@ SPEC_WEAK_ERRORS = {
 }
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def oracle(name: str, n: int):
     """Exact E(H), Var(H) of the method at dt = 1/n on t = 0, 0.5, ..., 2 (one compile each)."""
     return method_moments(KUBO, make(name), Plan(paths=4000, dt=1.0 / n, T=T_WEAK, output_dt=0.5))
@@ -223,6 +225,7 @@ def weak_error(name: str, n: int) -> float:
     return float(oracle(name, n).mean_H[-1] - KUBO.exact_mean_energy(T_WEAK))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", WEAK)
 def test_weak_errors_match_the_spec_table(name):
     """To the three significant digits the spec prints (half a unit of the last digit)."""
@@ -240,6 +243,7 @@ def test_observed_weak_order(name, order, tol):
     assert slope == pytest.approx(order, abs=tol), slope
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", WEAK)
 def test_monte_carlo_agrees_with_the_oracle(name):
     """Every output time within 4 standard errors, and the standard error itself within 20%."""

@@ -24,6 +24,7 @@ def test_ito_drift_matches_closed_form():
     assert np.allclose(s.ito_drift(jnp.array([q, p])), expected, rtol=1e-14)
 
 
+@pytest.mark.slow
 def test_exact_path_solves_the_clock_changed_ode():
     """(4.1) as a function of tau = t + beta W solves dz/dtau = K z."""
     s = Kubo(beta=0.5, nu=0.3, q0=2.0, p0=-0.4)
@@ -67,4 +68,3 @@ def test_a_start_whose_energy_overflows_is_refused_before_compute(override, key)
         sgi_run.compose([override])
     assert err.value.key == key and "finite" in err.value.allowed
     sgi_run.compose(["system.q0=1e150"])
-

@@ -3,7 +3,6 @@ and the harmonic oracle's stationary covariances."""
 import dataclasses
 import math
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -148,6 +147,7 @@ def test_circle_equilibrium_by_quadrature():
     assert heavy_sides > CirclePendulum().mean_potential() + 0.04
 
 
+@pytest.mark.slow
 def test_general_constraint_residual_of_a_snapshot():
     """max(|g(q)|, |G M^-1 p|) per path: on the manifold with a tangent momentum, off the plane by
     1e-9, and with a momentum that is tangent only for the wrong mass."""

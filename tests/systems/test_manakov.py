@@ -7,6 +7,7 @@ import sgi_run
 from sgi_run.systems import Manakov
 
 
+@pytest.mark.slow
 def test_fields_are_eq_36_and_37():
     """dX = -[I^-1 X, X] dt - sum_{i<j} [0.1 X_ij (E_ij - E_ji), X] o dW^ij, moments 1 .. 45 row-major."""
     system = Manakov()

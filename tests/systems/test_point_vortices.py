@@ -1,5 +1,4 @@
 """Point vortices on su(2)^4: the isomorphism with R^3, the Hamiltonian, the noise and the collision guard."""
-import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -19,6 +18,7 @@ def test_su2_is_r3_with_the_cross_product():
     assert np.allclose(positions(matrices(jnp.asarray(a))), a)
 
 
+@pytest.mark.slow
 def test_hamiltonian_noise_and_initial_positions():
     system = PointVortices()
     z = system.initial_state(None)

@@ -88,6 +88,7 @@ def test_lb_initial_mean_energy():
     assert VlasovLenardBernstein(a=0.0, E0=0.0).initial_mean_energy() == pytest.approx(0.5, rel=1e-10)
 
 
+@pytest.mark.slow
 def test_lb_initial_sampler_against_4_12():
     s = VlasovLenardBernstein()
     z = draw(s.initial_state)
@@ -143,6 +144,7 @@ def test_lorentz_mean_energy_is_one_and_constant():
     assert s.reference_mean("vx") is None
 
 
+@pytest.mark.slow
 def test_lorentz_initial_sampler_against_4_18():
     s = VlasovLorentz(eps1=0.25, eps2=-0.5)
     z = draw(s.initial_state, seed=1)
@@ -165,6 +167,7 @@ def test_lorentz_parameters_are_checked():
 RUN = ["integrator=midpoint", "plan.dt=0.05", "plan.T=1", "plan.output_dt=0.5", "plan.paths=200"]
 
 
+@pytest.mark.slow
 def test_lb_runs_end_to_end(runs_root):
     cfg = sgi_run.compose(runs_root + ["system=vlasov_lenard_bernstein", "plan.observables=[H,sin4pix]"] + RUN)
     result = sgi_run.run(cfg)
@@ -175,6 +178,7 @@ def test_lb_runs_end_to_end(runs_root):
     assert np.all(np.isfinite(ens.mean("sin4pix")))
 
 
+@pytest.mark.slow
 def test_lorentz_runs_end_to_end(runs_root):
     result = sgi_run.run(sgi_run.compose(runs_root + ["system=vlasov_lorentz"] + RUN))
     ens = result.ensemble
@@ -184,6 +188,7 @@ def test_lorentz_runs_end_to_end(runs_root):
     assert set(ens.paths) == {"x", "y", "vx", "vy", "H"}
 
 
+@pytest.mark.slow
 def test_lorentz_midpoint_nearly_conserves_h_along_paths(runs_root):
     """Midpoint is exact for the quadratic kinetic part the noise rotates; only the potential gives
     an O(dt^2) bounded error (about 1e-3 at dt = 0.01, 3e-2 at dt = 0.05). With the misprinted f,
@@ -195,6 +200,7 @@ def test_lorentz_midpoint_nearly_conserves_h_along_paths(runs_root):
     assert np.abs(h - h[:, :1]).max() < 3e-3
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["midpoint", "dirk", "stormer_verlet"])
 def test_lorentz_without_field_lda_methods_conserve_speed_to_round_off(name, make_integrator):
     """Spec 000, Figure 4.10 unit test: with E0 = 0 the noise only rotates V, and the midpoint rule

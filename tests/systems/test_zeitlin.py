@@ -7,14 +7,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-import scipy.special
 
 import sgi_run
 from sgi_run.core.errors import ConfigError
 from sgi_run.systems import SYSTEMS
 from sgi_run.systems.lie_poisson import LiePoissonSystem
-from sgi_run.systems.zeitlin import (ZeitlinEuler, coefficients_quflow, degrees, flat_index, hbar, hoppe_yau,
-                                     laplacian, render, spectra, spin_matrices)
+from sgi_run.figures.fields.zeitlin import coefficients, coefficients_quflow, enstrophy_spectrum, spectra
+from sgi_run.systems.zeitlin import ZeitlinEuler, degrees, flat_index, hbar, hoppe_yau, laplacian, spin_matrices
 
 
 def dense_basis(n):
@@ -62,25 +61,6 @@ def test_t10_is_the_scaled_spin_matrix(n):
     assert np.abs(t10 - math.sqrt(3 / n) * hbar(n) * 1j * spin_matrices(n)[2]).max() <= 1e-15
 
 
-def test_coherent_state_symbols_are_the_real_spherical_harmonics():
-    """P10 (d), N = 9: the Berezin symbol of sqrt(N) T_lm correlates with sqrt(4 pi) Y^re_lm at >= 0.9999, ratio
-    b_l = sqrt(N!(N-1)!/((N-l-1)!(N+l)!)) (every l >= 1, m: a sign slip in one (l, m) fails here)."""
-    n = 9
-    b = hoppe_yau(n)
-    _, lat, lon = render(np.zeros((n, n)), 18, 36)
-    theta, phi = np.meshgrid(np.pi / 2 - lat, lon, indexing="ij")
-    for l in range(1, n):
-        b_l = math.sqrt(math.factorial(n) * math.factorial(n - 1) / (math.factorial(n - l - 1) * math.factorial(n + l)))
-        for m in range(-l, l + 1):
-            y = scipy.special.sph_harm_y(l, abs(m), theta, phi)      # scipy >= 1.15: (degree, order, polar, azimuth)
-            y_re = y.real if m == 0 else math.sqrt(2) * (-1) ** m * (y.real if m > 0 else -y.imag)
-            y_re = math.sqrt(4 * np.pi) * y_re
-            symbol = render(math.sqrt(n) * b.dense(l, m), 18, 36)[0]
-            correlation = np.sum(symbol * y_re) / math.sqrt(np.sum(symbol**2) * np.sum(y_re**2))
-            assert correlation >= 0.9999, (l, m, correlation)
-            assert abs(np.sum(symbol * y_re) / np.sum(y_re**2) / b_l - 1) <= 1e-10, (l, m)
-
-
 def test_transforms_round_trip_and_are_adjoint_at_128():
     """Spec 6: ||backward(forward(X)) - X|| <= 1e-13 ||X|| at N = 128; <forward X, c> = <X, backward c>;
     backward's output exactly skew-Hermitian."""
@@ -94,6 +74,7 @@ def test_transforms_round_trip_and_are_adjoint_at_128():
     assert abs(lhs - rhs) <= 1e-12 * abs(lhs)
 
 
+@pytest.mark.slow
 def test_drift_is_eq_40_and_the_energy_positive():
     """P4: the derived drift (jax.grad of h, LP convention [X, grad h]) is exactly [Delta^-1 X, X]; H > 0 equals
     -1/2 <Delta^-1 X, X>; C2 = tr(X^2) < 0."""
@@ -117,6 +98,7 @@ def laplacian_inverse_dense(n):
     return t.T @ np.linalg.inv(restricted) @ t.conj()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["projection", "constant"])
 def test_noise_generator_is_the_per_mode_weight(kind):
     """P1, P2: sum_k dW_k grad h_k (derived by jax.grad) = backward(w * forward(X)), w_lm = c dW_lm/(l(l+1))
@@ -132,6 +114,7 @@ def test_noise_generator_is_the_per_mode_weight(kind):
     assert np.abs(derived - expected).max() <= 1e-14 * np.abs(expected).max()
 
 
+@pytest.mark.slow
 def test_poisson_solve_at_128_is_the_transform_pair():
     """The tridiagonal Delta_N^-1 (Thomas factors, m = 0 pinned) equals the eigenbasis weights -1/(l(l+1)) to
     cond * eps, and is exactly skew-Hermitian and traceless to round-off."""
@@ -170,15 +153,16 @@ def test_initial_condition():
     normalisation of X^q = hbar X); su(N); the same for every path key, another for another seed."""
     system = ZeitlinEuler(N=32, ic_lmax=5, ic_rms=2.0, ic_seed=3)
     x = np.asarray(system.initial_state(jax.random.PRNGKey(0)))
-    s, e = system.enstrophy_spectrum(x)
+    s, e = enstrophy_spectrum(system, x)
     assert np.all(s[6:] <= 1e-28) and np.all(s[1:6] > 0) and s[0] <= 1e-28
     assert abs(s.sum() - 4.0) <= 1e-13 and np.allclose(e[1:], s[1:] / (np.arange(1, 32) * np.arange(2, 33)))
     assert np.abs(x + x.conj().T).max() == 0 and abs(np.trace(x)) <= 1e-15 * np.linalg.norm(x)
-    np.testing.assert_allclose(system.coefficients(x), coefficients_quflow(hbar(32) * x))
+    np.testing.assert_allclose(coefficients(system, x), coefficients_quflow(hbar(32) * x))
     assert np.array_equal(x, np.asarray(system.initial_state(jax.random.PRNGKey(1))))
     assert not np.allclose(x, np.asarray(ZeitlinEuler(N=32, ic_lmax=5, ic_rms=2.0, ic_seed=4).initial_state(None)))
 
 
+@pytest.mark.slow
 def test_observables_and_registration():
     """H, C2 and the sorted spectrum of iX (each eigenvalue too for N <= 12), no N - 1 power sums; registered."""
     assert SYSTEMS["zeitlin_euler"] is ZeitlinEuler
@@ -191,7 +175,7 @@ def test_observables_and_registration():
     lam = np.asarray(named["spectrum"](x))
     np.testing.assert_allclose(lam, np.linalg.eigvalsh(1j * np.asarray(x)), atol=1e-12 * np.abs(lam).max())
     assert abs(np.sum(lam**2) + float(named["C2"](x))) <= 1e-12 * np.sum(lam**2)
-    omega = system.coefficients(x)
+    omega = coefficients(system, x)
     assert np.allclose(spectra(omega)[0][1:], [np.sum(omega[l * l:(l + 1) ** 2] ** 2) for l in range(1, 12)])
     assert omega[flat_index(0, 0)] == pytest.approx(0, abs=1e-15)
 
@@ -212,6 +196,7 @@ def test_bad_parameters_are_refused(override, key):
     assert str(err.value).startswith(key) and "\n" not in str(err.value)
 
 
+@pytest.mark.slow
 def test_isomp_through_the_runner(runs_root):
     """Spec 3.8 at N = 16 (the smoke size of spec 4): 200 IsoMP steps of dt = 0.1 hbar, two paths, truncated
     increments: C2 to 1e-12 relative, the spectrum to 1e-12 max|lambda|, exactly skew, traceless to 1e-12 ||X||,

@@ -1,0 +1,212 @@
+"""The memory budget of a run: what it holds at its peak, and a plan settled to fit the memory there is.
+
+``settle`` is the one call: it settles ``plan.shard_size: auto`` for the device and the host's memory
+(``engine.device.auto_shard_size``), then refuses, before any compute, a plan that still cannot fit,
+with one ``ConfigError`` line naming the plan key to change (or the integrator, when one path alone
+does not fit). The host's limit is ``$SGI_RUN_MEMORY_LIMIT``, else the memory available now.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+
+from sgi_run.core import noise
+from sgi_run.core.errors import ConfigError
+from sgi_run.engine import device
+from sgi_run.engine.convergence_plan import ConvergencePlan
+from sgi_run.engine.device import MEMORY_SHARE
+from sgi_run.engine.plan import Plan
+from sgi_run.engine.simulate import BLOCK_VALUES, observable_shapes
+
+MEMORY_LIMIT_ENV = "SGI_RUN_MEMORY_LIMIT"   # bytes, or e.g. 4GiB: for tests and shared machines
+_UNITS = {"": 1, "B": 1, "KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40, "KB": 10**3, "MB": 10**6,
+          "GB": 10**9, "TB": 10**12}
+
+
+def settle(system, integrator, plan: Plan | ConvergencePlan) -> Plan | ConvergencePlan:
+    """The plan with ``shard_size: auto`` settled for the memory there is; refused where it cannot fit."""
+    plan = fit_shard_size(system, integrator, plan, host_bytes=memory_limit()[0])
+    _check_memory(memory_estimate(system, integrator, plan), plan, system, integrator)
+    return plan
+
+
+def memory_limit() -> tuple[int, str]:
+    """(bytes a run may use, where that number comes from): $SGI_RUN_MEMORY_LIMIT, else the memory
+    this machine has available now."""
+    text = os.environ.get(MEMORY_LIMIT_ENV, "").strip()
+    if text:
+        number = text.rstrip("BKMGTibkmgt ")
+        unit = text[len(number):].strip().upper()
+        try:
+            return int(float(number) * _UNITS[unit]), MEMORY_LIMIT_ENV
+        except (ValueError, KeyError):
+            raise ConfigError(MEMORY_LIMIT_ENV, text, "a number of bytes, e.g. 4GiB") from None
+    try:
+        with open("/proc/meminfo") as f:
+            available = next(int(line.split()[1]) * 1024 for line in f if line.startswith("MemAvailable:"))
+        return available, "available on this machine"
+    except (OSError, StopIteration, ValueError):
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"), "on this machine"
+
+
+# --- what a run holds ----------------------------------------------------------------------------
+def state_words(space) -> int:
+    """float64 words of one path's state (a complex entry is two)."""
+    return sum(leaf.size * (2 if leaf.dtype == "complex128" else 1) for leaf in space.leaves)
+
+
+@dataclasses.dataclass(frozen=True)
+class MemoryEstimate:
+    """Bytes a run holds at its peak, by what drives them (each part names the plan key that scales it)."""
+    parts: dict[str, int]      # plan key -> bytes
+
+    @property
+    def total(self) -> int:
+        return sum(self.parts.values())
+
+    @property
+    def largest(self) -> str:
+        return max(self.parts, key=self.parts.get)
+
+    def describe(self) -> str:
+        return f"about {format_bytes(self.total)} of memory"
+
+
+def format_bytes(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
+        if n < 1024 or unit == "PiB":
+            return f"{n:.3g} {unit}"
+        n /= 1024
+
+
+def memory_estimate(system, integrator, plan: Plan | ConvergencePlan) -> MemoryEstimate:
+    """What ``Simulator`` and ``engine.ensemble.run_shards`` allocate, in float64 words:
+
+    - per shard on the device: paths x ``_words_per_path`` (state, keys, an implicit solver's Jacobian
+      and temporaries) and the block of random numbers (at most BLOCK_VALUES);
+    - every shard's statistics (times x observables x 3), kept until the merge, then merged;
+    - kept paths (kept x times x (d + observables)), snapshots (snapshot times x paths x d) and
+      per-path time averages (paths x observables): once per shard result, once merged, once read
+      back when the file is written and verified.
+
+    A convergence study: see ``_convergence_estimate``.
+    """
+    if isinstance(plan, ConvergencePlan):
+        return _convergence_estimate(system, integrator, plan)
+    d, n_times = state_words(system.space), plan.outputs + 1
+    n_obs = sum(math.prod(shape) for shape in observable_shapes(system, plan.observables).values())
+    copies = 3
+    words = {
+        "plan.shard_size": _shard_words(system, integrator, plan),
+        "plan.output_dt": (plan.shard_count + copies) * n_times * (3 * n_obs + 3),
+        "plan.keep_paths": copies * plan.keep_paths * n_times * (d + n_obs),
+        "plan.snapshots": copies * len(plan.snapshots) * plan.paths * d,
+        "plan.time_average": copies * plan.paths * n_obs if plan.time_average is not None else 0,
+    }
+    return MemoryEstimate({key: 8 * n for key, n in words.items()})
+
+
+def _shard_layout_words(system, integrator, plan) -> tuple[int, int]:
+    """(words one path of a shard holds on the device, random-number words one path draws per output
+    interval), for an ensemble or a convergence study (``memory_estimate``, ``_convergence_estimate``).
+    A shard holds its paths and a block of random numbers of at most BLOCK_VALUES words."""
+    rows = noise.NOISE_KINDS[integrator.noise_kind] * system.noises
+    if isinstance(plan, ConvergencePlan):
+        levels, grid = len(plan.dts) + 1, round(plan.dts[0] / plan.grid_dt)   # grid: fine steps per coarse step
+        return levels * _words_per_path(system, integrator) + grid * state_words(system.space), rows * grid * levels
+    return _words_per_path(system, integrator), rows * plan.brownian_refine * plan.steps_per_output
+
+
+def _shard_words(system, integrator, plan) -> int:
+    """Device words of one shard: its paths and its block of random numbers."""
+    per_path, drawn = _shard_layout_words(system, integrator, plan)
+    paths = (plan.grid_plan(["error"]) if isinstance(plan, ConvergencePlan) else plan).paths_per_shard
+    return paths * per_path + min(BLOCK_VALUES, paths * drawn)
+
+
+def path_bytes(system, integrator, plan) -> int:
+    """Bytes one path of a shard holds on the device (the block of random numbers, at most BLOCK_VALUES,
+    does not grow with the paths): what no shard size can make smaller."""
+    return 8 * _shard_layout_words(system, integrator, plan)[0]
+
+
+def fit_shard_size(system, integrator, plan, host_bytes: int | None = None):
+    """The plan (ensemble or convergence study) with ``shard_size: auto`` settled for this device
+    (``engine.device.auto_shard_size``; ``host_bytes``: the memory a run may use on the host)."""
+    if plan.shard_size != "auto":
+        return plan
+    return dataclasses.replace(plan, shard_size=device.auto_shard_size(path_bytes(system, integrator, plan),
+                                                                       plan.paths, host_bytes))
+
+
+def _words_per_path(system, integrator) -> int:
+    """Device memory of one path in float64 words, as measured (peak resident memory on a CPU, per
+    10^6 paths: Heun 17, midpoint 49, SRKw2 383 words for d = 2): the state and its start, keys,
+    increments and observables (~10 d), and an implicit solve's Jacobians and forward-mode temporaries
+    (~24 + d^2 + 3 u^2 for u unknowns solved together; none for fixed-point iteration: an N x N matrix
+    state of d = 2 N^2 words is never squared)."""
+    d, u = state_words(system.space), integrator.jacobian_unknowns(system)
+    return 10 * d + (24 + d * d + 3 * u * u if u else 0)
+
+
+def _convergence_estimate(system, integrator, plan: ConvergencePlan) -> MemoryEstimate:
+    """What a convergence study (``engine.convergence``, run by this engine) allocates, in float64 words:
+
+    - per shard on the device, per path: every level's and the reference's state and solver
+      temporaries, the reference path over one coarse step (its grid states, to compare each level
+      at its own step times) and the coarse step's random numbers (a block of coarse steps at most
+      BLOCK_VALUES);
+    - per path, when the order gets a bootstrap interval: its final error at every level (three copies,
+      as an ensemble's time averages).
+    """
+    words = {"plan.shard_size": _shard_words(system, integrator, plan)}
+    if plan.bootstrap:
+        words["plan.paths"] = 3 * plan.paths * (len(plan.dts) + 1)
+    return MemoryEstimate({key: 8 * n for key, n in words.items()})
+
+
+# --- what does not fit -------------------------------------------------------------------------------
+_MEMORY_ADVICE = {
+    "plan.shard_size": "fewer paths per shard (a smaller plan.shard_size, or more plan.shards)",
+    "plan.shards": "fewer paths per shard (more plan.shards)",
+    "plan.output_dt": "fewer output times (a larger plan.output_dt or a shorter plan.T) or fewer shards",
+    "plan.keep_paths": "fewer kept paths (plan.keep_paths) or output times",
+    "plan.snapshots": "fewer snapshot times (plan.snapshots) or paths",
+    "plan.time_average": "fewer paths",
+    "plan.paths": "fewer plan.paths, or plan.bootstrap=0 (every path's final errors are kept for the bootstrap)",
+}
+
+
+def _check_memory(estimate, plan: Plan | ConvergencePlan, system, integrator) -> None:
+    # A shard's size is set by plan.shards when it is a number, else by plan.shard_size.
+    shard_key = "plan.shard_size" if plan.shards == "auto" else "plan.shards"
+    on_device, free = estimate.parts["plan.shard_size"], device.free_bytes()
+    one_path = path_bytes(system, integrator, plan)
+    if free is not None and one_path > free:
+        raise _one_path_too_big(system, integrator, one_path, f"{device.describe()} has {format_bytes(free)} free")
+    if free is not None and on_device > free:
+        raise ConfigError(shard_key, getattr(plan, shard_key.split(".", 1)[1]),
+                          f"a shard that fits on the device: one needs {format_bytes(on_device)} and "
+                          f"{device.describe()} has {format_bytes(free)} free; use {_MEMORY_ADVICE[shard_key]}")
+    limit, source = memory_limit()
+    if estimate.total <= limit:
+        return
+    if estimate.largest == "plan.shard_size" and one_path > MEMORY_SHARE * limit:
+        raise _one_path_too_big(system, integrator, one_path, f"{format_bytes(limit)} is {source}")
+    key = shard_key if estimate.largest == "plan.shard_size" else estimate.largest
+    value = getattr(plan, key.split(".", 1)[1])
+    raise ConfigError(key, value, f"a run that fits in memory: this one needs {format_bytes(estimate.total)} "
+                      f"({format_bytes(estimate.parts[estimate.largest])} for {key}) and "
+                      f"{format_bytes(limit)} is {source}; use {_MEMORY_ADVICE[key]}")
+
+
+def _one_path_too_big(system, integrator, one_path: int, where: str) -> ConfigError:
+    """Even a shard of one path does not fit: only a cheaper path can (a smaller state, no dense Jacobian)."""
+    unknowns = integrator.jacobian_unknowns(system)
+    cheaper = (f"integrator.solver=fixed_point (it builds no Jacobian of the {unknowns} unknowns), or "
+               if unknowns and getattr(integrator, "solver", None) in ("newton", "chord") else "")
+    return ConfigError("integrator", integrator.name,
+                       f"an integrator whose path fits in memory with {type(system).__name__}: one path alone needs "
+                       f"{format_bytes(one_path)} and {where}; use {cheaper}another integrator, or a smaller system "
+                       f"(its state is {state_words(system.space)} numbers)")

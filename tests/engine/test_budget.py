@@ -1,0 +1,74 @@
+"""engine.budget: what a run holds at its peak, the shard size that fits, and what cannot fit, refused
+before compute with the bytes it needs and the limit ($SGI_RUN_MEMORY_LIMIT or the memory available)."""
+import pytest
+
+from sgi_run.config import build, compose
+from sgi_run.core.errors import ConfigError
+from sgi_run.engine.budget import memory_estimate
+from sgi_run.engine.plan import Plan
+from tests.engine.test_plan import GOOD, _fitted
+from tests.test_config import refused
+
+
+def test_memory_estimates_count_what_grows():
+    system, integrator, plan = _fitted(paths=1000, T=1.0)
+    exact = memory_estimate(system, integrator, plan)
+    # A study runs as an ensemble of every level's path: per path of a shard, the levels' states and
+    # the reference path over one coarse step; per path, its final errors for the bootstrap.
+    assert exact.largest == "plan.shard_size" and exact.parts["plan.paths"] == 8 * 3 * 1000 * (len(plan.dts) + 1)
+    fine = memory_estimate(system, integrator, _fitted(paths=1000, T=1.0, reference="fine")[2])
+    assert fine.parts["plan.shard_size"] > exact.parts["plan.shard_size"]     # a grid 8 times finer
+    ensemble = Plan(**{**GOOD, "paths": 20000, "shards": 1})
+    assert memory_estimate(system, integrator, ensemble).parts["plan.shard_size"] > 20000 * 8 * 2 * 2
+
+
+def test_a_run_that_does_not_fit_in_memory_is_refused_naming_sizes(monkeypatch):
+    monkeypatch.setenv("SGI_RUN_MEMORY_LIMIT", "64MiB")
+    with pytest.raises(ConfigError) as err:
+        compose(["plan.paths=2000000", "plan.shards=1"])
+    text = str(err.value)
+    assert text.startswith("plan.shards=1 is not allowed: a run that fits in memory: this one needs ")
+    assert "64 MiB is SGI_RUN_MEMORY_LIMIT" in text and "more plan.shards" in text
+    compose(["plan.paths=2000000"])           # the same paths in shards of 10^4 fit
+    # Too many output times: the typed horizon is named, with the default output_dt it contradicts.
+    assert refused(["plan.T=2000000", "plan.dt=1", "plan.keep_paths=0"]).startswith(
+        "plan.T=2000000 is not allowed: one that fits the default plan.output_dt=1.0 (a run that fits in memory")
+    monkeypatch.setenv("SGI_RUN_MEMORY_LIMIT", "lots")
+    with pytest.raises(ConfigError, match="SGI_RUN_MEMORY_LIMIT='lots'"):
+        compose([])
+
+
+def test_big_ensembles_fit_unless_they_keep_every_path(monkeypatch):
+    """10^7 and 10^9 paths need a shard's memory, not the paths'; what grows with the paths (snapshots,
+    per-path time averages) is refused before compute with the bytes it needs and the limit."""
+    monkeypatch.setenv("SGI_RUN_MEMORY_LIMIT", "4GiB")
+    for paths in (10**7, 10**9):
+        compose([f"plan.paths={paths}", "plan.T=10", "plan.dt=0.1", "plan.output_dt=1", "plan.keep_paths=100"])
+    with pytest.raises(ConfigError) as err:
+        compose(["plan.paths=1000000000", "plan.snapshots=[0,10]"])
+    assert str(err.value).startswith("plan.snapshots=(0, 10) is not allowed: a run that fits in memory: this one "
+                                     "needs 89.9 GiB (89.4 GiB for plan.snapshots) and 4 GiB is SGI_RUN_MEMORY_LIMIT")
+    with pytest.raises(ConfigError, match=r"^plan.time_average=\(0, 10\) is not allowed: .* \(22.4 GiB for plan.time_average\)"):
+        compose(["plan.paths=1000000000", "plan.time_average=[0,10]"])
+
+
+def test_the_memory_estimate_counts_what_the_plan_keeps():
+    small = build(compose(["plan.keep_paths=0"]))
+    kept = build(compose(["plan.keep_paths=1000"]))
+    grow = lambda setup: memory_estimate(setup.system, setup.integrator, setup.plan)
+    # 3 copies x 1000 kept paths x 101 times x (2 coordinates + 1 observable) x 8 bytes
+    assert grow(kept).parts["plan.keep_paths"] - grow(small).parts["plan.keep_paths"] == 3 * 1000 * 101 * 3 * 8
+    assert grow(small).describe().startswith("about ") and grow(small).describe().endswith("MiB of memory")
+
+
+def test_auto_shards_fit_the_host_memory_and_a_path_too_big_for_it_names_what_would_help(monkeypatch):
+    """Zeitlin N = 128 with IsoMP: 10^4 paths per shard need 24 GiB; auto takes as many as fit. TMK's
+    dense Jacobian makes one path alone ~32 GiB: fewer paths per shard cannot help, a smaller system or a
+    solver without a Jacobian can."""
+    monkeypatch.setenv("SGI_RUN_MEMORY_LIMIT", "4GiB")
+    plan = build(compose(["system=zeitlin_euler", "integrator=isomp"])).plan
+    assert 1 <= plan.shard_size < 10_000 and plan.paths == 10_000
+    message = refused(["system=zeitlin_euler", "integrator=tmk", "plan.paths=2"])
+    assert message.startswith("integrator='tmk' is not allowed: ") and "one path alone needs" in message
+    assert "integrator.solver=fixed_point" in message and "smaller system" in message
+    assert "fewer paths per shard" not in message

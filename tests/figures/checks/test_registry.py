@@ -1,0 +1,56 @@
+"""The registry, validate and evaluate: refusals of bad specs in one line, kinds that do not fit the run,
+and how a result shows its verdict, value and band."""
+import pytest
+
+from sgi_run.core.errors import ConfigError
+from sgi_run.figures.checks import evaluate, validate
+from sgi_run.figures.results import PASS
+from tests.figures.checks.helpers import EXACT, WEAK, check, series, study
+
+
+def test_result_line_names_verdict_value_se_and_band():
+    line = check("ratio_at", series(EXACT * 1.1), min=0.95, max=1.15).line()
+    assert line.startswith("PASS  c [run]: 1.1 ± ") and "band [0.95, 1.15]" in line
+
+
+@pytest.mark.parametrize("spec, key", [
+    ({"id": "c", "kind": "nope"}, "test.kind"),
+    ({"id": "c", "kind": "ratio_at", "factor": 2}, "test.factor"),
+    ({"id": "c", "kind": "within_factor"}, "test.factor"),
+])
+def test_bad_check_specs_are_refused(spec, key):
+    with pytest.raises(ConfigError, match=key):
+        validate(spec, "test")
+
+
+def test_study_kinds_judge_studies_and_the_others_mean_curves():
+    from sgi_run.figures.results import StudyData
+    spec = {"id": "c", "kind": "fitted_order", "min": 1.6}
+    assert evaluate(spec, "srkw2", StudyData(study(WEAK), "H", 2.0)).verdict == PASS
+    with pytest.raises(ConfigError, match=r"^checks.kind='fitted_order' is not allowed: a check kind for an ensemble run "
+                                          r"\(run mid is not a convergence study\): \['abs_ratio_at'"):
+        evaluate(spec, "mid", series(EXACT))
+    with pytest.raises(ConfigError, match=r"a check kind for a convergence study \(run srkw2 is one: plan=convergence\): "
+                                          r"\['error_at', 'errors_decrease', 'fitted_order', 'resolved_levels'\]"):
+        evaluate({"id": "c", "kind": "ratio_at", "min": 1}, "srkw2", StudyData(study(WEAK)))
+
+
+@pytest.mark.parametrize("spec, key", [
+    ({"id": "c", "kind": "fitted_order", "observable": "H"}, "test.observable"),
+    ({"id": "c", "kind": "fitted_order", "at": 1}, "test.at"),
+    ({"id": "c", "kind": "error_at", "min": 0}, "test.dt"),
+    ({"id": "c", "kind": "error_at", "dt": "1/128"}, "test.dt"),
+    ({"id": "c", "kind": "fitted_order", "min": "1.6"}, "test.min"),
+    ({"id": "c", "kind": "error_at", "dt": 0.25, "absolute": "yes"}, "test.absolute"),
+])
+def test_bad_study_check_specs_are_refused_in_one_line(spec, key):
+    with pytest.raises(ConfigError) as err:
+        validate(spec, "test")
+    assert str(err.value).startswith(f"{key}=") and "\n" not in str(err.value)
+
+
+def test_a_band_shows_its_ends_with_the_digits_they_were_given():
+    from sgi_run.figures.results import Band
+    assert str(Band(0.95, 1.15)) == "[0.95, 1.15]" and str(Band(None, 1e-12)) == "<= 1e-12"
+    assert str(Band(1.41420, 1.41426)) == "[1.4142, 1.41426]"
+    assert str(Band(1 / 3, 1 / 3 + 1e-7)) == "[0.3333333, 0.3333334]"     # computed ends: as many as tell them apart

@@ -1,0 +1,25 @@
+"""The ``mean`` and ``error`` panel kinds' helpers: readable reference labels, where a curve leaves the y-range."""
+import numpy as np
+import pytest
+
+from sgi_run.figures.panels import time
+
+
+@pytest.mark.parametrize("reference, label", [
+    ("equilibrium_mean:two_H", "2<H> at equilibrium = 0.9791"),
+    ("ergodic_energy", "<H> in the ergodic limit = 0.9791"),
+    ("ergodic_mean:sin4pix", "<sin 4πx> in the ergodic limit = 0.9791"),
+    ("initial_mean:v", "<v> under the initial law = 0.9791"),
+    (1.5, "reference = 1.5"),
+])
+def test_reference_labels_name_the_quantity_and_where_it_holds(reference, label):
+    value = reference if isinstance(reference, float) else 0.97910
+    assert time.reference_label(reference, value) == label
+
+
+def test_off_scale_finds_each_edge_and_the_farthest_value():
+    t = np.arange(6.0)
+    marks = time.off_scale(t, np.array([0.0, 2.0, 5.0, 1.0, -4.0, -9.0]), -1.0, 3.0)
+    assert [(m["edge"], m["value"], m["t"]) for m in marks] == [("top", 5.0, 2.0), ("bottom", -9.0, 5.0)]
+    assert marks[0]["t_exit"] == pytest.approx(1 + 1 / 3) and marks[1]["t_exit"] == pytest.approx(3.4)
+    assert time.off_scale(t, np.zeros(6), -1, 3) == []

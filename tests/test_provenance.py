@@ -1,0 +1,41 @@
+"""The code digest: which sources make a run's numbers (a cached run computed by other numerics is stale)."""
+import inspect
+import shutil
+from pathlib import Path
+
+import pytest
+
+from sgi_run import provenance
+
+
+@pytest.fixture
+def package_copy(tmp_path, monkeypatch):
+    """A copy of the package that the digest reads instead (the cached digest cleared before and after)."""
+    copy = tmp_path / "sgi_run"
+    shutil.copytree(provenance.PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.setattr(provenance, "PACKAGE", copy)
+    provenance.code_digest.cache_clear()
+    yield copy
+    provenance.code_digest.cache_clear()
+
+
+def _edit(path: Path) -> None:
+    path.write_text(path.read_text() + "\n# edited\n")
+
+
+def test_changing_how_a_figure_renders_a_state_leaves_cached_runs_fresh(package_copy):
+    """Zeitlin's rendering, spectra and quflow coefficients compute no run's numbers: an edit of their module
+    keeps the digest; an edit of the system's own module changes it."""
+    from sgi_run.figures.fields import zeitlin as figure_helpers
+
+    before = provenance.code_digest()
+    for helper in (figure_helpers.render, figure_helpers.spectra, figure_helpers.coefficients_quflow,
+                   figure_helpers.render_field, figure_helpers.enstrophy_spectrum):
+        source = Path(inspect.getsourcefile(helper)).resolve().relative_to(Path(provenance.__file__).resolve().parent)
+        assert source.parts[0] not in provenance.NUMERICS_LAYERS
+        _edit(package_copy / source)
+    provenance.code_digest.cache_clear()
+    assert provenance.code_digest() == before
+    _edit(package_copy / "systems" / "zeitlin.py")
+    provenance.code_digest.cache_clear()
+    assert provenance.code_digest() != before
