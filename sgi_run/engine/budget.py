@@ -26,8 +26,9 @@ _UNITS = {"": 1, "B": 1, "KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40,
 
 def settle(system, integrator, plan: Plan | ConvergencePlan) -> Plan | ConvergencePlan:
     """The plan with ``shard_size: auto`` settled for the memory there is; refused where it cannot fit."""
-    plan = fit_shard_size(system, integrator, plan, host_bytes=memory_limit()[0])
-    _check_memory(memory_estimate(system, integrator, plan), plan, system, integrator)
+    limit = memory_limit()     # read once: the shard is fitted to and checked against the same number
+    plan = fit_shard_size(system, integrator, plan, host_bytes=limit[0])
+    _check_memory(memory_estimate(system, integrator, plan), plan, system, integrator, limit)
     return plan
 
 
@@ -178,7 +179,7 @@ _MEMORY_ADVICE = {
 }
 
 
-def _check_memory(estimate, plan: Plan | ConvergencePlan, system, integrator) -> None:
+def _check_memory(estimate, plan: Plan | ConvergencePlan, system, integrator, memory: tuple[int, str]) -> None:
     # A shard's size is set by plan.shards when it is a number, else by plan.shard_size.
     shard_key = "plan.shard_size" if plan.shards == "auto" else "plan.shards"
     on_device, free = estimate.parts["plan.shard_size"], device.free_bytes()
@@ -189,7 +190,7 @@ def _check_memory(estimate, plan: Plan | ConvergencePlan, system, integrator) ->
         raise ConfigError(shard_key, getattr(plan, shard_key.split(".", 1)[1]),
                           f"a shard that fits on the device: one needs {format_bytes(on_device)} and "
                           f"{device.describe()} has {format_bytes(free)} free; use {_MEMORY_ADVICE[shard_key]}")
-    limit, source = memory_limit()
+    limit, source = memory
     if estimate.total <= limit:
         return
     if estimate.largest == "plan.shard_size" and one_path > MEMORY_SHARE * limit:

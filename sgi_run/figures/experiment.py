@@ -277,23 +277,23 @@ def _check_system_methods(exp: Experiment, setups: dict) -> None:
     """Refuse, before any compute, a field panel or a check whose run's system lacks the method it calls, or a
     solvability panel or check whose run's integrator cannot give its half-step momenta (``setups``: each run's
     Setup, as composed)."""
-    needs = [(f"panels[{i}].quantity", "field", p["runs"][0], "render_field", "(state, n_lat, n_lon)")
-             for i, p in enumerate(exp.panels) if p["quantity"] == "field"]
-    needs += [(f"checks.{c['id']}.kind", c["kind"], c["run"], checks_mod.CHECK_KINDS[c["kind"]].needs_system_method,
-               "(state)") for c in exp.checks if checks_mod.CHECK_KINDS[c["kind"]].needs_system_method]
-    solvers = [(f"panels[{i}].quantity", "solvability", p["runs"][0]) for i, p in enumerate(exp.panels)
-               if p["quantity"] == "solvability"]
-    solvers += [(f"checks.{c['id']}.kind", "solvability", c["run"]) for c in exp.checks if c["kind"] == "solvability"]
-    for key, value, run_id in solvers:
-        integrator = setups[run_id].integrator
-        require(f"{exp.path.name}:{key}", value, callable(getattr(integrator, "half_step_momenta", None)),
-                f"a panel or check kind run {run_id}'s integrator can serve: {integrator.name} has no "
-                "half_step_momenta(system, pi, dt, dw) (lgvi_cayley has)")
-    for key, value, run_id, method, arguments in needs:
-        system = setups[run_id].system
-        require(f"{exp.path.name}:{key}", value, fields.method_of(system, method) is not None,
-                f"a {'panel' if value == 'field' else 'check kind'} run {run_id}'s system can serve: "
-                f"{type(system).__name__} has no method {method}{arguments}")
+    # (key, its value, the run, the record of its panel or check kind, what it is), panels first
+    users = [(f"panels[{i}].quantity", p["quantity"], p["runs"][0], PANEL_KINDS[p["quantity"]], "panel")
+             for i, p in enumerate(exp.panels)]
+    users += [(f"checks.{c['id']}.kind", c["kind"], c["run"], checks_mod.CHECK_KINDS[c["kind"]], "check kind")
+              for c in exp.checks]
+    for key, value, run_id, kind, _ in users:
+        if kind.needs_integrator_method:
+            integrator = setups[run_id].integrator
+            method = kind.needs_integrator_method
+            require(f"{exp.path.name}:{key}", value, callable(getattr(integrator, method.split("(")[0], None)),
+                    f"a panel or check kind run {run_id}'s integrator can serve: {integrator.name} has no {method}")
+    for key, value, run_id, kind, what in users:
+        if kind.needs_system_method:
+            system = setups[run_id].system
+            method = kind.needs_system_method
+            require(f"{exp.path.name}:{key}", value, fields.method_of(system, method.split("(")[0]) is not None,
+                    f"a {what} run {run_id}'s system can serve: {type(system).__name__} has no method {method}")
 
 
 def figure_order(path: Path) -> tuple:

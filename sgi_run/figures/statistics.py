@@ -288,6 +288,10 @@ class SolvabilityMap:
     increment: np.ndarray    # the fixed increments
 
 
+# What a solvability map calls on its run's integrator, as a refusal names it (the panel and the check).
+SOLVABILITY_NEEDS = "half_step_momenta(system, pi, dt, dw) (lgvi_cayley has)"
+
+
 def solvability_map(run: RunData, spec: list, radius: float = 1.0, grid=SOLVABILITY_GRID) -> SolvabilityMap:
     """Paper 002's Figure 14 from the run's own integrator and system: for the fixed truncated increments
     ``spec`` (``increment_vector``) and the run's dt, the step's implicit equations solved by the integrator's

@@ -20,13 +20,15 @@ class CheckKind:
 
     ``study``: it judges a convergence study, not a mean curve. ``choices``: parameters that name one of a
     few things (parameter -> the allowed names). ``shapes``: parameters of a given shape (parameter ->
-    (a predicate, what they must be)). ``needs_system_method``: the method of the run's system the kind
-    calls, refused before any compute where the system has none."""
+    (a predicate, what they must be)). ``needs_system_method`` / ``needs_integrator_method``: what the kind
+    calls on its run's system or integrator, as a refusal names it (``name(arguments)``), refused before any
+    compute where they have none."""
     fn: Callable[..., Measurement]
     study: bool = False
     choices: Mapping[str, Collection] = field(default_factory=dict)
     shapes: Mapping[str, tuple[Callable[[object], bool], str]] = field(default_factory=dict)
     needs_system_method: str | None = None
+    needs_integrator_method: str | None = None
 
 
 CHECK_KINDS: dict[str, CheckKind] = {}
@@ -34,9 +36,10 @@ CHECK_KINDS: dict[str, CheckKind] = {}
 
 def check_kind(name: str, study: bool = False, choices: Mapping[str, Collection] | None = None,
                shapes: Mapping[str, tuple[Callable[[object], bool], str]] | None = None,
-               needs_system_method: str | None = None):
+               needs_system_method: str | None = None, needs_integrator_method: str | None = None):
     def register(fn):
-        CHECK_KINDS[name] = CheckKind(fn, study, choices or {}, shapes or {}, needs_system_method)
+        CHECK_KINDS[name] = CheckKind(fn, study, choices or {}, shapes or {}, needs_system_method,
+                                      needs_integrator_method)
         return fn
     return register
 

@@ -11,7 +11,7 @@ import numpy as np
 from sgi_run.figures import fields
 from sgi_run.figures.checks.registry import _skip, check_kind
 from sgi_run.figures.results import Band, Measurement, RunData, Series
-from sgi_run.figures.statistics import (POTENTIAL_STATISTICS, bin_averages, ensemble_spread, histogram_density,
+from sgi_run.figures.statistics import (POTENTIAL_STATISTICS, SOLVABILITY_NEEDS, bin_averages, ensemble_spread, histogram_density,
                                        increment_text, potential_from_run, potential_statistic, solvability_map,
                                        valid_increments)
 
@@ -93,7 +93,7 @@ def _degrees_text(above: int | None, at_most: int | None) -> str:
 
 
 @check_kind("spectrum_fraction", choices={"quantity": SPECTRUM_QUANTITIES},
-            needs_system_method="enstrophy_spectrum")
+            needs_system_method="enstrophy_spectrum(state)")
 def spectrum_fraction(series: Series, *, data: RunData, quantity: str, at: float | None = None,
                       above: int | None = None, at_most: int | None = None, min: float | None = None,
                       max: float | None = None, path: int = 0) -> Measurement:
@@ -223,7 +223,8 @@ SOLVABILITY_STATISTICS = ("norm_min", "norm_max", "max_abs_A", "max_abs_B", "max
 
 @check_kind("solvability", choices={"statistic": SOLVABILITY_STATISTICS},
             shapes={"increments": (valid_increments, 'a list of increment vectors, entries numbers or "D" / '
-                                   '"-D" (+-the truncation bound), e.g. [[0, 0, 0], [D, D, D]]')})
+                                   '"-D" (+-the truncation bound), e.g. [[0, 0, 0], [D, D, D]]')},
+            needs_integrator_method=SOLVABILITY_NEEDS)
 def solvability(series: Series, *, data: RunData, statistic: str, increments: list, radius: float = 1.0,
                 min: float | None = None, max: float | None = None) -> Measurement:
     """Paper 002's Figure 14 from the run's own integrator: the rigid body's implicit equations (62) solved for

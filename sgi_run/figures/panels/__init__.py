@@ -33,6 +33,10 @@ class PanelKind:
     maps: Callable[..., int] | None = None   # (panel, data) -> how many maps it draws side by side
     grid: bool = True              # grid lines on its axes (not on a 3-D axes nor under a row of maps)
     title_pad: float | None = None   # points between its title and its axes (above its maps' own titles)
+    # What it calls on its run's system or integrator, as a refusal names it (``name(arguments)``): refused
+    # at load where they have none (experiment._check_system_methods).
+    needs_system_method: str | None = None
+    needs_integrator_method: str | None = None
 
 
 # In the order an unknown kind's refusal lists them: the order of the imports below.

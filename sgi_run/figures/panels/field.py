@@ -89,4 +89,4 @@ def _field_panel(ax, exp, panel: dict, data: dict[str, RunData], colours: dict) 
 
 
 register(PanelKind("field", KEYS, _check_field, 1.5, _field_panel, maps=_field_maps, title_pad=18,
-                   grid=False))
+                   grid=False, needs_system_method="render_field(state, n_lat, n_lon)"))

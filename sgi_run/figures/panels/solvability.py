@@ -10,7 +10,7 @@ from sgi_run.figures.panels import PanelKind, register
 from sgi_run.figures.panels.maps import colour_map, map_row, pi_axis
 from sgi_run.figures.panels.validate import check_texts, is_number
 from sgi_run.figures.results import RunData
-from sgi_run.figures.statistics import increment_text, solvability_map, valid_increments
+from sgi_run.figures.statistics import SOLVABILITY_NEEDS, increment_text, solvability_map, valid_increments
 
 # One (theta, phi) map of ||(A, B)|| per fixed increment vector, from one run's integrator and system (paper 002
 # Figure 14).
@@ -59,4 +59,4 @@ def _solvability_panel(ax, exp, panel: dict, data: dict[str, RunData], colours: 
 
 
 register(PanelKind("solvability", KEYS, _check_solvability, 1.5, _solvability_panel, maps=_solvability_maps,
-                   title_pad=40, grid=False))
+                   title_pad=40, grid=False, needs_integrator_method=SOLVABILITY_NEEDS))
