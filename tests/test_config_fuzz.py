@@ -123,7 +123,13 @@ def refused_properly(args):
     # anything else propagates: the test fails with its traceback
 
 
+# The tests that draw from choices() run in one process under pytest-xdist (--dist loadgroup): composing every
+# option once (functools.cache) costs ~40 s, which a second process would pay again.
+FUZZ_GROUP = pytest.mark.xdist_group("config_fuzz")
+
+
 @pytest.mark.slow
+@FUZZ_GROUP
 @settings(max_examples=300, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 @given(overrides())
 def test_any_override_of_any_key_composes_or_is_one_line(args):
@@ -188,6 +194,7 @@ def combinations(draw):
 
 
 @pytest.mark.slow
+@FUZZ_GROUP
 @settings(max_examples=25, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 @given(combinations())
 def test_two_or_three_keys_at_once_compose_or_are_refused_for_what_was_typed(args):

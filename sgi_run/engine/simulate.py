@@ -1,9 +1,11 @@
-"""One compiled ensemble simulator per (system, integrator, plan).
+"""The ensemble simulator of one (system, integrator, plan).
 
-Paths are ``vmap``ped, steps are a ``lax.scan`` between two output times, and the statistics at
-each output time are reduced on the device, so only (times x observable entries) numbers come back.
-Shards all have the same padded shape, so the step function compiles once per run; padding paths
-are masked out of every statistic.
+Paths are ``vmap``ped, steps are a ``lax.scan`` through a block of drawn variables, and the statistics
+at each output time are reduced on the device, so only (times x observable entries) numbers come back.
+Shards all have the same padded shape, so each program compiles once per run; padding paths are
+masked out of every statistic. The step size is an argument of the programs, never a constant in
+them, and the draws and the statistics are programs of their own: a step-size scan, or runs that
+share a noise or a system, compile them once (JAX's compilation cache holds them across runs).
 
 A path's state is a pytree described by the system's space (``core.space``): every leaf keeps its
 shape and dtype (complex included) from the initial state to the kept paths and snapshots. An
@@ -19,6 +21,7 @@ means when the initial ensemble is random (spec 000, Figure 4.11).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import time
 from collections.abc import Callable
@@ -69,6 +72,13 @@ def observable_shapes(system, names) -> dict[str, tuple[int, ...]]:
     return shapes
 
 
+def _draw_block(draw, noise_keys, first_step, length: int, dt, bound):
+    """Every path's variables of steps ``first_step .. first_step + length - 1``, (length, paths, ...), where
+    ``draw(key, step, dt, bound)`` gives one path's."""
+    one_step = lambda step: jax.vmap(lambda key: draw(key, step, dt, bound))(noise_keys)
+    return jax.vmap(one_step)(first_step + jnp.arange(length))
+
+
 @dataclasses.dataclass
 class SolverCounts:
     """Per output time (the interval ending there): solver iterations summed over paths and steps, the
@@ -115,17 +125,28 @@ class Simulator:
         self._observe = jax.vmap(lambda z, z0: jnp.concatenate([jnp.ravel(f(z, z0)) for f in functions]))
         self.kept_count = min(plan.keep_paths, plan.paths_per_shard)
         self.truncate_at = noise.truncation_bound(plan.truncate, plan.dt)
+        # The step size and the truncation bound are arguments of the compiled programs, not constants in
+        # them: the runs of a step-size scan share their programs (JAX's compilation cache finds them).
+        self.dt = jnp.float64(plan.dt)
+        self.bound = None if self.truncate_at is None else jnp.float64(self.truncate_at)
         if hasattr(integrator, "draw"):
             # A stepper that draws its own variables (a convergence study's lock-step: every fine
             # increment of a coarse step): one path's variables of step k, addressed as every draw is.
-            self._draw, per_step = integrator.draw, integrator.values_per_step
+            per_step = integrator.values_per_step
+            draw = lambda key, step, dt, bound: integrator.draw(key, step)
         else:
-            self._draw = lambda key, step: noise.increments(integrator.noise_kind, key, step, plan.dt, system.noises,
-                                                            plan.brownian_refine, self.truncate_at)
             per_step = noise.NOISE_KINDS[integrator.noise_kind] * system.noises * plan.brownian_refine
+            draw = lambda key, step, dt, bound: noise.increments(integrator.noise_kind, key, step, dt, system.noises,
+                                                                 plan.brownian_refine, bound)
+        self._draws = jax.jit(functools.partial(_draw_block, draw), static_argnums=2)
         self.block_steps = int(max(1, min(plan.steps_per_output, BLOCK_VALUES // (plan.paths_per_shard * per_step))))
-        self._advance = jax.jit(self._advance_impl)
-        self._initial = jax.jit(self._initial_impl)
+        # Three programs, each compiled once per run: a block's draws, the steps through a block, the
+        # statistics at an output time. Apart, the draws (the same for every run with the same noise and
+        # shapes) and the statistics (for every run of the system) are compiled once for all of them.
+        self._steps = jax.jit(self._steps_impl)
+        self._statistics_of = jax.jit(self._statistics)
+        self._no_counts = tuple(jnp.zeros((), jnp.int64) for _ in dataclasses.fields(SolverCounts))
+        self._initial_states = jax.jit(jax.vmap(lambda k: system.initial_state(noise.init_key(k))))
 
     @property
     def observable_slices(self) -> dict[str, tuple[slice, tuple[int, ...]]]:
@@ -157,39 +178,36 @@ class Simulator:
         nonfinite = (valid & ~jax.vmap(self.space.is_finite)(z)).sum()
         return count, mean, m2, nonfinite, values
 
-    def _initial_impl(self, path_keys, valid):
-        z0 = jax.vmap(lambda k: self.system.initial_state(noise.init_key(k)))(path_keys)
-        return z0, self._statistics(z0, z0, valid)
+    def _initial(self, path_keys, valid):
+        z0 = self._initial_states(path_keys)
+        return z0, self._statistics_of(z0, z0, valid)
 
-    def _advance_impl(self, z, z0, noise_keys, valid, start_step):
-        plan, system, integrator = self.plan, self.system, self.integrator
-        draw = jax.vmap(self._draw, in_axes=(0, None))
-        step_all = jax.vmap(lambda z, xi: integrator.advance(system, z, plan.dt, xi))
+    def _steps_impl(self, carry, xi, valid, dt):
+        """The steps of one block of variables ``xi`` from ``carry`` (state, solver counters)."""
+        system, integrator = self.system, self.integrator
+        step_all = jax.vmap(lambda z, x: integrator.advance(system, z, dt, x))
 
-        def one_step(carry, xi):
+        def one_step(carry, x):
             z, it_sum, it_max, unconverged, stagnated = carry
-            z, stats = step_all(z, xi)
+            z, stats = step_all(z, x)
             iterations = jnp.where(valid, stats.iterations, 0)
             return (z, it_sum + iterations.sum(), jnp.maximum(it_max, iterations.max()),
                     unconverged + (valid & stats.unconverged).sum(), stagnated + (valid & stats.stagnated).sum()), None
 
-        def block(carry, first, length):
-            # Drawing a block of steps' increments at once, then stepping through them, runs
-            # ~1.5x faster on a CPU than drawing inside each step. The increments are still
-            # addressed by global step index, so the block length never changes the numbers.
-            xi = jax.vmap(lambda step: draw(noise_keys, step))(first + jnp.arange(length))
-            return jax.lax.scan(one_step, carry, xi)[0]
+        return jax.lax.scan(one_step, carry, xi)[0]
 
-        full_blocks, rest = divmod(plan.steps_per_output, self.block_steps)
-        zero = jnp.zeros((), jnp.int64)
-        carry = (z, zero, zero, zero, zero)
-        if full_blocks:
-            carry = jax.lax.scan(lambda c, b: (block(c, start_step + b * self.block_steps, self.block_steps), None),
-                                 carry, jnp.arange(full_blocks))[0]
-        if rest:
-            carry = block(carry, start_step + full_blocks * self.block_steps, rest)
+    def _advance(self, z, z0, noise_keys, valid, start_step):
+        """One output interval: its steps block by block (a block's variables drawn at once, then stepped
+        through: ~1.5x faster on a CPU than drawing inside each step; the variables are addressed by global
+        step index, so the block length never changes a number), then the statistics at its end."""
+        carry, done = (z, *self._no_counts), 0
+        while done < self.plan.steps_per_output:
+            length = min(self.block_steps, self.plan.steps_per_output - done)
+            xi = self._draws(noise_keys, start_step + done, length, self.dt, self.bound)
+            carry = self._steps(carry, xi, valid, self.dt)
+            done += length
         z, *counts = carry
-        return z, self._statistics(z, z0, valid), counts
+        return z, self._statistics_of(z, z0, valid), counts
 
     # --- one shard ------------------------------------------------------------------------------
     def run_shard(self, shard: int, on_output: Callable[[int], None] | None = None,

@@ -4,7 +4,9 @@ An integrator is a pure one-step map ``advance(system, z, dt, xi) -> (z_next, So
 single path (the engine ``vmap``s it), plus the kind of random variables ``xi`` it consumes
 (``sgi_run.core.noise.NOISE_KINDS``) and the name of the solver its implicit steps use
 (``solver(system)``: its iterations and unconverged steps are the run's diagnostics under that
-name). ``step`` is the same map returning the iteration count alone.
+name). ``step`` is the same map returning the iteration count alone. The engine passes ``dt`` as a
+traced scalar (one compiled program serves every step size), so a method computes with it and never
+branches on it in Python.
 """
 from __future__ import annotations
 

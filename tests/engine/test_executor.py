@@ -16,6 +16,10 @@ import sgi_run
 from sgi_run.core.errors import ConfigError
 from sgi_run.engine import device, executor
 
+# One process under pytest-xdist (--dist loadgroup): the tests share one LocalCluster (the `cluster`
+# fixture), which a second process would start again.
+pytestmark = pytest.mark.xdist_group("dask_cluster")
+
 DASK = ["executor=dask", "executor.workers=2"]
 # Four shards, kept paths in two of them, snapshots and per-path time averages: every part of the file.
 KUBO = ["integrator=midpoint", "plan.paths=4000", "plan.shard_size=1000", "plan.T=2", "plan.dt=0.01",

@@ -148,3 +148,64 @@ def test_a_truncation_rule_is_its_bound_at_the_plan_step(make_integrator):
                                       for t in ("log_dt", noise.truncation_bound("log_dt", 0.5), None))
     assert np.array_equal(by_rule.kept["q"], by_bound.kept["q"])
     assert not np.array_equal(by_rule.kept["q"], untruncated.kept["q"])
+
+
+# --- the step size is an argument of the compiled programs --------------------------------------------
+def _programs(system, integrator, plan) -> tuple[str, str, str]:
+    """The text of the three programs a shard runs: a block's draws, the steps through it, the statistics."""
+    from sgi_run.core import noise
+    sim = Simulator(system, integrator, plan)
+    size = plan.paths_per_shard
+    keys = noise.path_keys(plan.seed, 0, size)
+    noise_keys, valid = jax.vmap(noise.noise_key)(keys), jnp.ones(size, bool)
+    z0, _ = sim._initial(keys, valid)
+    xi = sim._draws(noise_keys, 0, sim.block_steps, sim.dt, sim.bound)
+    return (sim._draws.lower(noise_keys, 0, sim.block_steps, sim.dt, sim.bound).as_text(),
+            sim._steps.lower((z0, *sim._no_counts), xi, valid, sim.dt).as_text(),
+            sim._statistics_of.lower(z0, z0, valid).as_text())
+
+
+def test_runs_that_differ_only_in_step_size_compile_the_same_programs(make_integrator):
+    """A step-size scan (a figure's dt sweep, a user's multirun over plan.dt) lowers to the same programs, which
+    JAX's compilation cache then compiles once: the step size and the truncation bound are their arguments. The
+    draws do not depend on the method, nor the statistics on the method or the noise."""
+    midpoint, heun = make_integrator("midpoint"), make_integrator("heun")
+    plan = lambda dt, **more: Plan(paths=20, dt=dt, T=4 * dt, output_dt=2 * dt, observables=["H"], **more)
+    texts = {dt: _programs(Kubo(), midpoint, plan(dt)) for dt in (0.1, 0.05, 0.3)}
+    assert len(set(texts.values())) == 1
+    assert _programs(Kubo(), midpoint, plan(0.1, truncate="log_dt")) == _programs(Kubo(), midpoint, plan(0.2, truncate=1.5))
+    draws, steps, statistics = _programs(Kubo(), heun, plan(0.2))
+    assert draws == texts[0.1][0] and statistics == texts[0.1][2] and steps != texts[0.1][1]
+    assert _programs(Kubo(beta=0.3), midpoint, plan(0.1))[0] == texts[0.1][0]
+    # ... while a block of another length is another program
+    longer = _programs(Kubo(), midpoint, Plan(paths=20, dt=0.1, T=0.4, output_dt=0.4, observables=["H"]))
+    assert longer[0] != texts[0.1][0] and longer[1] != texts[0.1][1] and longer[2] == texts[0.1][2]
+
+
+@pytest.mark.parametrize("system, integrator", [("kubo", "midpoint"), ("kubo", "e1"), ("kubo", "srkw2"),
+                                                ("langevin_harmonic", "svia"), ("heavy_top", "tmk")])
+def test_the_step_size_as_an_argument_keeps_every_number_to_round_off(system, integrator):
+    """The engine's paths against the same method stepped with the step size written into the program as a
+    constant (as the engine compiled it before): equal to round-off, for an implicit, a pair-increment, a weak,
+    a Langevin and a Lie-Poisson method."""
+    from sgi_run.config import compose_setup
+    from sgi_run.core import noise
+    _, setup = compose_setup([f"system={system}", f"integrator={integrator}", "plan.paths=3", "plan.T=1",
+                              "plan.dt=0.05", "plan.output_dt=0.05", "plan.keep_paths=3"])
+    system, integrator, plan = setup.system, setup.integrator, setup.plan
+    engine = run_shards(Simulator(system, integrator, plan), None)
+    steps = round(plan.T / plan.dt)
+    dt = float(plan.dt)
+    for path in range(plan.paths):
+        path_key = noise.path_keys(plan.seed, path, 1)[0]
+        key = noise.noise_key(path_key)
+        xi = jax.vmap(lambda k: noise.increments(integrator.noise_kind, key, k, dt, system.noises))(jnp.arange(steps))
+        step = jax.jit(lambda z, x: integrator.advance(system, z, dt, x)[0])
+        z, states = system.initial_state(noise.init_key(path_key)), []
+        for x in xi:
+            z = step(z, x)
+            states.append(z)
+        for name, view in system.space.view_functions().items():
+            by_hand = np.stack([np.asarray(view(z)) for z in states])
+            kept = np.asarray(engine.kept[name][path, 1:])
+            assert np.max(np.abs(kept - by_hand) / np.maximum(np.abs(by_hand), 1.0)) <= 1e-13, (name, path)

@@ -11,6 +11,10 @@ import yaml
 from sgi_run.figures import cli
 from sgi_run.figures.experiment import discover, load
 
+# One process under pytest-xdist (--dist loadgroup): the tests share one smoke run of fig4_1 (the `smoke`
+# fixture), which a second process would make again.
+pytestmark = pytest.mark.xdist_group("figure_pipeline")
+
 EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments"
 FIG = "kraus_tyranowski_2021"
 VERDICT_LINE = re.compile(r"^(PASS|FAIL|SKIP)  \S+ \[\S+\]: ")

@@ -1,5 +1,6 @@
 """TMK, IM and TRAP on the heavy top and the rigid body (paper 001, spec 001 sections 1.2, 3, 5)."""
 import dataclasses
+import pickle
 from typing import ClassVar
 
 import jax
@@ -15,18 +16,38 @@ from sgi_run.systems import HeavyTop, RigidBody, SineEuler
 from sgi_run.systems.lie_poisson import LiePoissonSystem
 
 
-def path(integrator, system, dt, steps, seed=3):
-    """One realisation, its increments drawn as the engine draws path 0's."""
-    path_key = noise.path_keys(seed, 0, 1)[0]
-    key = noise.noise_key(path_key)
-    xi = jax.vmap(lambda k: noise.increments("gaussian", key, k, dt, system.noises))(jnp.arange(steps))
-    step = jax.jit(lambda z, x: integrator.advance(system, z, dt, x))
+# path() steps through compiled calls of CHUNK steps each, the step size an argument: one program per (method,
+# system) serves every step size and length these tests use (compiling one per step size and length took most
+# of these tests' time). Each is a multiple of 4 steps but one (50 = 12 x 4 + 2: one program more).
+CHUNK = 4
+_STEPPERS: dict[bytes, object] = {}
 
-    def body(z, x):
-        z, stats = step(z, x)
-        return z, (z, stats)
-    _, (states, stats) = jax.lax.scan(body, system.initial_state(noise.init_key(path_key)), xi)
-    return states, stats
+
+def _stepper(integrator, system, length: int):
+    """``(z, noise key, first step, dt) -> (z, (states, stats))``: ``length`` steps of one path, its increments
+    drawn as the engine draws them. Kept per (method, system, length), told apart by their pickled fields."""
+    key = pickle.dumps((integrator, system, length))
+    if key not in _STEPPERS:
+        def run(z, noise_key, first, dt):
+            def body(z, k):
+                z, stats = integrator.advance(system, z, dt, noise.increments("gaussian", noise_key, k, dt, system.noises))
+                return z, (z, stats)
+            return jax.lax.scan(body, z, first + jnp.arange(length))
+        _STEPPERS[key] = jax.jit(run)
+    return _STEPPERS[key]
+
+
+def path(integrator, system, dt, steps, seed=3):
+    """One realisation of ``steps`` steps, its increments drawn as the engine draws path 0's: the states after
+    each step and each step's SolverStats."""
+    path_key = noise.path_keys(seed, 0, 1)[0]
+    z, parts, done = system.initial_state(noise.init_key(path_key)), [], 0
+    while done < steps:
+        length = min(CHUNK, steps - done)
+        z, part = _stepper(integrator, system, length)(z, noise.noise_key(path_key), done, dt)
+        parts.append(part)
+        done += length
+    return jax.tree.map(lambda *chunks: jnp.concatenate(chunks), *parts)
 
 
 DETERMINISTIC = HeavyTop(inertia=(4.0, 2.0, 1.0), alpha=(0.0, 0.0, 0.0))
