@@ -165,6 +165,7 @@ def _programs(system, integrator, plan) -> tuple[str, str, str]:
             sim._statistics_of.lower(z0, z0, valid).as_text())
 
 
+@pytest.mark.slow
 def test_runs_that_differ_only_in_step_size_compile_the_same_programs(make_integrator):
     """A step-size scan (a figure's dt sweep, a user's multirun over plan.dt) lowers to the same programs, which
     JAX's compilation cache then compiles once: the step size and the truncation bound are their arguments. The
@@ -182,6 +183,7 @@ def test_runs_that_differ_only_in_step_size_compile_the_same_programs(make_integ
     assert longer[0] != texts[0.1][0] and longer[1] != texts[0.1][1] and longer[2] == texts[0.1][2]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("system, integrator", [("kubo", "midpoint"), ("kubo", "e1"), ("kubo", "srkw2"),
                                                 ("langevin_harmonic", "svia"), ("heavy_top", "tmk")])
 def test_the_step_size_as_an_argument_keeps_every_number_to_round_off(system, integrator):
