@@ -124,11 +124,11 @@ class Simulator:
         functions = observable_functions(system, self.observable_names)
         self._observe = jax.vmap(lambda z, z0: jnp.concatenate([jnp.ravel(f(z, z0)) for f in functions]))
         self.kept_count = min(plan.keep_paths, plan.paths_per_shard)
-        self.truncate_at = noise.truncation_bound(plan.truncate, plan.dt)
         # The step size and the truncation bound are arguments of the compiled programs, not constants in
         # them: the runs of a step-size scan share their programs (JAX's compilation cache finds them).
         self.dt = jnp.float64(plan.dt)
-        self.bound = None if self.truncate_at is None else jnp.float64(self.truncate_at)
+        bound = noise.truncation_bound(plan.truncate, plan.dt)
+        self.bound = None if bound is None else jnp.float64(bound)
         if hasattr(integrator, "draw"):
             # A stepper that draws its own variables (a convergence study's lock-step: every fine
             # increment of a coarse step): one path's variables of step k, addressed as every draw is.
@@ -199,7 +199,9 @@ class Simulator:
     def _advance(self, z, z0, noise_keys, valid, start_step):
         """One output interval: its steps block by block (a block's variables drawn at once, then stepped
         through: ~1.5x faster on a CPU than drawing inside each step; the variables are addressed by global
-        step index, so the block length never changes a number), then the statistics at its end."""
+        step index, so the block length never changes a number), then the statistics at its end. The loop
+        is over blocks of up to BLOCK_VALUES variables, not over steps: its calls are dispatched
+        asynchronously, each behind a block of work."""
         carry, done = (z, *self._no_counts), 0
         while done < self.plan.steps_per_output:
             length = min(self.block_steps, self.plan.steps_per_output - done)
