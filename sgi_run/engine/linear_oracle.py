@@ -23,6 +23,7 @@ import jax.numpy as jnp
 import numpy as np
 from numpy.polynomial.hermite_e import hermegauss
 
+from sgi_run.engine import programs
 from sgi_run.engine.plan import Plan
 
 
@@ -54,10 +55,15 @@ def _nodes(kind: str, dt: float, gauss_nodes: int, pair_nodes: int):
 
 
 def step_matrices(system, integrator, dt: float, xi: np.ndarray) -> np.ndarray:
-    """M(xi) for each node: the step applied to the unit vectors, as columns. (n, d, d)"""
-    d = 2 * system.dof
-    columns = lambda x: jax.vmap(lambda e: integrator.step(system, e, dt, x)[0])(jnp.eye(d)).T
-    return np.asarray(jax.jit(jax.vmap(columns))(jnp.asarray(xi)))
+    """M(xi) for each node: the step applied to the unit vectors, as columns. (n, d, d) The step size is
+    an argument of the program, so a process traces it once per system and method (``engine.programs``)."""
+    def build():
+        eye = jnp.eye(2 * system.dof)
+        columns = lambda x, dt: jax.vmap(lambda e: integrator.step(system, e, dt, x)[0])(eye).T
+        return jax.jit(jax.vmap(columns, in_axes=(0, None)))
+
+    program = programs.shared("linear oracle step matrices", (system, integrator), build)
+    return np.asarray(program(jnp.asarray(xi), jnp.float64(dt)))
 
 
 def applies(system, plan) -> bool:

@@ -31,7 +31,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from sgi_run.core import noise
-from sgi_run.engine import device
+from sgi_run.engine import device, programs
 from sgi_run.engine.moments import Moments
 from sgi_run.engine.plan import Plan
 
@@ -79,6 +79,34 @@ def _draw_block(draw, noise_keys, first_step, length: int, dt, bound):
     return jax.vmap(one_step)(first_step + jnp.arange(length))
 
 
+def _steps_through(system, integrator, carry, xi, valid, dt):
+    """Every path's steps through one block of variables ``xi`` from ``carry`` (the state, then the solver
+    counters: iterations summed, the most in one step, unconverged and stagnated steps)."""
+    step_all = jax.vmap(lambda z, x: integrator.advance(system, z, dt, x))
+
+    def one_step(carry, x):
+        z, it_sum, it_max, unconverged, stagnated = carry
+        z, stats = step_all(z, x)
+        iterations = jnp.where(valid, stats.iterations, 0)
+        return (z, it_sum + iterations.sum(), jnp.maximum(it_max, iterations.max()),
+                unconverged + (valid & stats.unconverged).sum(), stagnated + (valid & stats.stagnated).sum()), None
+
+    return jax.lax.scan(one_step, carry, xi)[0]
+
+
+def _statistics(system, names, z, z0, valid):
+    """The observables' count, mean and sum of squared deviations over the valid paths with finite
+    values, the valid paths whose state is not finite, and every path's values."""
+    functions = observable_functions(system, names)
+    values = jax.vmap(lambda z, z0: jnp.concatenate([jnp.ravel(f(z, z0)) for f in functions]))(z, z0)  # (S, entries)
+    finite = jnp.isfinite(values) & valid[:, None]
+    count = finite.sum(axis=0)
+    mean = jnp.where(finite, values, 0.0).sum(axis=0) / jnp.maximum(count, 1)
+    m2 = jnp.where(finite, (values - mean) ** 2, 0.0).sum(axis=0)
+    nonfinite = (valid & ~jax.vmap(system.space.is_finite)(z)).sum()
+    return count, mean, m2, nonfinite, values
+
+
 @dataclasses.dataclass
 class SolverCounts:
     """Per output time (the interval ending there): solver iterations summed over paths and steps, the
@@ -121,8 +149,6 @@ class Simulator:
         self.solver_name = integrator.solver_name(system)
         self.observable_names = list(plan.observables)
         self.observable_shapes = observable_shapes(system, self.observable_names)
-        functions = observable_functions(system, self.observable_names)
-        self._observe = jax.vmap(lambda z, z0: jnp.concatenate([jnp.ravel(f(z, z0)) for f in functions]))
         self.kept_count = min(plan.keep_paths, plan.paths_per_shard)
         # The step size and the truncation bound are arguments of the compiled programs, not constants in
         # them: the runs of a step-size scan share their programs (JAX's compilation cache finds them).
@@ -132,21 +158,28 @@ class Simulator:
         if hasattr(integrator, "draw"):
             # A stepper that draws its own variables (a convergence study's lock-step: every fine
             # increment of a coarse step): one path's variables of step k, addressed as every draw is.
-            per_step = integrator.values_per_step
+            per_step, drawn_by = integrator.values_per_step, (integrator,)
             draw = lambda key, step, dt, bound: integrator.draw(key, step)
         else:
-            per_step = noise.NOISE_KINDS[integrator.noise_kind] * system.noises * plan.brownian_refine
-            draw = lambda key, step, dt, bound: noise.increments(integrator.noise_kind, key, step, dt, system.noises,
-                                                                 plan.brownian_refine, bound)
-        self._draws = jax.jit(functools.partial(_draw_block, draw), static_argnums=2)
+            kind, noises, refine = integrator.noise_kind, system.noises, plan.brownian_refine
+            per_step, drawn_by = noise.NOISE_KINDS[kind] * noises * refine, (kind, noises, refine)
+            draw = lambda key, step, dt, bound: noise.increments(kind, key, step, dt, noises, refine, bound)
         self.block_steps = int(max(1, min(plan.steps_per_output, BLOCK_VALUES // (plan.paths_per_shard * per_step))))
-        # Three programs, each compiled once per run: a block's draws, the steps through a block, the
-        # statistics at an output time. Apart, the draws (the same for every run with the same noise and
-        # shapes) and the statistics (for every run of the system) are compiled once for all of them.
-        self._steps = jax.jit(self._steps_impl)
-        self._statistics_of = jax.jit(self._statistics)
+        # Four programs, each compiled once per run: the initial states, a block's draws, the steps through
+        # a block, the statistics at an output time. Apart, the draws (the same for every run with the same
+        # noise and shapes) and the statistics (for every run of the system) are compiled once for all of
+        # them; and within a process the runs of one system and method share the program objects
+        # (engine.programs), so a step-size scan traces each once.
+        names = tuple(self.observable_names)
+        self._draws = programs.shared("draws", drawn_by, lambda: jax.jit(functools.partial(_draw_block, draw),
+                                                                         static_argnums=2))
+        self._steps = programs.shared("steps", (system, integrator),
+                                      lambda: jax.jit(functools.partial(_steps_through, system, integrator)))
+        self._statistics_of = programs.shared("statistics", (system, names),
+                                              lambda: jax.jit(functools.partial(_statistics, system, names)))
+        self._initial_states = programs.shared("initial states", (system,), lambda: jax.jit(jax.vmap(
+            lambda k: system.initial_state(noise.init_key(k)))))
         self._no_counts = tuple(jnp.zeros((), jnp.int64) for _ in dataclasses.fields(SolverCounts))
-        self._initial_states = jax.jit(jax.vmap(lambda k: system.initial_state(noise.init_key(k))))
 
     @property
     def observable_slices(self) -> dict[str, tuple[slice, tuple[int, ...]]]:
@@ -168,33 +201,9 @@ class Simulator:
         view = jax.vmap(jax.vmap(lambda z: {name: f(z) for name, f in functions.items()}))
         return {name: np.asarray(v) for name, v in view(states).items()}
 
-    # --- compiled pieces ------------------------------------------------------------------------
-    def _statistics(self, z, z0, valid):
-        values = self._observe(z, z0)                                 # (S, entries)
-        finite = jnp.isfinite(values) & valid[:, None]
-        count = finite.sum(axis=0)
-        mean = jnp.where(finite, values, 0.0).sum(axis=0) / jnp.maximum(count, 1)
-        m2 = jnp.where(finite, (values - mean) ** 2, 0.0).sum(axis=0)
-        nonfinite = (valid & ~jax.vmap(self.space.is_finite)(z)).sum()
-        return count, mean, m2, nonfinite, values
-
     def _initial(self, path_keys, valid):
         z0 = self._initial_states(path_keys)
         return z0, self._statistics_of(z0, z0, valid)
-
-    def _steps_impl(self, carry, xi, valid, dt):
-        """The steps of one block of variables ``xi`` from ``carry`` (state, solver counters)."""
-        system, integrator = self.system, self.integrator
-        step_all = jax.vmap(lambda z, x: integrator.advance(system, z, dt, x))
-
-        def one_step(carry, x):
-            z, it_sum, it_max, unconverged, stagnated = carry
-            z, stats = step_all(z, x)
-            iterations = jnp.where(valid, stats.iterations, 0)
-            return (z, it_sum + iterations.sum(), jnp.maximum(it_max, iterations.max()),
-                    unconverged + (valid & stats.unconverged).sum(), stagnated + (valid & stats.stagnated).sum()), None
-
-        return jax.lax.scan(one_step, carry, xi)[0]
 
     def _advance(self, z, z0, noise_keys, valid, start_step):
         """One output interval: its steps block by block (a block's variables drawn at once, then stepped

@@ -38,3 +38,19 @@ def test_monte_carlo_agrees_with_the_oracle(name, make_integrator):
     z = (mc.mean[1:, 0] - mm.mean_H[1:]) / mm.expected_sem(plan.paths)[1:]
     assert np.all(np.abs(z) < 4), z
     assert np.allclose(mc.sem[1:, 0], mm.expected_sem(plan.paths)[1:], rtol=0.2)
+
+
+@pytest.mark.parametrize("name", ["midpoint", "dirk", "stormer_verlet", "heun", "e1", "srkw2", "rs2"])
+def test_the_step_size_as_an_argument_keeps_the_step_matrices_to_round_off(name, make_integrator):
+    """One program per system and method, the step size its argument: the same matrices, to round-off, as the
+    step with the step size written in as a constant (as the oracle computed them before)."""
+    import jax
+    import jax.numpy as jnp
+
+    from sgi_run.engine.linear_oracle import _nodes, step_matrices
+    system, integrator = Kubo(), make_integrator(name)
+    for dt in (0.5, 0.05):
+        xi, _ = _nodes(integrator.noise_kind, dt, 120, 30)
+        columns = lambda x: jax.vmap(lambda e: integrator.step(system, e, dt, x)[0])(jnp.eye(2)).T
+        constant = np.asarray(jax.jit(jax.vmap(columns))(jnp.asarray(xi)))
+        np.testing.assert_allclose(step_matrices(system, integrator, dt, xi), constant, rtol=0, atol=1e-14)

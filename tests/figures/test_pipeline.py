@@ -20,6 +20,14 @@ FIG = "kraus_tyranowski_2021"
 VERDICT_LINE = re.compile(r"^(PASS|FAIL|SKIP)  \S+ \[\S+\]: ")
 
 
+def test_this_module_runs_in_one_process(request):
+    """Under pytest-xdist's --dist loadgroup (make test) a test's xdist_group is the suffix of its node id, and
+    that is how its group's tests go to one process: pytest 9.2 drops the suffix (pytest-xdist#1386, hence
+    pyproject's pin), and every process would then make the smoke run again."""
+    if request.config.getoption("dist", "no") == "loadgroup" or getattr(request.config.option, "loadgroup", False):
+        assert request.node.nodeid.endswith("@figure_pipeline"), request.node.nodeid
+
+
 @pytest.fixture(scope="module")
 def smoke(tmp_path_factory):
     """One smoke run of fig4_1; later tests re-use its run cache."""
