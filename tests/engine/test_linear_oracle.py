@@ -40,6 +40,7 @@ def test_monte_carlo_agrees_with_the_oracle(name, make_integrator):
     assert np.allclose(mc.sem[1:, 0], mm.expected_sem(plan.paths)[1:], rtol=0.2)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["midpoint", "dirk", "stormer_verlet", "heun", "e1", "srkw2", "rs2"])
 def test_the_step_size_as_an_argument_keeps_the_step_matrices_to_round_off(name, make_integrator):
     """One program per system and method, the step size its argument: the same matrices, to round-off, as the

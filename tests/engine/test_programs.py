@@ -1,6 +1,7 @@
 """Compiled programs shared within a process by the value of what they close over (engine.programs)."""
 import jax
 import numpy as np
+import pytest
 
 from sgi_run.engine import programs
 from sgi_run.engine.ensemble import run_shards
@@ -36,6 +37,7 @@ def test_only_the_most_recently_used_programs_are_kept(monkeypatch):
     assert len(programs._programs) == 2 and programs.shared("test", (1,), object) is first
 
 
+@pytest.mark.slow
 def test_runs_of_a_step_size_scan_share_their_programs_and_other_systems_do_not(make_integrator):
     """Two step sizes of one system and method: the same program objects (traced once per shape), and each
     run's numbers are those of a run in a fresh process's state (no program reused). A system with other
