@@ -6,7 +6,9 @@ strong errors, the running supremum over time of each level's squared distance t
 The engine's ``Simulator`` advances them in lock-step over the coarsest step: one coarse step draws
 the increments of the finest grid in it, every level sums them onto its own grid (``noise.coarsen``,
 truncated per level after summing, papers 002 and 004) and takes its steps, comparing with the
-reference at each of its step times. So a study has shards, checkpoints, solver counts and a memory
+reference at each of its step times. The levels take their steps in one program (a scan over the
+levels, a loop of each level's own count of steps, its step size an argument), so the method's step
+is compiled once for every level, not once per level. So a study has shards, checkpoints, solver counts and a memory
 estimate like any run, and its errors are online moments of per-path quantities (observables of the
 study's state, ``Levels``).
 
@@ -36,6 +38,7 @@ from sgi_run.core import noise
 from sgi_run.core.space import Leaf, StateSpace
 from sgi_run.engine.convergence_plan import ConvergencePlan
 from sgi_run.engine.plan import _whole_ratio
+from sgi_run.integrators.base import SolverStats
 from sgi_run.systems.base import System
 
 RESOLVABLE_SE = 2.0     # by default an error counts as resolved when |error| > RESOLVABLE_SE * SE (plan.resolvable_se)
@@ -242,52 +245,72 @@ class LockStep:
                                                                  dts[name], m))(jnp.arange(n // self.refine(dts[name])))
         return {name: own(name) for name in key}
 
-    def _steps(self, z0, dt, xi, compare_with=None):
-        """``len(xi)`` steps of the integrator from z0: (z, running sup of the squared distance to
-        ``compare_with`` at each step, or None; the states after each step when asked; SolverStats)."""
-        system, space = self.levels.inner, self.levels.inner.space
+    def _reference_steps(self, z0, xi):
+        """The fine reference's steps through one coarse step: (its state, its state after every step, SolverStats)."""
+        system = self.levels.inner
 
-        def one(carry, inputs):
-            z, sup = carry
-            x, target = inputs
-            z, stats = self.integrator.advance(system, z, dt, x)
-            if target is not None:
-                sup = jnp.maximum(sup, space.distance(z, target) ** 2)
-            return (z, sup), (z if compare_with is None else None, stats)
+        def one(z, x):
+            z, stats = self.integrator.advance(system, z, self.plan.grid_dt, x)
+            return z, (z, stats)
 
-        (z, sup), (path, stats) = jax.lax.scan(one, (z0, jnp.zeros(())), (xi, compare_with))
-        return z, sup, path, stats.over_steps()
+        z, (path, stats) = jax.lax.scan(one, z0, xi)
+        return z, path, stats.over_steps()
+
+    def _level_steps(self, states, xi, reference_path):
+        """Every level's steps through one coarse step, in one program: a scan over the levels, each taking
+        its own count of steps of its own size (a loop whose count is an argument), so the method's step is
+        compiled once for all of them, not once per level. ``states`` and ``xi`` are stacked over the
+        levels, each level's variables padded to the finest grid's count. For a strong study, each step's
+        running sup of the squared distance to the reference at that step's time. (states, sups, SolverStats)"""
+        system, plan, n = self.levels.inner, self.plan, self.grid_steps
+        refines = [self.refine(level_dt) for level_dt in plan.dts]
+
+        def level(_, inputs):
+            z0, dt, count, r, x = inputs
+
+            def one(j, carry):
+                z, sup, total = carry
+                z, stats = self.integrator.advance(system, z, dt, jax.tree.map(lambda a: a[j], x))
+                if reference_path is not None:
+                    target = jax.tree.map(lambda p: p[(j + 1) * r - 1], reference_path)
+                    sup = jnp.maximum(sup, system.space.distance(z, target) ** 2)
+                return z, sup, total.merge(stats)
+
+            z, sup, total = jax.lax.fori_loop(0, count, one, (z0, jnp.zeros(()), SolverStats.none()))
+            return None, (z, sup, total)
+
+        inputs = (states, jnp.asarray(plan.dts), jnp.asarray([n // r for r in refines]), jnp.asarray(refines), xi)
+        _, (states, sups, stats) = jax.lax.scan(level, None, inputs)
+        return states, sups, stats.over_steps()
 
     def advance(self, system: Levels, z, dt, xi):
         plan, n = self.plan, self.grid_steps
         inner = system.inner
-        total = None
         bound = lambda dt: noise.truncation_bound(plan.truncate, dt)
         variables = lambda dt, name: noise.coarsen(xi, plan.grid_dt, self.refine(dt), bound(dt)) if system.shared else xi[name]
         out = dict(z)
-        reference_path = None
+        reference_path, total = None, SolverStats.none()
         if plan.reference == "fine":
-            ref, _, reference_path, total = self._steps(system.part(z, "reference"), plan.grid_dt,
-                                                         variables(plan.grid_dt, "reference"))
+            ref, path, total = self._reference_steps(system.part(z, "reference"), variables(plan.grid_dt, "reference"))
             out = system.with_part(out, "reference", ref)
+            reference_path = path if system.strong else None
         elif system.strong:
             w = z["W"] + jnp.cumsum(xi[:, 0], axis=0)                   # W at the grid times of this step
             times = (z["k"] * n + jnp.arange(1, n + 1)) * plan.grid_dt
             reference_path = jax.vmap(inner.exact_state)(times, w[:, 0])
             out["W"] = w[-1]
-        sups = []
-        for i, level_dt in enumerate(plan.dts):
-            r = self.refine(level_dt)
-            target = jax.tree.map(lambda x: x[r - 1::r], reference_path) if system.strong else None
-            state, sup, _, stats = self._steps(system.part(z, f"level{i}"), level_dt, variables(level_dt, f"level{i}"),
-                                                 compare_with=target)
-            out = system.with_part(out, f"level{i}", state)
-            sups.append(sup)
-            total = stats if total is None else total.merge(stats)
+        levels = range(len(plan.dts))
+        padded = lambda x: jnp.concatenate([x, jnp.zeros((n - x.shape[0],) + x.shape[1:], x.dtype)])
+        stacked = lambda parts: jax.tree.map(lambda *leaves: jnp.stack(leaves), *parts)
+        states, sups, stats = self._level_steps(stacked([system.part(z, f"level{i}") for i in levels]),
+                                                stacked([padded(variables(d, f"level{i}")) for i, d in enumerate(plan.dts)]),
+                                                reference_path)
+        for i in levels:
+            out = system.with_part(out, f"level{i}", jax.tree.map(lambda leaf: leaf[i], states))
         if system.strong:
-            out["sup_sq_error"] = jnp.maximum(z["sup_sq_error"], jnp.stack(sups))
+            out["sup_sq_error"] = jnp.maximum(z["sup_sq_error"], sups)
         out["k"] = z["k"] + 1
-        return out, total
+        return out, total.merge(stats)
 
 
 # --- running a study -------------------------------------------------------------------------------
