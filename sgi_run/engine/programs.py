@@ -29,10 +29,10 @@ def shared(kind: str, owners: tuple, build: Callable[[], Callable]) -> Callable:
         key = (kind, pickle.dumps(owners, protocol=pickle.HIGHEST_PROTOCOL))
     except (pickle.PicklingError, TypeError, AttributeError):
         return build()
-    program = _programs.pop(key, None)
-    if program is None:
-        program = build()
-    _programs[key] = program
-    while len(_programs) > KEPT_PROGRAMS:
-        _programs.popitem(last=False)
-    return program
+    if key in _programs:
+        _programs.move_to_end(key)
+    else:
+        _programs[key] = build()
+        while len(_programs) > KEPT_PROGRAMS:
+            _programs.popitem(last=False)
+    return _programs[key]

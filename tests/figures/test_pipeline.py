@@ -24,7 +24,7 @@ def test_this_module_runs_in_one_process(request):
     """Under pytest-xdist's --dist loadgroup (make test) a test's xdist_group is the suffix of its node id, and
     that is how its group's tests go to one process: pytest 9.2 drops the suffix (pytest-xdist#1386, hence
     pyproject's pin), and every process would then make the smoke run again."""
-    if request.config.getoption("dist", "no") == "loadgroup" or getattr(request.config.option, "loadgroup", False):
+    if getattr(request.config.option, "loadgroup", False):      # set in an xdist worker of --dist loadgroup
         assert request.node.nodeid.endswith("@figure_pipeline"), request.node.nodeid
 
 

@@ -1,6 +1,5 @@
 """TMK, IM and TRAP on the heavy top and the rigid body (paper 001, spec 001 sections 1.2, 3, 5)."""
 import dataclasses
-import pickle
 from typing import ClassVar
 
 import jax
@@ -12,6 +11,7 @@ import sgi_run
 from sgi_run.config import build
 from sgi_run.core import lie, noise
 from sgi_run.core.space import Leaf, StateSpace
+from sgi_run.engine import programs
 from sgi_run.systems import HeavyTop, RigidBody, SineEuler
 from sgi_run.systems.lie_poisson import LiePoissonSystem
 
@@ -20,21 +20,20 @@ from sgi_run.systems.lie_poisson import LiePoissonSystem
 # system) serves every step size and length these tests use (compiling one per step size and length took most
 # of these tests' time). Each is a multiple of 4 steps but one (50 = 12 x 4 + 2: one program more).
 CHUNK = 4
-_STEPPERS: dict[bytes, object] = {}
 
 
 def _stepper(integrator, system, length: int):
     """``(z, noise key, first step, dt) -> (z, (states, stats))``: ``length`` steps of one path, its increments
-    drawn as the engine draws them. Kept per (method, system, length), told apart by their pickled fields."""
-    key = pickle.dumps((integrator, system, length))
-    if key not in _STEPPERS:
+    drawn as the engine draws them. One program per (method, system, length) in the process (engine.programs)."""
+    def build():
         def run(z, noise_key, first, dt):
             def body(z, k):
                 z, stats = integrator.advance(system, z, dt, noise.increments("gaussian", noise_key, k, dt, system.noises))
                 return z, (z, stats)
             return jax.lax.scan(body, z, first + jnp.arange(length))
-        _STEPPERS[key] = jax.jit(run)
-    return _STEPPERS[key]
+        return jax.jit(run)
+
+    return programs.shared("test path steps", (integrator, system, length), build)
 
 
 def path(integrator, system, dt, steps, seed=3):
