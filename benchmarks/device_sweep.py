@@ -17,7 +17,8 @@ divided by that. Three rates are measured in float64:
 
 Each method's *fraction of the bound* is its path-steps/s x normals per path-step / the ``jax bulk``
 rate. Methods: Kubo Heun, midpoint and E1, diffrax Heun (the peer) on the same problem, van der
-Pol DIRK, the double-well SVIA, the heavy top's TMK and IM, the rigid body's Cayley LGVI; each is
+Pol DIRK, the double-well SVIA, the heavy top's TMK and IM, the rigid body's Cayley LGVI and IsoMP, Kubo
+SRKw2 (multiplicative noise: one coupled Newton solve); each is
 the engine (``Simulator.run_shard``, one shard of all the paths, statistics merged on the host), as
 in ``throughput.py``. The steps per run are ``--work / paths``, within ``[--min-steps, --max-steps]``.
 """
@@ -26,6 +27,7 @@ from __future__ import annotations
 import argparse
 import copy
 import dataclasses
+import itertools
 import json
 import sys
 import time
@@ -56,6 +58,8 @@ METHODS = (
     ("heavy top TMK", "heavy_top", "tmk"),
     ("heavy top IM", "heavy_top", "lp_midpoint"),
     ("rigid body Cayley LGVI", "rigid_body", "lgvi_cayley"),
+    ("rigid body IsoMP", "rigid_body", "isomp"),
+    ("Kubo SRKw2", "kubo", "srkw2"),
     ("Kubo E1", "kubo", "e1"),
 )
 SCHEMA = "sgi-run/bench/device_sweep/1"
@@ -166,8 +170,8 @@ def plot(out: Path) -> Path | None:
     fig, ax = plt.subplots(figsize=(11, 5.5))
     # One colour per method across devices, one line style per device.
     methods = list(dict.fromkeys(r["method"] for doc in docs for r in doc["results"]))
-    colors = dict(zip(methods, plt.cm.tab10.colors))
-    for doc, style in zip(docs, ("-o", "--s", ":^")):
+    colors = {method: plt.cm.tab20.colors[i % 20] for i, method in enumerate(methods)}
+    for doc, style in zip(docs, itertools.cycle(("-o", "--s", ":^", "-.v"))):
         for method in dict.fromkeys(r["method"] for r in doc["results"]):
             rows = sorted((r for r in doc["results"] if r["method"] == method), key=lambda r: r["paths"])
             ax.plot([r["paths"] for r in rows], [r["path_steps_per_s"] for r in rows], style, color=colors[method],

@@ -13,8 +13,6 @@ import numpy as np
 import sgi_run.core  # noqa: F401  (enables float64 before any array is made)
 import jax
 
-from throughput_workloads import ROOT
-
 SCHEMA = "sgi-run/bench/throughput/2"
 
 
@@ -77,23 +75,16 @@ def machine() -> dict:
 
 
 def _code_version() -> dict:
-    """The sgi-run commit benchmarked, and whether the engine's sources differ from it."""
-    import subprocess
-
-    def git(*a):
-        try:
-            return subprocess.run(["git", *a], cwd=ROOT, capture_output=True, text=True, timeout=10).stdout.strip()
-        except (OSError, subprocess.SubprocessError):
-            return ""
-    commit = git("rev-parse", "HEAD") or None
-    dirty = git("status", "--porcelain", "--", "sgi_run", "conf") if commit else ""
-    return {"git_commit": commit, "sgi_run_uncommitted_changes": bool(dirty)}
+    """The sgi-run commit benchmarked, and whether the sources differ from it (``provenance.source_commit``)."""
+    from sgi_run.provenance import source_commit
+    version = source_commit()
+    return {"git_commit": version["commit"], "sgi_run_uncommitted_changes": version["uncommitted_changes"]}
 
 
 def commit_text(m: dict) -> str:
     """The benchmarked commit as a report names it."""
-    return (f"sgi-run commit {(m.get('git_commit') or 'unknown')[:12]}"
-            f"{' (with uncommitted changes to sgi_run/ or conf/)' if m.get('sgi_run_uncommitted_changes') else ''}")
+    from sgi_run.provenance import commit_text as text
+    return text({"commit": m.get("git_commit"), "uncommitted_changes": m.get("sgi_run_uncommitted_changes")})
 
 
 # ------------------------------------------------------------------------------------------------

@@ -9,9 +9,14 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import os
+import subprocess
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent
+# A copy of the repository without its .git (a remote GPU machine gets the working tree only) names the commit
+# it was copied from here, e.g. ``SGI_RUN_COMMIT=$(git rev-parse HEAD)`` in the command that ships it.
+COMMIT_VARIABLE = "SGI_RUN_COMMIT"
 # The layers whose code determines a run's numbers (DESIGN.md: core, systems, integrators, engine).
 NUMERICS_LAYERS = ("core", "systems", "integrators", "engine")
 
@@ -25,3 +30,28 @@ def code_digest() -> str:
             h.update(source.relative_to(PACKAGE).as_posix().encode())
             h.update(source.read_bytes())
     return h.hexdigest()[:12]
+
+
+def source_commit() -> dict:
+    """The sgi-run commit this code is: ``{"commit": sha or None, "uncommitted_changes": bool or None}``.
+    From git where the package sits in a checkout; else from ``$SGI_RUN_COMMIT`` (changes then unknown: None).
+    ``uncommitted_changes`` counts the package and its configs only (what makes and describes the numbers)."""
+    def git(*args):
+        try:
+            done = subprocess.run(["git", *args], cwd=PACKAGE.parent, capture_output=True, text=True, timeout=10)
+        except (OSError, subprocess.SubprocessError):
+            return ""
+        return done.stdout.strip() if done.returncode == 0 else ""
+
+    commit = git("rev-parse", "HEAD")
+    if commit:
+        return {"commit": commit, "uncommitted_changes": bool(git("status", "--porcelain", "--", "sgi_run", "conf",
+                                                                  "experiments"))}
+    return {"commit": os.environ.get(COMMIT_VARIABLE) or None, "uncommitted_changes": None}
+
+
+def commit_text(version: dict) -> str:
+    """A ``source_commit()`` as a report names it: "sgi-run commit 0d021ed1c2a4 (with uncommitted changes)"."""
+    changes = {True: " (with uncommitted changes to sgi_run/, conf/ or experiments/)", False: "",
+               None: " (a copy without git: uncommitted changes unknown)"}[version.get("uncommitted_changes")]
+    return f"sgi-run commit {(version.get('commit') or 'unknown')[:12]}{changes}"

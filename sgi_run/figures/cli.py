@@ -3,6 +3,13 @@
     sgi-figures --fidelity smoke
     sgi-figures --fidelity reduced --only fig4_1
     sgi-figures --fidelity paper --only fig4_1 --executor dask --executor-option address=tcp://host:8786
+    sgi-figures --fidelity paper --only fig4_2 --output gallery/paper --pack packed/   # on a GPU machine
+    sgi-figures --output gallery/paper --unpack packed/*.tar.gz                        # back in the checkout
+
+A figure whose record in ``--output`` was made from exactly its runs' configs is kept, not recomputed
+(``--cache``: ``refresh_stale`` also recomputes one made by other numerics code, ``off`` every one), so a
+paper-fidelity sweep split over GPU windows goes on from the figures it finished; within a figure the run
+cache and the shard checkpoints keep the finished runs.
 
 Exit status: 0 when every figure was made (FAIL verdicts are results, not errors), 1 with
 ``--strict`` when any check FAILs, 2 on bad input (one line on stderr), 130 on Ctrl-C (finished runs
@@ -11,7 +18,9 @@ and shards are kept; the same command resumes).
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
+import tarfile
 import time
 from pathlib import Path
 
@@ -62,6 +71,11 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--executor-option", action="append", default=[], metavar="KEY=VALUE",
                    help="a key of conf/executor/<executor>.yaml, e.g. workers=4; repeatable")
     p.add_argument("--strict", action="store_true", help="exit 1 when any check FAILs")
+    p.add_argument("--pack", metavar="DIR",
+                   help="write each figure's files (PNG, table, checks, record) as DIR/<paper>-<figure>.tar.gz, one "
+                        "small archive to bring back from a remote machine")
+    p.add_argument("--unpack", nargs="+", metavar="ARCHIVE",
+                   help="unpack archives written by --pack into --output and rebuild its gallery; makes no figure")
     return p
 
 
@@ -75,6 +89,36 @@ def _verdict_table(outcomes):
         for c in o.checks:
             table.add_row(o.experiment.figure, c.id, c.run, c.measured(), f"[{style[c.verdict]}]{c.verdict}[/]")
     return table
+
+
+def pack(files: dict[str, Path], archive: Path) -> Path:
+    """One figure's files as ``archive`` (tar.gz), named ``<paper>/<file>`` inside as in an output directory."""
+    archive.parent.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(archive, "w:gz") as tar:
+        for path in files.values():
+            tar.add(path, arcname=f"{path.parent.name}/{path.name}")
+    return archive
+
+
+def unpack(archives: list[str], output: Path) -> list[str]:
+    """Extract ``--pack`` archives into ``output``; the members each one holds. Only plain files under
+    ``<paper>/`` are taken (tarfile's data filter refuses links and paths that leave ``output``)."""
+    members = []
+    for name in archives:
+        try:
+            with tarfile.open(name, "r:gz") as tar:
+                tar.extractall(output, filter="data")
+                members += tar.getnames()
+        except (OSError, tarfile.TarError) as err:
+            raise ConfigError("--unpack", name, f"an archive written by sgi-figures --pack ({err})") from err
+    return members
+
+
+def _kept_outcome(exp, record: dict, files: dict):
+    from sgi_run.figures.experiment import FigureOutcome
+    from sgi_run.figures.results import CheckResult
+    return FigureOutcome(exp, record["fidelity"], record["table"], [CheckResult(**c) for c in record["checks"]],
+                         files, record.get("convergence", []))
 
 
 def _refuse(err: ConfigError) -> int:
@@ -94,6 +138,14 @@ def main(argv: list[str] | None = None) -> int:
     except SystemExit as stop:      # --help (0), or one of argparse's own refusals (2): a status, as every outcome
         return stop.code
     console = make_console()
+    if args.unpack:
+        try:
+            members = unpack(args.unpack, Path(args.output))
+        except ConfigError as err:
+            return _refuse(err)
+        console.print(f"unpacked {len(members)} files into {args.output}; gallery: {gallery.build(args.output)}")
+        return 0
+    command = shlex.join(["sgi-figures", *(sys.argv[1:] if argv is None else argv)])
     try:
         experiments = experiment.discover(args.experiments, args.only)
         where = [f"executor={args.executor}"] + [f"executor.{o}" for o in args.executor_option]
@@ -106,10 +158,23 @@ def main(argv: list[str] | None = None) -> int:
         for exp, runs in zip(experiments, composed):
             started = time.perf_counter()
             console.print(f"[bold]{exp.heading}[/] ({args.fidelity})", highlight=False)
-            outcomes.append(experiment.make_figure(exp, args.fidelity, args.output, args.runs_root,
-                                                   log=lambda line: console.print(line, markup=False, highlight=False),
-                                                   cache=args.cache, executor=where, composed=runs))
-            console.print(f"    wrote {outcomes[-1].files['png']} in {time.perf_counter() - started:.0f} s")
+            files = experiment.figure_files(exp, args.output)
+            kept = experiment.kept_record(exp, args.fidelity, args.output, {i: cfg for i, (cfg, _) in runs.items()},
+                                          args.cache)
+            if kept is not None:
+                made = kept.get("provenance", {})
+                console.print(f"    kept: {files['json']} was made from these runs (commit "
+                              f"{(made.get('commit') or 'unknown')[:12]}, {made.get('date_utc', 'date unknown')}, "
+                              f"{made.get('device', 'device unknown')})", highlight=False)
+                outcomes.append(_kept_outcome(exp, kept, files))
+            else:
+                outcomes.append(experiment.make_figure(
+                    exp, args.fidelity, args.output, args.runs_root, cache=args.cache, executor=where, composed=runs,
+                    log=lambda line: console.print(line, markup=False, highlight=False), command=command))
+                console.print(f"    wrote {outcomes[-1].files['png']} in {time.perf_counter() - started:.0f} s")
+            if args.pack:
+                archive = pack(files, Path(args.pack) / f"{exp.paper}-{exp.figure}.tar.gz")
+                console.print(f"    packed {archive}")
     except ConfigError as err:
         return _refuse(err)
     except WriteFailed as err:          # a run's directory: its finished shards are kept

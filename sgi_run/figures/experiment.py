@@ -12,9 +12,12 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import datetime
 import json
 import math
 import re
+import shlex
+import time
 from pathlib import Path
 from collections.abc import Callable, Sequence
 
@@ -23,7 +26,7 @@ import yaml
 from omegaconf import DictConfig
 
 from sgi_run import __version__
-from sgi_run.config import Setup, compose_setup
+from sgi_run.config import Setup, compose_setup, config_hash
 from sgi_run.core.errors import ConfigError, require
 from sgi_run.core.noise import truncation_bound
 from sgi_run.engine.linear_oracle import method_moments
@@ -104,6 +107,12 @@ class Experiment:
                   [f"output_root={hydra_quoted(str(runs_root))}"] if runs_root is not None else [],
                   [f"cache={cache}"] if cache is not None else [], executor]
         return list(_merged(layers).values())
+
+    def at_papers_counts(self, fidelity: str) -> bool:
+        """Every run of the profile is the paper profile's run (the same overrides): a profile whose counts are
+        the paper's is the paper's figure, whatever the profile is called."""
+        return "paper" in self.fidelity and all(
+            self.overrides(run_id, fidelity) == self.overrides(run_id, "paper") for run_id in self.runs)
 
 
 def hydra_quoted(text: str) -> str:
@@ -447,12 +456,14 @@ def compose_run_setups(exp: Experiment, fidelity: str, runs_root: str | None = N
 
 def make_figure(exp: Experiment, fidelity: str, output_dir, runs_root: str | None = None,
                 log: Callable[[str], None] = print, cache: str | None = None,
-                executor: Sequence[str] = (), composed: dict | None = None) -> FigureOutcome:
+                executor: Sequence[str] = (), composed: dict | None = None, command: str | None = None) -> FigureOutcome:
     """Run the figure's missing runs, draw it, write its table, verdicts and record. ``composed``: its runs as
     ``compose_run_setups`` validated them (``sgi-figures`` validates every figure's before the first computes);
-    composed here when not given."""
+    composed here when not given. ``command``: what the record names as the command that made it (default: the
+    ``sgi-figures`` command that makes this figure alone)."""
     from sgi_run.figures import plots   # matplotlib only when a figure is drawn
 
+    started = time.perf_counter()
     composed = compose_run_setups(exp, fidelity, runs_root, cache, executor) if composed is None else composed
     configs = {run_id: cfg for run_id, (cfg, _) in composed.items()}
     _check_system_methods(exp, {run_id: setup for run_id, (_, setup) in composed.items()})
@@ -474,10 +485,8 @@ def make_figure(exp: Experiment, fidelity: str, output_dir, runs_root: str | Non
     verdicts = [checks_mod.evaluate(spec, spec["run"], data[spec["run"]], data) for spec in exp.checks]
     verdicts += _unconverged_verdicts(exp, results)
 
-    out = Path(output_dir) / exp.paper
-    out.mkdir(parents=True, exist_ok=True)
-    files = {"png": out / f"{exp.figure}.png", "csv": out / f"{exp.figure}.csv", "md": out / f"{exp.figure}.md",
-             "checks": out / f"{exp.figure}_checks.md", "json": out / f"{exp.figure}.json"}
+    files = figure_files(exp, output_dir)
+    files["json"].parent.mkdir(parents=True, exist_ok=True)
     plots.draw(exp, data, [per_run[i] for i in exp.runs], fidelity, files["png"])
     _write_table(exp, fidelity, table, files, studies)
     _write_checks(exp, fidelity, verdicts, files["checks"])
@@ -489,9 +498,59 @@ def make_figure(exp: Experiment, fidelity: str, output_dir, runs_root: str | Non
                                             "runs": {r: list(v) for r, v in p["runs"].items()}}
                                      for name, p in exp.fidelity.items()},
               "table": table, "convergence": studies, "checks": [v.as_dict() for v in verdicts],
-              "files": {k: p.name for k, p in files.items()}, "sgi_run_version": __version__}
+              "files": {k: p.name for k, p in files.items()}, "sgi_run_version": __version__,
+              "papers_counts": exp.at_papers_counts(fidelity),
+              "run_config_hashes": {run_id: config_hash(cfg) for run_id, cfg in configs.items()},
+              "provenance": _provenance(exp, fidelity, results, time.perf_counter() - started, command)}
     files["json"].write_text(json.dumps(record, indent=1, default=_json_default) + "\n")
     return FigureOutcome(exp, fidelity, table, verdicts, files, studies)
+
+
+def _provenance(exp: Experiment, fidelity: str, results: dict, wall_time_s: float, command: str | None) -> dict:
+    """What made the figure's numbers: the sgi-run commit, the numerics code, the device, JAX, when, the command;
+    ``compute_wall_time_s``: the runs' own wall times as computed (a cached run's from when it ran), so a figure
+    made from runs of several sessions still says what it cost."""
+    import jax
+
+    from sgi_run.engine import device
+    from sgi_run.provenance import code_digest, source_commit
+
+    computed_on = sorted({str(r.ensemble.attrs.get("device", "")) for r in results.values()} - {""})
+    return {**source_commit(), "numerics_code": code_digest(), "device": device.describe(),
+            "runs_computed_on": computed_on, "jax_version": jax.__version__,
+            "date_utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "wall_time_s": round(wall_time_s, 1),
+            "compute_wall_time_s": round(sum(float(r.ensemble.attrs.get("wall_time_s", 0.0))
+                                             for r in results.values()), 1),
+            "cached_runs": sum(bool(r.cached) for r in results.values()), "runs": len(results),
+            "command": command or shlex.join(["sgi-figures", "--fidelity", fidelity, "--only",
+                                              f"{exp.paper}/{exp.figure}"])}
+
+
+def figure_files(exp: Experiment, output_dir) -> dict[str, Path]:
+    """The files ``make_figure`` writes for a figure: its PNG, table (csv, md), verdicts and JSON record."""
+    out = Path(output_dir) / exp.paper
+    return {"png": out / f"{exp.figure}.png", "csv": out / f"{exp.figure}.csv", "md": out / f"{exp.figure}.md",
+            "checks": out / f"{exp.figure}_checks.md", "json": out / f"{exp.figure}.json"}
+
+
+def kept_record(exp: Experiment, fidelity: str, output_dir, configs: dict, cache: str) -> dict | None:
+    """The figure's record already in ``output_dir`` when it was made from exactly these runs (the same config
+    of every run) and the cache policy reuses it: ``reuse`` keeps it whatever code made it (a record by other
+    numerics code is reported as such), ``refresh_stale`` only from today's numerics code, ``off`` never. A figure
+    computed in an earlier session (a GPU window) is then not recomputed, e.g. from ``gallery/paper``."""
+    from sgi_run.provenance import code_digest
+
+    files = figure_files(exp, output_dir)
+    if cache == "off" or not all(path.exists() for path in files.values()):
+        return None
+    try:
+        record = json.loads(files["json"].read_text())
+    except (OSError, ValueError):
+        return None
+    same_runs = record.get("run_config_hashes") == {run_id: config_hash(cfg) for run_id, cfg in configs.items()}
+    same_code = record.get("provenance", {}).get("numerics_code") == code_digest()
+    return record if same_runs and record.get("fidelity") == fidelity and (same_code or cache == "reuse") else None
 
 
 def _unconverged_verdicts(exp: Experiment, results: dict) -> list[CheckResult]:
@@ -591,7 +650,8 @@ def _write_table(exp: Experiment, fidelity: str, table: list[dict], files: dict,
         w.writerows([*table, *studies])
     from sgi_run.figures.plots import horizon_text
 
-    lines, said = [f"# {exp.heading}", ""], f"Fidelity: {fidelity}. "
+    counts = " (the paper's counts)" if exp.at_papers_counts(fidelity) else ""
+    lines, said = [f"# {exp.heading}", ""], f"Fidelity: {fidelity}{counts}. "
     if table:
         window = (f" Window mean: the time average of E over [{exp.window[0]:g}, {exp.window[1]:g}]; its SE is"
                   " exact (from every path's time average, plan.time_average) where the run has them, else"

@@ -42,12 +42,31 @@ def _fidelity_note(r: dict) -> str:
         return text + (f" ({extra})" if extra else "")
 
     used = r["fidelity_overrides"][r["fidelity"]]
-    if r["fidelity"] == "paper":
-        return f'<p class="fidelity paper">Paper fidelity: {html.escape(describe(used))}.</p>'
+    made = _made_text(r)
+    if r["fidelity"] == "paper" or r.get("papers_counts"):
+        profile = "" if r["fidelity"] == "paper" else f" (its {r['fidelity']} profile is the paper's)"
+        return (f'<p class="fidelity paper">At the paper\'s counts{profile}: {html.escape(describe(used))}.'
+                f"{made}</p>")
     paper = r["fidelity_overrides"].get("paper")
     versus = f" The paper's counts: {html.escape(describe(paper))}." if paper else ""
     return (f'<p class="fidelity">Run at <b>{r["fidelity"]}</b> fidelity, not the paper\'s counts: '
-            f"{html.escape(describe(used))}.{versus}</p>")
+            f"{html.escape(describe(used))}.{versus}{made}</p>")
+
+
+def _made_text(r: dict) -> str:
+    """Who made the figure's numbers: the commit, device, date and the runs' compute time (records before
+    provenance was kept say nothing)."""
+    made = r.get("provenance")
+    if not made:
+        return ""
+    commit = (made.get("commit") or "unknown")[:12]
+    return html.escape(f" Computed by sgi-run {commit} on {', '.join(made['runs_computed_on']) or made['device']}, "
+                       f"{made['date_utc'][:10]}; its runs took {made['compute_wall_time_s']:.0f} s.")
+
+
+def fidelity_label(r: dict) -> str:
+    """The fidelity a contents line names: "paper counts" where the profile's counts are the paper's."""
+    return "paper counts" if r["fidelity"] == "paper" or r.get("papers_counts") else r["fidelity"]
 
 
 def heading(r: dict) -> tuple[str, str]:
@@ -100,7 +119,7 @@ def build(output_dir) -> Path:
     records = _records(output_dir)
     body = "".join(_figure_html(r) for r in records) or "<p>No figures yet: run <code>sgi-figures</code>.</p>"
     toc = "".join(f'<li><a href="#{html.escape(r["paper"])}-{html.escape(r["figure"])}">'
-                  f'{html.escape(heading(r)[1])}</a> ({r["fidelity"]})</li>' for r in records)
+                  f'{html.escape(heading(r)[1])}</a> ({fidelity_label(r)})</li>' for r in records)
     page = (f"<!doctype html>\n<html><head><meta charset='utf-8'><title>sgi-run figures</title>"
             f"<style>{_STYLE}</style></head><body>\n<h1>sgi-run: paper figures</h1>\n"
             f"<p>Bands and ± values are Monte Carlo standard errors (SE). A check's margin says how many SE "
