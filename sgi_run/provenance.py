@@ -14,8 +14,9 @@ import subprocess
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent
-# A copy of the repository without its .git (a remote GPU machine gets the working tree only) names the commit
-# it was copied from here, e.g. ``SGI_RUN_COMMIT=$(git rev-parse HEAD)`` in the command that ships it.
+# A copy of the repository shipped elsewhere (a remote GPU machine gets the working tree, and at most a .git of
+# some other commit) names the commit it was copied from here: ``SGI_RUN_COMMIT=$(git rev-parse HEAD)`` in the
+# command that ships it. Where set it wins over the copy's own git.
 COMMIT_VARIABLE = "SGI_RUN_COMMIT"
 # The layers whose code determines a run's numbers (DESIGN.md: core, systems, integrators, engine).
 NUMERICS_LAYERS = ("core", "systems", "integrators", "engine")
@@ -34,8 +35,12 @@ def code_digest() -> str:
 
 def source_commit() -> dict:
     """The sgi-run commit this code is: ``{"commit": sha or None, "uncommitted_changes": bool or None}``.
-    From git where the package sits in a checkout; else from ``$SGI_RUN_COMMIT`` (changes then unknown: None).
-    ``uncommitted_changes`` counts the package and its configs only (what makes and describes the numbers)."""
+    From ``$SGI_RUN_COMMIT`` where set (changes then unknown: None); else from git where the package sits in a
+    checkout. ``uncommitted_changes`` counts the package and its configs only (what makes and describes the
+    numbers)."""
+    if os.environ.get(COMMIT_VARIABLE):
+        return {"commit": os.environ[COMMIT_VARIABLE], "uncommitted_changes": None}
+
     def git(*args):
         try:
             done = subprocess.run(["git", *args], cwd=PACKAGE.parent, capture_output=True, text=True, timeout=10)
@@ -44,14 +49,12 @@ def source_commit() -> dict:
         return done.stdout.strip() if done.returncode == 0 else ""
 
     commit = git("rev-parse", "HEAD")
-    if commit:
-        return {"commit": commit, "uncommitted_changes": bool(git("status", "--porcelain", "--", "sgi_run", "conf",
-                                                                  "experiments"))}
-    return {"commit": os.environ.get(COMMIT_VARIABLE) or None, "uncommitted_changes": None}
+    changes = git("status", "--porcelain", "--", "sgi_run", "conf", "experiments") if commit else ""
+    return {"commit": commit or None, "uncommitted_changes": bool(changes) if commit else None}
 
 
 def commit_text(version: dict) -> str:
     """A ``source_commit()`` as a report names it: "sgi-run commit 0d021ed1c2a4 (with uncommitted changes)"."""
     changes = {True: " (with uncommitted changes to sgi_run/, conf/ or experiments/)", False: "",
-               None: " (a copy without git: uncommitted changes unknown)"}[version.get("uncommitted_changes")]
+               None: " (a shipped copy: uncommitted changes unknown)"}[version.get("uncommitted_changes")]
     return f"sgi-run commit {(version.get('commit') or 'unknown')[:12]}{changes}"

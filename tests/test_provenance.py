@@ -39,3 +39,13 @@ def test_changing_how_a_figure_renders_a_state_leaves_cached_runs_fresh(package_
     _edit(package_copy / "systems" / "zeitlin.py")
     provenance.code_digest.cache_clear()
     assert provenance.code_digest() != before
+
+
+def test_the_commit_a_shipped_copy_names_wins_over_its_own_git(monkeypatch):
+    """A remote machine's copy may carry a .git of another commit: SGI_RUN_COMMIT, where set, is the commit."""
+    monkeypatch.delenv(provenance.COMMIT_VARIABLE, raising=False)
+    here = provenance.source_commit()
+    assert here["commit"] is None or len(here["commit"]) == 40
+    monkeypatch.setenv(provenance.COMMIT_VARIABLE, "a" * 40)
+    assert provenance.source_commit() == {"commit": "a" * 40, "uncommitted_changes": None}
+    assert provenance.commit_text(provenance.source_commit()).startswith("sgi-run commit aaaaaaaaaaaa (a shipped copy")

@@ -143,7 +143,8 @@ def main(argv: list[str] | None = None) -> int:
             members = unpack(args.unpack, Path(args.output))
         except ConfigError as err:
             return _refuse(err)
-        console.print(f"unpacked {len(members)} files into {args.output}; gallery: {gallery.build(args.output)}")
+        index = gallery.build(args.output, experiment.discover(args.experiments), gallery.PAPER_RESULTS)
+        console.print(f"unpacked {len(members)} files into {args.output}; gallery: {index}")
         return 0
     command = shlex.join(["sgi-figures", *(sys.argv[1:] if argv is None else argv)])
     try:
@@ -190,7 +191,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"sgi-figures: {stop or 'interrupted'}; finished runs are kept, the same command goes on from them",
               file=sys.stderr)
         return 130
-    index = gallery.build(args.output)
+    index = gallery.build(args.output, experiment.discover(args.experiments), gallery.PAPER_RESULTS)
     if outcomes:
         console.print(_verdict_table(outcomes))
     console.print(f"gallery: {index}")

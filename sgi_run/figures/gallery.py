@@ -1,14 +1,19 @@
 """``index.html``: every figure found under the output directory, beside its paper caption, with its
-table, its verdicts and the fidelity it was run at. Rebuilt from the ``<paper>/<figure>.json``
-records, so it shows whatever figures exist, from whichever runs made them."""
+table, its verdicts and the fidelity it was run at; ``README.md``: every figure's status (fidelity, verdicts,
+wall time, device, commit). Rebuilt from the ``<paper>/<figure>.json`` records, so it shows whatever figures
+exist, from whichever runs made them. The figures computed at the papers' counts are kept in the repository
+in ``gallery/paper`` (``PAPER_RESULTS``); another gallery links them."""
 from __future__ import annotations
 
 import html
 import json
+import os
 from pathlib import Path
 
 from sgi_run.figures.results import CheckResult
 from sgi_run.figures.experiment import MD_HEADER, STUDY_MD_HEADER, figure_order, md_cells, study_md_rows
+
+PAPER_RESULTS = Path("gallery/paper")
 
 _STYLE = """
 body { font-family: sans-serif; margin: 2em; max-width: 1400px; color: #222; }
@@ -35,7 +40,7 @@ def _records(output_dir: Path) -> list[dict]:
     return records
 
 
-def _fidelity_note(r: dict) -> str:
+def _fidelity_note(r: dict, paper_result: str | None = None) -> str:
     def describe(profile: dict) -> str:
         text = ", ".join(profile["overrides"])
         extra = "; ".join(f"{run}: {', '.join(o)}" for run, o in profile["runs"].items())
@@ -49,6 +54,10 @@ def _fidelity_note(r: dict) -> str:
                 f"{made}</p>")
     paper = r["fidelity_overrides"].get("paper")
     versus = f" The paper's counts: {html.escape(describe(paper))}." if paper else ""
+    if paper_result:
+        versus += f' <a href="{html.escape(paper_result)}">The figure at the paper\'s counts</a>.'
+    else:
+        versus += " Not yet computed at the paper's counts."
     return (f'<p class="fidelity">Run at <b>{r["fidelity"]}</b> fidelity, not the paper\'s counts: '
             f"{html.escape(describe(used))}.{versus}{made}</p>")
 
@@ -84,7 +93,7 @@ def _table_html(header: list[str], cells: list[list[str]]) -> str:
     return "<table><tr>" + "".join(f"<th>{e(h)}</th>" for h in header) + f"</tr>{rows}</table>"
 
 
-def _figure_html(r: dict) -> str:
+def _figure_html(r: dict, paper_result: str | None = None) -> str:
     e = html.escape
     studies = r.get("convergence", [])     # records written before convergence studies have none
     tables = _table_html(MD_HEADER, [md_cells(row) for row in r["table"]]) + _table_html(STUDY_MD_HEADER, study_md_rows(studies))
@@ -100,7 +109,7 @@ def _figure_html(r: dict) -> str:
     return f"""
 <section id="{e(r['paper'])}-{e(r['figure'])}">
 <h2>{e(title)}</h2>
-{_fidelity_note(r)}
+{_fidelity_note(r, paper_result)}
 <div class="figure">
   <img src="{e(r['_dir'])}/{e(r['files']['png'])}" alt="{e(label)}">
   <div class="caption"><p><b>{caption}</b> ({e(r.get('source', ''))}):</p><p>{e(r['caption'])}</p>
@@ -112,12 +121,65 @@ def _figure_html(r: dict) -> str:
 </section>"""
 
 
-def build(output_dir) -> Path:
-    """Write ``<output_dir>/index.html`` from the figure records there; returns its path."""
+def _cell(text) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def status_table(records: list[dict], experiments=()) -> str:
+    """``README.md`` of an output directory: one row per paper figure (every one of ``experiments``, each record
+    found otherwise): the fidelity it was computed at, whether those are the paper's counts, its verdicts, wall
+    time, device, date and commit. A figure with no record says so and what the paper's counts are."""
+    found = {(r["paper"], r["figure"]): r for r in records}
+    rows, figures = [], [(e.paper, e.figure, e) for e in experiments if not e.diagnostic]
+    figures += [(r["paper"], r["figure"], None) for r in records if (r["paper"], r["figure"]) not in
+                {(p, f) for p, f, _ in figures} and not r.get("diagnostic")]
+    for paper, figure, exp in sorted(figures, key=lambda f: figure_order(Path(f[0]) / f[1])):
+        r = found.get((paper, figure))
+        if r is None:
+            counts = ", ".join(exp.fidelity["paper"]["overrides"]) if "paper" in exp.fidelity else ""
+            reduced = " (its reduced profile has the paper's counts)" if exp.at_papers_counts("reduced") else ""
+            rows.append([exp.label, f"not computed here{reduced}", counts, "", "", "", "", ""])
+            continue
+        made = r.get("provenance", {})
+        counts = {v: sum(c["verdict"] == v for c in r["checks"]) for v in ("PASS", "FAIL", "SKIP")}
+        link = f"[{heading(r)[0]}]({paper}/{figure}.png)"
+        rows.append([link, r["fidelity"], "yes" if r["fidelity"] == "paper" or r.get("papers_counts") else "no",
+                     ", ".join(f"{n} {v}" for v, n in counts.items()),
+                     f"{made['compute_wall_time_s']:.0f}" if "compute_wall_time_s" in made else "",
+                     made.get("device", ""), made.get("date_utc", "")[:10], (made.get("commit") or "")[:12]])
+    header = ["figure", "fidelity", "paper's counts", "verdicts", "runs' wall s", "device", "date", "commit"]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines) + "\n"
+
+
+def _paper_results(output_dir: Path, paper_results) -> dict:
+    """(paper, figure) -> the link, relative to ``output_dir``, of that figure's record at the paper's counts in
+    ``paper_results`` (e.g. ``gallery/paper``, the ones kept in the repository)."""
+    if paper_results is None or not Path(paper_results).is_dir() or Path(paper_results).resolve() == output_dir.resolve():
+        return {}
+    found = {}
+    for r in _records(Path(paper_results)):
+        if r["fidelity"] == "paper" or r.get("papers_counts"):
+            index = Path(paper_results).resolve() / "index.html"
+            found[(r["paper"], r["figure"])] = (os.path.relpath(index, output_dir.resolve())
+                                                + f"#{r['paper']}-{r['figure']}")
+    return found
+
+
+def build(output_dir, experiments=(), paper_results=None) -> Path:
+    """Write ``<output_dir>/index.html`` from the figure records there, and ``README.md``: the status of every
+    figure (``status_table``; ``experiments``: the figures to list even where no record exists); a figure not at
+    the paper's counts links its record in ``paper_results`` where one is at them. Returns the index's path."""
     output_dir = Path(output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
     records = _records(output_dir)
-    body = "".join(_figure_html(r) for r in records) or "<p>No figures yet: run <code>sgi-figures</code>.</p>"
+    links = _paper_results(output_dir, paper_results)
+    (output_dir / "README.md").write_text(
+        "# Paper figures in this directory\n\nWritten by `sgi-figures` from each figure's record "
+        "(`<paper>/<figure>.json`: its table, checks and provenance). \"Runs' wall s\" is the sum of the runs' own "
+        "wall times as they were computed (compilation included).\n\n" + status_table(records, experiments))
+    body = "".join(_figure_html(r, links.get((r["paper"], r["figure"]))) for r in records) or "<p>No figures yet: run <code>sgi-figures</code>.</p>"
     toc = "".join(f'<li><a href="#{html.escape(r["paper"])}-{html.escape(r["figure"])}">'
                   f'{html.escape(heading(r)[1])}</a> ({fidelity_label(r)})</li>' for r in records)
     page = (f"<!doctype html>\n<html><head><meta charset='utf-8'><title>sgi-run figures</title>"

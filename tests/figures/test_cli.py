@@ -1,5 +1,6 @@
 """``sgi-figures`` as a user meets it: places it cannot write are one line, before any compute."""
 import errno
+import shutil
 from pathlib import Path
 
 import pytest
@@ -80,9 +81,9 @@ def test_an_unknown_id_lists_each_papers_figures_once(tmp_path, capsys):
     (["--cache=never"], "--cache='never' is not allowed: one of ['reuse', 'refresh_stale', 'off']"),
     (["--executor", "k8s"], "--executor='k8s' is not allowed: one of ['local', 'dask', 'slurm']"),
     (["--bogus", "x"], "argument='--bogus' is not allowed: a flag of sgi-figures: --help, --fidelity, --only, "
-                       "--experiments, --output, --runs-root, --cache, --executor, --executor-option, --strict"),
+                       "--experiments, --output, --runs-root, --cache, --executor, --executor-option, --strict, --pack, --unpack"),
     (["stray"], "argument='stray' is not allowed: a flag of sgi-figures: --help, --fidelity, --only, "
-                "--experiments, --output, --runs-root, --cache, --executor, --executor-option, --strict"),
+                "--experiments, --output, --runs-root, --cache, --executor, --executor-option, --strict, --pack, --unpack"),
     (["--only"], "argument --only: expected one argument"),
     (["--ex", "x"], "ambiguous option: --ex could match --experiments, --executor, --executor-option"),
     (["--strict=1"], "argument --strict: ignored explicit argument '1'"),
@@ -126,3 +127,67 @@ def test_sgi_figures_builds_each_run_once(tmp_path, capsys, build_calls):
     assert cli.main(["--experiments", str(tmp_path / "experiments"), "--fidelity", "smoke",
                      "--runs-root", str(tmp_path / "runs"), "--output", str(tmp_path / "out")]) == 0
     assert (tmp_path / "out" / "kraus_tyranowski_2021" / "fig4_1.png").exists() and len(build_calls) == 2
+
+
+# --- issue 27: paper-fidelity results kept in the repository, across GPU windows --------------------------------
+def _figure_args(tmp_path, *extra):
+    return ["--fidelity", "smoke", "--only", "fig4_5", "--runs-root", str(tmp_path / "runs"),
+            "--output", str(tmp_path / "out"), *extra]
+
+
+@pytest.mark.slow
+def test_a_made_figure_is_kept_packed_and_unpacked_elsewhere(tmp_path, monkeypatch, capsys):
+    """A figure made from exactly its runs is not remade (even with its runs gone: a new GPU window); --pack
+    writes its five files as one archive; --unpack puts them into another output directory, whose gallery
+    and README then list it with its provenance."""
+    import json
+    import tarfile
+
+    from sgi_run.figures import experiment
+
+    monkeypatch.setenv("SGI_RUN_COMMIT", "f" * 40)
+    assert cli.main(_figure_args(tmp_path, "--pack", str(tmp_path / "packed"))) == 0
+    record = json.loads((tmp_path / "out" / "kraus_tyranowski_2021" / "fig4_5.json").read_text())
+    made = record["provenance"]
+    assert made["commit"] == "f" * 40 and made["uncommitted_changes"] is None and made["runs"] == 1
+    assert made["device"] and made["jax_version"] and made["command"].startswith("sgi-figures --fidelity smoke")
+    assert record["papers_counts"] is False and set(record["run_config_hashes"]) == {"initial"}
+
+    def remade(*args, **kwargs):
+        raise AssertionError("a kept figure was made again")
+
+    monkeypatch.setattr(experiment, "make_figure", remade)
+    for runs in (tmp_path / "runs").iterdir():
+        shutil.rmtree(runs)
+    capsys.readouterr()
+    assert cli.main(_figure_args(tmp_path, "--pack", str(tmp_path / "packed"))) == 0
+    assert "kept: " in capsys.readouterr().out
+
+    archive = tmp_path / "packed" / "kraus_tyranowski_2021-fig4_5.tar.gz"
+    with tarfile.open(archive) as tar:
+        assert sorted(tar.getnames()) == sorted(f"kraus_tyranowski_2021/fig4_5{end}" for end in
+                                                (".png", ".csv", ".md", "_checks.md", ".json"))
+    assert cli.main(["--output", str(tmp_path / "home"), "--unpack", str(archive)]) == 0
+    assert "fig4_5.png" in (tmp_path / "home" / "index.html").read_text()
+    [row] = [line for line in (tmp_path / "home" / "README.md").read_text().splitlines() if "Figure 4.5" in line]
+    assert "smoke" in row and "| no |" in row and "7 PASS, 0 FAIL, 0 SKIP" in row and "ffffffffffff" in row
+
+
+@pytest.mark.slow
+def test_a_figure_whose_runs_changed_or_cache_off_is_made_again(tmp_path):
+    from sgi_run.figures import experiment
+
+    assert cli.main(_figure_args(tmp_path)) == 0
+    [exp] = experiment.discover("experiments", ["fig4_5"])
+    configs = experiment.compose_runs(exp, "smoke", str(tmp_path / "runs"))
+    assert experiment.kept_record(exp, "smoke", tmp_path / "out", configs, "reuse") is not None
+    assert experiment.kept_record(exp, "smoke", tmp_path / "out", configs, "off") is None
+    other = experiment.compose_runs(exp, "reduced", str(tmp_path / "runs"))
+    assert experiment.kept_record(exp, "reduced", tmp_path / "out", other, "reuse") is None
+
+
+def test_an_archive_that_is_not_one_is_refused_in_one_line(tmp_path, capsys):
+    (tmp_path / "x.tar.gz").write_text("not an archive")
+    assert cli.main(["--output", str(tmp_path / "out"), "--unpack", str(tmp_path / "x.tar.gz")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("sgi-figures: error: --unpack=") and err.count("\n") == 1

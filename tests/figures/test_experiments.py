@@ -425,3 +425,12 @@ def test_each_run_of_a_figure_is_built_once(tmp_path, build_calls):
     exp = load(_variant(tmp_path, two_runs))
     outcome = make_figure(exp, "smoke", tmp_path / "out", str(tmp_path / "runs"), log=lambda line: None)
     assert sorted(row["run"] for row in outcome.table) == ["dirk_dt0.5", "midpoint_dt0.1"] and len(build_calls) == 2
+
+
+def test_a_profile_with_the_papers_counts_is_the_papers_figure():
+    """Identical counts are not called "reduced": Figure 4.10's reduced profile is the paper's, Figure 4.1's is
+    not (fewer paths)."""
+    [one_path] = discover("experiments", ["fig4_10"])
+    [fewer] = discover("experiments", ["fig4_1"])
+    assert one_path.at_papers_counts("reduced") and one_path.at_papers_counts("paper")
+    assert not fewer.at_papers_counts("reduced") and fewer.at_papers_counts("paper")
