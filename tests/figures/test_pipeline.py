@@ -74,8 +74,13 @@ def test_smoke_writes_figure_table_verdicts_and_gallery(smoke):
 
 
 @pytest.mark.slow
-def test_second_run_uses_the_run_cache(smoke):
+def test_second_run_uses_the_run_cache(smoke, capsys):
+    """The figure made from exactly these runs is kept; made again (its record gone), from the cached runs."""
     root, args = smoke
+    capsys.readouterr()
+    assert cli.main(args) == 0
+    assert "kept: " in capsys.readouterr().out
+    (root / "figures" / FIG / "fig4_1.json").unlink()
     assert cli.main(args) == 0
     record = json.loads((root / "figures" / FIG / "fig4_1.json").read_text())
     assert all(row["cached"] for row in record["table"])
