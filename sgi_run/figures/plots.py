@@ -174,4 +174,15 @@ def draw(exp, data: dict[str, RunData], table: list[dict], fidelity: str, path: 
     path = Path(path)
     fig.savefig(path, dpi=DPI)
     plt.close(fig)
+    return compact_png(path)
+
+
+def compact_png(path: Path) -> Path:
+    """Rewrite a PNG with a 256-colour palette: line plots and their anti-aliasing lose nothing visible, and
+    the file is about 5x smaller (the figures kept in the repository, gallery/paper, stay a few hundred kB)."""
+    from PIL import Image
+
+    with Image.open(path) as image:
+        palette = image.convert("RGB").quantize(colors=256, method=Image.Quantize.FASTOCTREE)
+    palette.save(path, "PNG", optimize=True)
     return path

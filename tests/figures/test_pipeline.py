@@ -44,6 +44,9 @@ def test_smoke_writes_figure_table_verdicts_and_gallery(smoke):
     out = root / "figures" / FIG
     png = (out / "fig4_1.png").read_bytes()
     assert png.startswith(b"\x89PNG") and len(png) > 10_000
+    from PIL import Image
+    with Image.open(out / "fig4_1.png") as image:     # a 256-colour palette: kept figures stay small
+        assert image.mode == "P"
     rows = list(csv.DictReader(open(out / "fig4_1.csv")))
     assert [r["run"] for r in rows] == ["midpoint_dt0.1", "dirk_dt0.5", "dirk_dt0.1", "stormer_verlet_dt0.1",
                                         "e1_dt0.05", "heun_dt0.01", "r2_dt0.01"]
