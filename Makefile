@@ -41,6 +41,7 @@ bench: $(VENV)/.installed
 	$(BIN)/python benchmarks/device_sweep.py
 	$(BIN)/python benchmarks/pytree_overhead.py
 	$(BIN)/python benchmarks/zeitlin_step.py
+	$(BIN)/python benchmarks/implicit_methods.py
 	$(BIN)/python benchmarks/scale.py
 
 ## bench-figures: wall time of every figure at FIDELITY from nothing (fresh run and compilation caches), one row each;

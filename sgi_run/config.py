@@ -447,7 +447,7 @@ def _check_run_options(cfg: DictConfig) -> None:
 # --- identity of a run -----------------------------------------------------------------------------
 # Optional outputs added after runs existed: left out of the hash while unset (null), so adding them
 # did not change the identity of the runs made before.
-_HASHED_WHEN_SET = {"plan": ("time_average",)}
+_HASHED_WHEN_SET = {"plan": ("time_average",), "integrator": ("iterations",)}
 
 
 def config_hash(cfg) -> str:

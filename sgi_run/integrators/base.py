@@ -105,12 +105,13 @@ class Integrator:
 @dataclasses.dataclass(frozen=True)
 class ImplicitIntegrator(Integrator):
     """A family whose steps solve equations; the solver and its settings are options
-    (``integrator.solver=chord``, ``tol``, ``max_iter``, ``norm``, ``on_fail``; ``core.solvers``)."""
+    (``integrator.solver=chord``, ``tol``, ``max_iter``, ``norm``, ``on_fail``, ``iterations``; ``core.solvers``)."""
     tol: float = solvers.DEFAULT_TOL
     max_iter: int = solvers.DEFAULT_MAX_ITER
     solver: str = "newton"
     norm: str = "max"
     on_fail: str = "nan"
+    iterations: int | None = None
     # Every equation the family solves is a fixed point x = g(x) (so fixed-point iteration may solve it).
     fixed_point_form: ClassVar[bool] = True
 
@@ -120,7 +121,7 @@ class ImplicitIntegrator(Integrator):
 
     @property
     def solve(self) -> solvers.SolverOptions:
-        return solvers.SolverOptions(self.solver, self.tol, self.max_iter, self.norm, self.on_fail)
+        return solvers.SolverOptions(self.solver, self.tol, self.max_iter, self.norm, self.on_fail, self.iterations)
 
     def solver_name(self, system) -> str | None:
         return self.solver if self.newton_unknowns(system) else None

@@ -65,7 +65,8 @@ def test_on_fail_count_keeps_the_last_iterate():
 
 @pytest.mark.parametrize("key,value,fixed_point_form", [("solver", "fixed_point", False), ("solver", "bisection", True),
                                                         ("norm", "l1", True), ("on_fail", "ignore", True),
-                                                        ("tol", 0.0, True), ("max_iter", 0, True)])
+                                                        ("tol", 0.0, True), ("max_iter", 0, True),
+                                                        ("iterations", 0, True), ("iterations", 2.5, True)])
 def test_bad_solver_options_are_refused_in_one_line(key, value, fixed_point_form):
     options = dict(method="newton")
     options["method" if key == "solver" else key] = value
@@ -81,3 +82,38 @@ def test_on_fail_nan_spelled_as_yaml_reads_it_is_accepted():
     assert options.on_fail == "nan"
     from sgi_run.config import build
     assert build(sgi_run.compose(["integrator.on_fail=nan"])).integrator.solve.on_fail == "nan"
+
+
+# --- issue 26: iterations taken before the stopping rule is first tested -------------------------------------
+def test_untested_iterations_up_to_the_loops_count_are_the_loop_and_past_it_within_tol():
+    g = lambda x: {"u": 0.5 * jnp.cos(x["u"]), "w": 0.25 * x["w"] + (1 - 1j)}
+    x0 = {"u": jnp.zeros(3), "w": jnp.zeros((2, 2), complex)}
+    loop = fixed_point_solve(g, x0, tol=1e-14)
+    n = int(loop.iterations)
+    for count in (1, n - 1, n):
+        same = fixed_point_solve(g, x0, tol=1e-14, iterations=count)
+        assert int(same.iterations) == n and bool(same.converged)
+        assert all(np.array_equal(same.x[k], loop.x[k]) for k in ("u", "w"))
+    past = fixed_point_solve(g, x0, tol=1e-14, iterations=n + 3)
+    assert bool(past.converged) and int(past.iterations) == n + 3
+    for leaf in ("u", "w"):
+        assert np.abs(np.asarray(past.x[leaf]) - np.asarray(loop.x[leaf])).max() <= 1e-14
+
+
+def test_untested_iterations_fail_and_stagnate_as_the_loop_does():
+    """After the untested iterations the loop judges as always: a fixed point circling at round-off is still a
+    stagnation exit, a diverging iteration still a failure (NaN)."""
+    kick = lambda x: 3.0 + 0.5 * (x - 3.0) + 1e-14 * jnp.where(x > 3.0, -1.0, 1.0)
+    for count in (10, 80, 81):
+        floor = fixed_point_solve(kick, jnp.array([0.0]), tol=1e-15, max_iter=500, iterations=count)
+        assert bool(floor.stagnated) and not bool(floor.converged) and abs(float(floor.x[0]) - 3.0) < 1e-13
+    diverging = fixed_point_solve(lambda x: 2.0 * x + 1.0, jnp.array([1.0]), max_iter=5, iterations=3)
+    assert not bool(diverging.converged) and not bool(diverging.stagnated) and np.isnan(diverging.x).all()
+
+
+def test_untested_iterations_are_refused_past_max_iter_and_for_newton_or_chord():
+    with pytest.raises(ConfigError, match=r"integrator.iterations=60 is not allowed: .*integrator.max_iter \(50\)"):
+        SolverOptions(method="fixed_point", max_iter=50, iterations=60).check()
+    for method in ("newton", "chord"):
+        with pytest.raises(ConfigError, match=f"integrator.iterations=3 is not allowed: null with solver {method}"):
+            SolverOptions(method=method, iterations=3).check()

@@ -243,3 +243,28 @@ def test_a_new_lie_poisson_system_needs_no_integrator_code(make_integrator):
     for states in (tmk, im, trap):
         assert np.abs(states + np.swapaxes(states, 1, 2)).max() < 1e-13
     assert np.abs(tmk[-1] - z0).max() > 0.1       # it moved
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("overrides, enough", [(["system=rigid_body", "integrator=isomp"], 12),
+                                               (["system=rigid_body", "integrator=lgvi_cayley"], 10),
+                                               (["system=heavy_top", "integrator=lp_midpoint"], 10)])
+def test_untested_iterations_keep_the_statistics_within_tol_and_the_counts(overrides, enough, tmp_path):
+    """Issue 26: integrator.iterations=K (K iterations before the stopping rule is first tested): one is the
+    default bit for bit; more than the loop takes give its statistics to within the tolerance, with every solve
+    converged as in the default."""
+    from sgi_run.config import compose_setup
+    from sgi_run.runner import run
+    from sgi_run.summary import solver_counts
+
+    def ensemble(*extra):
+        cfg, setup = compose_setup([*overrides, "plan.paths=64", "plan.dt=0.01", "plan.T=1", "cache=off",
+                                    f"output_root={tmp_path}", "progress=off", *extra])
+        return run(cfg, setup=setup).ensemble
+
+    default, first, many = ensemble(), ensemble("integrator.iterations=1"), ensemble(f"integrator.iterations={enough}")
+    assert solver_counts(default) == solver_counts(first) == solver_counts(many)
+    for name, stats in default.observables.items():
+        assert np.array_equal(first.observables[name]["mean"], stats["mean"])
+        scale = np.abs(stats["mean"]).max() + 1e-300
+        assert np.abs(many.observables[name]["mean"] - stats["mean"]).max() <= 1e-12 * scale

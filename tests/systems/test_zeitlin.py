@@ -13,7 +13,8 @@ from sgi_run.core.errors import ConfigError
 from sgi_run.systems import SYSTEMS
 from sgi_run.systems.lie_poisson import LiePoissonSystem
 from sgi_run.figures.fields.zeitlin import coefficients, coefficients_quflow, enstrophy_spectrum, spectra
-from sgi_run.systems.zeitlin import ZeitlinEuler, degrees, flat_index, hbar, hoppe_yau, laplacian, spin_matrices
+from sgi_run.systems.zeitlin import (ZeitlinEuler, degrees, flat_index, hbar, hoppe_yau, laplacian, spin_matrices,
+                                    tridiagonal_block)
 
 
 def dense_basis(n):
@@ -124,6 +125,35 @@ def test_poisson_solve_at_128_is_the_transform_pair():
     weighted = np.asarray(system.basis.apply(x, -system._inverse_degrees()[degrees(128)]))
     assert np.abs(solved - weighted).max() <= 1e-12 * np.abs(weighted).max()
     assert np.abs(solved + solved.conj().T).max() == 0 and abs(np.trace(solved)) <= 1e-13 * np.abs(solved).max() * 128
+
+
+def _diagonal_inverse_in_long_double(x):
+    """The m = 0 diagonal of Delta_N^-1 X in extended precision: the singular block solved with its last
+    unknown pinned (Gaussian elimination in numpy.longdouble), then made traceless."""
+    n = x.shape[0]
+    d, e = tridiagonal_block(n, 0, np.longdouble)
+    b = np.diag(x).imag.astype(np.longdouble)
+    a = np.diag(d) + np.diag(e, 1) + np.diag(e, -1)
+    a[-1], b = np.eye(n, dtype=np.longdouble)[-1], b - b.sum() / n
+    b[-1] = 0
+    m = np.concatenate([a, b[:, None]], axis=1)
+    for k in range(n - 1):
+        m[k + 1:] -= (m[k + 1:, k] / m[k, k])[:, None] * m[k]
+    y = np.zeros(n, dtype=np.longdouble)
+    for k in reversed(range(n)):
+        y[k] = (m[k, n] - m[k, k + 1:n] @ y[k + 1:]) / m[k, k]
+    return y - y.sum() / n
+
+
+@pytest.mark.slow
+def test_the_poisson_solve_of_the_trace_diagonal_is_accurate_to_float64_rounding():
+    """Issue 26: the m = 0 diagonal (a singular block) through its eigenvectors is within 1e-14 of a long-double
+    solve at N = 128 (pinning an unknown and removing the trace after was 3e-13; quflow's 4.5e-15)."""
+    for seed in range(3):
+        x = random_su(128, seed)
+        reference = _diagonal_inverse_in_long_double(x)
+        solved = np.diag(np.asarray(jax.jit(ZeitlinEuler(N=128).inverse_laplacian)(x))).imag
+        assert np.abs(solved - reference).max() <= 1e-14 * np.abs(reference).max()
 
 
 @pytest.mark.parametrize("kind", ["projection", "constant"])
