@@ -138,11 +138,12 @@ def main(argv=None) -> int:
     if REFERENCE not in args.methods:
         args.methods.insert(0, REFERENCE)
     checkouts = {"this": ROOT} | ({"baseline": args.baseline.resolve()} if args.baseline else {})
-    versions = {}
-    for name, path in checkouts.items():
-        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=path, capture_output=True, text=True).stdout.strip()
-        versions[name] = {"path": str(path), "commit_text": commit_text(source_commit()) if name == "this"
-                          else f"sgi-run commit {head[:12] or 'unknown'} ({path})"}
+    versions = {"this": {"path": str(ROOT), "commit_text": commit_text(source_commit())}}
+    if args.baseline:
+        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=checkouts["baseline"], capture_output=True,
+                              text=True).stdout.strip()
+        versions["baseline"] = {"path": str(checkouts["baseline"]),
+                                "commit_text": f"sgi-run commit {head[:12] or 'unknown'} ({checkouts['baseline']})"}
     overrides = dict(METHODS)
     times = {name: {label: {} for label in args.methods} for name in checkouts}
     sizes = {label: (args.paths[0], FAST.get(label, args.paths[1])) for label in args.methods}

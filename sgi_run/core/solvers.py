@@ -154,7 +154,8 @@ def fixed_point_solve(g: Callable, x0, tol: float = DEFAULT_TOL, max_iter: int =
     inf = jnp.asarray(jnp.inf)
     state = (x0, jnp.int32(0), inf, inf)
     if iterations:
-        # The loop's state after that many iterations: the iterate, and its last two updates.
+        # The loop's state after that many iterations: the iterate and its last two updates. Only those two
+        # updates' norms are taken (running ``iterate`` K times, each with its norm, was 1.1-1.3x slower).
         before = jax.lax.fori_loop(0, iterations - 2, lambda _, x: g(x), x0) if iterations >= 2 else x0
         last = g(before) if iterations >= 2 else x0
         x = g(last)

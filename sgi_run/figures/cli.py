@@ -114,13 +114,6 @@ def unpack(archives: list[str], output: Path) -> list[str]:
     return members
 
 
-def _kept_outcome(exp, record: dict, files: dict):
-    from sgi_run.figures.experiment import FigureOutcome
-    from sgi_run.figures.results import CheckResult
-    return FigureOutcome(exp, record["fidelity"], record["table"], [CheckResult(**c) for c in record["checks"]],
-                         files, record.get("convergence", []))
-
-
 def _refuse(err: ConfigError) -> int:
     print(f"sgi-figures: error: {err}", file=sys.stderr)
     return 2
@@ -167,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
                 console.print(f"    kept: {files['json']} was made from these runs (commit "
                               f"{(made.get('commit') or 'unknown')[:12]}, {made.get('date_utc', 'date unknown')}, "
                               f"{made.get('device', 'device unknown')})", highlight=False)
-                outcomes.append(_kept_outcome(exp, kept, files))
+                outcomes.append(experiment.FigureOutcome.from_record(exp, kept, files))
             else:
                 outcomes.append(experiment.make_figure(
                     exp, args.fidelity, args.output, args.runs_root, cache=args.cache, executor=where, composed=runs,

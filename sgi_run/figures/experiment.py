@@ -344,6 +344,12 @@ class FigureOutcome:
     files: dict[str, Path]
     convergence: list[dict] = dataclasses.field(default_factory=list)   # one row per study and step size
 
+    @classmethod
+    def from_record(cls, exp: Experiment, record: dict, files: dict[str, Path]) -> FigureOutcome:
+        """The outcome a figure's JSON record keeps (a figure kept, not made again: ``kept_record``)."""
+        return cls(exp, record["fidelity"], record["table"], [CheckResult(**c) for c in record["checks"]], files,
+                   record.get("convergence", []))
+
 
 TABLE_COLUMNS = ["run", "label", "integrator", "dt", "dt_source", "paths", "T", "mean_T", "sem_T",
                  "exact_T", "ratio_T", "max_abs_error", "t_max_abs_error", "window_mean", "window_se", "window_se_exact",
@@ -536,8 +542,8 @@ def figure_files(exp: Experiment, output_dir) -> dict[str, Path]:
 
 def kept_record(exp: Experiment, fidelity: str, output_dir, configs: dict, cache: str) -> dict | None:
     """The figure's record already in ``output_dir`` when it was made from exactly these runs (the same config
-    of every run) and the cache policy reuses it: ``reuse`` keeps it whatever code made it (a record by other
-    numerics code is reported as such), ``refresh_stale`` only from today's numerics code, ``off`` never. A figure
+    of every run) and the cache policy reuses it: ``reuse`` keeps it whatever numerics code made it (its
+    provenance names the commit), ``refresh_stale`` only from today's numerics code, ``off`` never. A figure
     computed in an earlier session (a GPU window) is then not recomputed, e.g. from ``gallery/paper``."""
     from sgi_run.provenance import code_digest
 

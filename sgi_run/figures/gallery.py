@@ -48,7 +48,7 @@ def _fidelity_note(r: dict, paper_result: str | None = None) -> str:
 
     used = r["fidelity_overrides"][r["fidelity"]]
     made = _made_text(r)
-    if r["fidelity"] == "paper" or r.get("papers_counts"):
+    if at_papers_counts(r):
         profile = "" if r["fidelity"] == "paper" else f" (its {r['fidelity']} profile is the paper's)"
         return (f'<p class="fidelity paper">At the paper\'s counts{profile}: {html.escape(describe(used))}.'
                 f"{made}</p>")
@@ -73,9 +73,14 @@ def _made_text(r: dict) -> str:
                        f"{made['date_utc'][:10]}; its runs took {made['compute_wall_time_s']:.0f} s.")
 
 
+def at_papers_counts(r: dict) -> bool:
+    """The record's figure was computed at the paper's counts: the paper profile, or one with the same counts."""
+    return r["fidelity"] == "paper" or bool(r.get("papers_counts"))
+
+
 def fidelity_label(r: dict) -> str:
     """The fidelity a contents line names: "paper counts" where the profile's counts are the paper's."""
-    return "paper counts" if r["fidelity"] == "paper" or r.get("papers_counts") else r["fidelity"]
+    return "paper counts" if at_papers_counts(r) else r["fidelity"]
 
 
 def heading(r: dict) -> tuple[str, str]:
@@ -143,7 +148,7 @@ def status_table(records: list[dict], experiments=()) -> str:
         made = r.get("provenance", {})
         counts = {v: sum(c["verdict"] == v for c in r["checks"]) for v in ("PASS", "FAIL", "SKIP")}
         link = f"[{heading(r)[0]}]({paper}/{figure}.png)"
-        rows.append([link, r["fidelity"], "yes" if r["fidelity"] == "paper" or r.get("papers_counts") else "no",
+        rows.append([link, r["fidelity"], "yes" if at_papers_counts(r) else "no",
                      ", ".join(f"{n} {v}" for v, n in counts.items()),
                      f"{made['compute_wall_time_s']:.0f}" if "compute_wall_time_s" in made else "",
                      made.get("device", ""), made.get("date_utc", "")[:10], (made.get("commit") or "")[:12]])
@@ -158,13 +163,9 @@ def _paper_results(output_dir: Path, paper_results) -> dict:
     ``paper_results`` (e.g. ``gallery/paper``, the ones kept in the repository)."""
     if paper_results is None or not Path(paper_results).is_dir() or Path(paper_results).resolve() == output_dir.resolve():
         return {}
-    found = {}
-    for r in _records(Path(paper_results)):
-        if r["fidelity"] == "paper" or r.get("papers_counts"):
-            index = Path(paper_results).resolve() / "index.html"
-            found[(r["paper"], r["figure"])] = (os.path.relpath(index, output_dir.resolve())
-                                                + f"#{r['paper']}-{r['figure']}")
-    return found
+    index = os.path.relpath(Path(paper_results).resolve() / "index.html", output_dir.resolve())
+    return {(r["paper"], r["figure"]): f"{index}#{r['paper']}-{r['figure']}"
+            for r in _records(Path(paper_results)) if at_papers_counts(r)}
 
 
 def build(output_dir, experiments=(), paper_results=None) -> Path:
