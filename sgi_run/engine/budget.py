@@ -85,7 +85,8 @@ def memory_estimate(system, integrator, plan: Plan | ConvergencePlan) -> MemoryE
     """What ``Simulator`` and ``engine.ensemble.run_shards`` allocate, in float64 words:
 
     - per shard on the device: paths x ``_words_per_path`` (state, keys, an implicit solver's Jacobian
-      and temporaries) and the block of random numbers (at most BLOCK_VALUES);
+      and temporaries) and the block of random numbers (at most BLOCK_VALUES, and at least one step of
+      every path), DRAW_COPIES times while it is drawn;
     - every shard's statistics (times x observables x 3), kept until the merge, then merged;
     - kept paths (kept x times x (d + observables)), snapshots (snapshot times x paths x d) and
       per-path time averages (paths x observables): once per shard result, once merged, once read
@@ -108,28 +109,57 @@ def memory_estimate(system, integrator, plan: Plan | ConvergencePlan) -> MemoryE
     return MemoryEstimate({key: 8 * n for key, n in words.items()})
 
 
-def _shard_layout_words(system, integrator, plan) -> tuple[int, int]:
-    """(words one path of a shard holds on the device, random-number words one path draws per output
-    interval), for an ensemble or a convergence study (``memory_estimate``, ``_convergence_estimate``).
-    A shard holds its paths and a block of random numbers of at most BLOCK_VALUES words."""
-    rows = noise.NOISE_KINDS[integrator.noise_kind] * system.noises
+# The program that draws a block of random numbers holds it about 3.3 times over (its bits, uniforms and
+# the variables; XLA's memory analysis of the draws of a convergence study and of an ensemble).
+DRAW_COPIES = 4
+
+
+def _shard_layout_words(system, integrator, plan) -> tuple[int, int, int]:
+    """(words one path of a shard holds on the device besides its random numbers, random-number words one
+    path draws per step, and per output interval), for an ensemble or a convergence study
+    (``memory_estimate``, ``_convergence_estimate``)."""
     if isinstance(plan, ConvergencePlan):
-        levels, grid = len(plan.dts) + 1, round(plan.dts[0] / plan.grid_dt)   # grid: fine steps per coarse step
-        return levels * _words_per_path(system, integrator) + grid * state_words(system.space), rows * grid * levels
-    return _words_per_path(system, integrator), rows * plan.brownian_refine * plan.steps_per_output
+        return _lock_step_words(system, integrator, plan)
+    per_step = noise.NOISE_KINDS[integrator.noise_kind] * system.noises * plan.brownian_refine
+    return _words_per_path(system, integrator), per_step, per_step * plan.steps_per_output
+
+
+def _lock_step_words(system, integrator, plan: ConvergencePlan) -> tuple[int, int, int]:
+    """``_shard_layout_words`` of a study's lock-step (``engine.convergence.LockStep``): every level's and
+    the reference's state, one implicit solve's temporaries (the levels are stepped one after another),
+    every level's variables of a coarse step laid end to end and the reference's, and for a strong study
+    the reference path over the coarse step (a fine run's states, held twice: the scan's output and its
+    stacked copy; or the exact solution at the grid times)."""
+    from sgi_run.engine.convergence import Levels, LockStep     # convergence imports the engine this module sizes
+    d, u = state_words(system.space), integrator.jacobian_unknowns(system)
+    lock_step = LockStep(integrator, Levels(system, plan, shared=integrator.noise_kind != "three_point"))
+    n, rows = lock_step.grid_steps, noise.NOISE_KINDS[integrator.noise_kind] * system.noises
+    variables = rows * (sum(n // lock_step.refine(dt) for dt in plan.dts) + n)
+    reference_path = (2 if plan.reference == "fine" else 1) * n * d if plan.error == "strong" else 0
+    solve = 24 + d * d + 3 * u * u if u else 0
+    per_path = (len(plan.dts) + 1) * 10 * d + solve + variables + reference_path
+    return per_path, lock_step.values_per_step, lock_step.values_per_step
+
+
+def _block_words(paths: int, per_step: int, drawn: int) -> int:
+    """Words of one block of random numbers: up to BLOCK_VALUES, and never less than one step of every
+    path (``engine.simulate.Simulator.block_steps``)."""
+    return max(min(BLOCK_VALUES, paths * drawn), paths * per_step)
 
 
 def _shard_words(system, integrator, plan) -> int:
-    """Device words of one shard: its paths and its block of random numbers."""
-    per_path, drawn = _shard_layout_words(system, integrator, plan)
+    """Device words of one shard: its paths and its block of random numbers as the draws hold it."""
+    per_path, per_step, drawn = _shard_layout_words(system, integrator, plan)
     paths = (plan.grid_plan(["error"]) if isinstance(plan, ConvergencePlan) else plan).paths_per_shard
-    return paths * per_path + min(BLOCK_VALUES, paths * drawn)
+    return paths * per_path + DRAW_COPIES * _block_words(paths, per_step, drawn)
 
 
 def path_bytes(system, integrator, plan) -> int:
-    """Bytes one path of a shard holds on the device (the block of random numbers, at most BLOCK_VALUES,
-    does not grow with the paths): what no shard size can make smaller."""
-    return 8 * _shard_layout_words(system, integrator, plan)[0]
+    """Bytes one path of a shard holds on the device, its share of a block's random numbers included (a
+    block of BLOCK_VALUES grows no further with the paths, but one step of every path does): what no
+    shard size can make smaller."""
+    per_path, per_step, _ = _shard_layout_words(system, integrator, plan)
+    return 8 * (per_path + DRAW_COPIES * per_step)
 
 
 def fit_shard_size(system, integrator, plan, host_bytes: int | None = None):
@@ -154,10 +184,8 @@ def _words_per_path(system, integrator) -> int:
 def _convergence_estimate(system, integrator, plan: ConvergencePlan) -> MemoryEstimate:
     """What a convergence study (``engine.convergence``, run by this engine) allocates, in float64 words:
 
-    - per shard on the device, per path: every level's and the reference's state and solver
-      temporaries, the reference path over one coarse step (its grid states, to compare each level
-      at its own step times) and the coarse step's random numbers (a block of coarse steps at most
-      BLOCK_VALUES);
+    - per shard on the device: per path, ``_lock_step_words``, and the coarse step's random numbers
+      (every fine increment of it: a block is at least one coarse step of every path);
     - per path, when the order gets a bootstrap interval: its final error at every level (three copies,
       as an ensemble's time averages).
     """

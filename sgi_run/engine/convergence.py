@@ -259,18 +259,21 @@ class LockStep:
     def _level_steps(self, states, xi, reference_path):
         """Every level's steps through one coarse step, in one program: a scan over the levels, each taking
         its own count of steps of its own size (a loop whose count is an argument), so the method's step is
-        compiled once for all of them, not once per level. ``states`` and ``xi`` are stacked over the
-        levels, each level's variables padded to the finest grid's count. For a strong study, each step's
-        running sup of the squared distance to the reference at that step's time. (states, sups, SolverStats)"""
+        compiled once for all of them, not once per level. ``states`` are stacked over the levels; ``xi``
+        holds every level's variables one level after another (level i's from ``starts[i]``): padding
+        each level to the finest grid's count instead held levels x grid variables per path, most of a
+        study's memory. For a strong study, each step's running sup of the squared distance to the
+        reference at that step's time. (states, sups, SolverStats)"""
         system, plan, n = self.levels.inner, self.plan, self.grid_steps
         refines = [self.refine(level_dt) for level_dt in plan.dts]
+        counts = [n // r for r in refines]
 
         def level(_, inputs):
-            z0, dt, count, r, x = inputs
+            z0, dt, count, r, start = inputs
 
             def one(j, carry):
                 z, sup, total = carry
-                z, stats = self.integrator.advance(system, z, dt, jax.tree.map(lambda a: a[j], x))
+                z, stats = self.integrator.advance(system, z, dt, xi[start + j])
                 if reference_path is not None:
                     target = jax.tree.map(lambda p: p[(j + 1) * r - 1], reference_path)
                     sup = jnp.maximum(sup, system.space.distance(z, target) ** 2)
@@ -279,7 +282,8 @@ class LockStep:
             z, sup, total = jax.lax.fori_loop(0, count, one, (z0, jnp.zeros(()), SolverStats.none()))
             return None, (z, sup, total)
 
-        inputs = (states, jnp.asarray(plan.dts), jnp.asarray([n // r for r in refines]), jnp.asarray(refines), xi)
+        starts = np.cumsum([0] + counts[:-1])
+        inputs = (states, jnp.asarray(plan.dts), jnp.asarray(counts), jnp.asarray(refines), jnp.asarray(starts))
         _, (states, sups, stats) = jax.lax.scan(level, None, inputs)
         return states, sups, stats.over_steps()
 
@@ -300,10 +304,9 @@ class LockStep:
             reference_path = jax.vmap(inner.exact_state)(times, w[:, 0])
             out["W"] = w[-1]
         levels = range(len(plan.dts))
-        padded = lambda x: jnp.concatenate([x, jnp.zeros((n - x.shape[0],) + x.shape[1:], x.dtype)])
         stacked = lambda parts: jax.tree.map(lambda *leaves: jnp.stack(leaves), *parts)
         states, sups, stats = self._level_steps(stacked([system.part(z, f"level{i}") for i in levels]),
-                                                stacked([padded(variables(d, f"level{i}")) for i, d in enumerate(plan.dts)]),
+                                                jnp.concatenate([variables(d, f"level{i}") for i, d in enumerate(plan.dts)]),
                                                 reference_path)
         for i in levels:
             out = system.with_part(out, f"level{i}", jax.tree.map(lambda leaf: leaf[i], states))
