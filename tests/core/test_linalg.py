@@ -1,3 +1,4 @@
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
@@ -30,3 +31,17 @@ def test_matrix_right_hand_sides_and_the_inverse_operator(n):
     assert np.allclose(solve(a, b), np.linalg.solve(a, b), rtol=1e-10, atol=1e-12)
     apply = inverse_operator(a)
     assert np.allclose(apply(b[:, 0]), np.linalg.solve(a, b[:, 0]), rtol=1e-10, atol=1e-12)
+
+
+def test_complex_products_are_three_real_ones_to_round_off():
+    """matmul: Gauss's three real products for complex matrices (normwise round-off: within a few n eps
+    |A| |B| of the complex product), the plain product for real ones, batched like @."""
+    from sgi_run.core.linalg import matmul
+    rng = np.random.default_rng(3)
+    n = 64
+    a, b = (rng.normal(size=(2, n, n)) + 1j * rng.normal(size=(2, n, n)) for _ in range(2))
+    exact = np.einsum("bij,bjk->bik", a.astype(np.clongdouble), b.astype(np.clongdouble))
+    bound = 4 * n * np.finfo(float).eps * np.abs(a).max() * np.abs(b).max()
+    assert 0 < np.abs(np.asarray(matmul(a, b)) - exact).max() <= bound
+    real = rng.normal(size=(n, n))
+    assert np.array_equal(np.asarray(matmul(real, real)), np.asarray(jnp.asarray(real) @ jnp.asarray(real)))
