@@ -12,7 +12,10 @@ stages: the stage value is the right-hand side evaluated at itself). Three metho
 
 Stopping rules. Newton and chord: the residual at the new iterate is small,
 :math:`\|r(x)\| \le \mathrm{tol}\,(1 + \|x\|)`. Fixed point: the update is small,
-:math:`\|x_{k+1} - x_k\| \le \mathrm{tol}\,\max(1, \|x_0\|)`, or it *stagnates*: the update stopped
+:math:`\|x_{k+1} - x_k\| \le \mathrm{tol}\,\max(1, \|x_0\|)`; or the iterate is already within one ulp of
+:math:`\max(1, \|x_0\|)` of the fixed point by the contraction the last two updates show (``remaining``: the
+iterations after it would change the solution by round-off only, and an Euler-Zeitlin IsoMP solve, whose tol is
+below round-off, stops one iteration earlier, 5 instead of 6); or it *stagnates*: the update stopped
 decreasing while within ``ROUND_OFF_ULPS`` ulps of the iterate, which is as converged as the iteration
 gets (spec 004 P3: an absolute 1e-15 is unreachable when entries are large); a stagnation exit is
 reported, not failed (an update that stops shrinking far above round-off is a failure). Norms:
@@ -143,13 +146,14 @@ def fixed_point_solve(g: Callable, x0, tol: float = DEFAULT_TOL, max_iter: int =
     given, the first that many are taken untested (module docstring). ``has_aux``: ``g`` returns ``(x, aux)``,
     and the result's ``aux`` is the last evaluation's (what a caller would otherwise recompute)."""
     step = g if has_aux else (lambda x: (g(x), None))
-    bound = tol * jnp.maximum(1.0, _norm(norm, x0))
+    scale = jnp.maximum(1.0, _norm(norm, x0))
+    bound, floor = tol * scale, MIN_TOL * scale
     update_size = lambda new, old: _norm(norm, jax.tree.map(jnp.subtract, new, old))
 
     def keep_going(state):
         x, _, it, error, previous = state
         improving = (error > bound) & (error < previous)
-        return (it < max_iter) & ((it == 0) | improving) & _finite(x)
+        return (it < max_iter) & ((it == 0) | (improving & (remaining(error, previous) > floor))) & _finite(x)
 
     def iterate(state):
         x, _, it, error, _ = state
@@ -169,10 +173,19 @@ def fixed_point_solve(g: Callable, x0, tol: float = DEFAULT_TOL, max_iter: int =
         state = (x, aux, jnp.int32(iterations), update_size(x, last),
                  update_size(last, before) if iterations >= 2 else inf)
     x, aux, it, error, previous = jax.lax.while_loop(keep_going, iterate, state)
-    converged = (error <= bound) & _finite(x)
+    left = remaining(error, previous)
+    converged = ((error <= bound) | (left <= bound)) & _finite(x)
     at_round_off = error <= ROUND_OFF_ULPS * MIN_TOL * jnp.maximum(1.0, _norm(norm, x))
-    stagnated = ~converged & (error >= previous) & at_round_off & _finite(x)
+    stagnated = ~converged & ((error >= previous) | (left <= floor)) & at_round_off & _finite(x)
     return _finish(SolveResult(x, it, converged, stagnated, aux), on_fail)
+
+
+def remaining(update, previous):
+    """How far the iterate is from the fixed point, estimated from its last two updates (Hairer & Wanner,
+    Solving ODEs II, IV.8): theta / (1 - theta) |update| with theta = |update| / |previous update|, the observed
+    contraction; infinite until two updates have been taken and the last one shrank."""
+    theta = update / previous
+    return jnp.where(jnp.isfinite(previous) & (update < previous), update * theta / (1 - theta), jnp.inf)
 
 
 def on_fail_rule(value):

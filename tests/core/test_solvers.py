@@ -134,3 +134,50 @@ def test_a_maps_by_product_comes_back_from_its_last_evaluation_and_nan_with_a_fa
     assert np.allclose(newton.x, sol.x, atol=1e-14) and np.array_equal(newton.aux["at"], newton.x)
     failed = fixed_point_solve(lambda x: (2.0 * x + 1.0, x), jnp.array([1.0]), max_iter=5, has_aux=True)
     assert np.isnan(failed.x).all() and np.isnan(failed.aux).all()
+
+
+def test_a_solve_within_an_ulp_of_its_fixed_point_stops_there(monkeypatch):
+    """The contraction the last two updates show puts the iterate within one ulp of the fixed point: the loop
+    stops there, with fewer iterations than waiting for the update itself to reach tol, at the fixed point to
+    round-off. A slow contraction (theta = 0.9) is not stopped early: its estimate stays large."""
+    from sgi_run.core import solvers
+    for theta, fewer in ((1e-3, True), (0.9, False)):
+        g = lambda x: 3.0 + theta * jnp.sin(x - 3.0)
+        sol = fixed_point_solve(g, jnp.array([0.0]), tol=1e-15, max_iter=500)
+        with monkeypatch.context() as patch:
+            patch.setattr(solvers, "remaining", lambda update, previous: jnp.inf)     # the update alone
+            update_only = fixed_point_solve(g, jnp.array([0.0]), tol=1e-15, max_iter=500)
+        assert bool(sol.converged) or bool(sol.stagnated)
+        assert (int(sol.iterations) < int(update_only.iterations)) == fewer
+        if fewer:
+            assert abs(float(sol.x[0]) - 3.0) <= np.spacing(3.0) and int(update_only.iterations) - int(sol.iterations) == 1
+        else:
+            assert np.array_equal(sol.x, update_only.x)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("system, method", [("zeitlin", "isomp"), ("rigid_body", "lgvi_cayley"),
+                                            ("heavy_top", "lp_midpoint")])
+def test_the_fixed_point_methods_stopped_within_an_ulp_keep_every_number_to_round_off(make_integrator, monkeypatch,
+                                                                                     system, method):
+    """Every method solved by fixed-point iteration by default, 30 stochastic steps: stopped where the iterate
+    is within an ulp of its fixed point against waiting for the update to reach tol (as before), every state
+    to round-off, never more iterations."""
+    import collections
+
+    import jax
+
+    from sgi_run.core import solvers
+    from sgi_run.engine import programs
+    from sgi_run.systems import HeavyTop, RigidBody, ZeitlinEuler
+    from sgi_run.systems.zeitlin import hbar
+    from tests.integrators.test_lie_poisson import path
+    system, dt = {"zeitlin": (ZeitlinEuler(N=32), 0.1 * hbar(32)), "rigid_body": (RigidBody(), 2.0**-6),
+                  "heavy_top": (HeavyTop(), 2.0**-6)}[system]
+    states, stats = path(make_integrator(method), system, dt, 30)
+    monkeypatch.setattr(solvers, "remaining", lambda update, previous: jnp.inf)
+    monkeypatch.setattr(programs, "_programs", collections.OrderedDict())     # the step traced anew
+    before, stats_before = path(make_integrator(method), system, dt, 30)
+    for leaf, expected in zip(jax.tree.leaves(states), jax.tree.leaves(before)):
+        assert float(jnp.abs(leaf - expected).max()) <= 1e-13 * max(1.0, float(jnp.abs(expected).max()))
+    assert (np.asarray(stats.iterations) <= np.asarray(stats_before.iterations)).all()
