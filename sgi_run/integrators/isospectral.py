@@ -13,7 +13,9 @@ one step solves for the midpoint
     = (I + \tfrac12\tilde\Psi)\tilde X(I - \tfrac12\tilde\Psi),
 
 a similarity by the Cayley transform of :math:`\tilde\Psi`: the spectrum and every Casimir
-:math:`\mathrm{tr} f(X)` are kept for every step size (Thms 4.5, 4.6). The fixed-point iteration is
+:math:`\mathrm{tr} f(X)` are kept for every step size (Thms 4.5, 4.6). The step runs in the algebra's own
+coordinates (``core.lie``: ``isospectral_terms`` gives :math:`[\tilde\Psi, \tilde X]` and
+:math:`\tilde\Psi\tilde X\tilde\Psi`; so(3) as vectors). For matrices the fixed-point iteration is
 written so that every intermediate is exactly skew-Hermitian in floating point (P20: without it the
 isospectral flow's instability off the algebra blows the Manakov run up): with :math:`C = \tilde\Psi\tilde X`,
 :math:`[\tilde\Psi, \tilde X] = C - C^*` and :math:`\tilde\Psi\tilde X\tilde\Psi = \tfrac12(Q - Q^*)`,
@@ -31,7 +33,6 @@ import jax
 import jax.numpy as jnp
 
 from sgi_run.core.errors import ConfigError
-from sgi_run.core.linalg import matmul
 from sgi_run.integrators.base import SolverStats
 from sgi_run.integrators.lie_poisson import LiePoissonIntegrator, LiePoissonScheme
 
@@ -46,11 +47,6 @@ class IsospectralScheme(LiePoissonScheme):
 
     def conditions(self) -> dict[str, float]:
         return {"(consistency) 2 theta = 1": 2 * self.theta - 1}
-
-
-def _skew_part2(a):
-    """a - a^*: twice the skew-Hermitian part, exactly skew-Hermitian in floating point."""
-    return a - jnp.conj(jnp.swapaxes(a, -1, -2))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -76,28 +72,22 @@ class IsospectralIntegrator(LiePoissonIntegrator):
                               "and lp_trapezoidal fit every Lie-Poisson system")
 
     def advance(self, system, z, dt, xi):
-        algebra, dw = system.algebra, xi[0]
-        x_n = algebra.to_matrix(system.dual(z))
-
-        def psi(x):
-            return jax.tree.map(jnp.negative, algebra.to_matrix(system.generator(algebra.from_matrix(x), dt, dw)))
-
-        theta = self.tableau.theta
+        # In the algebra's own coordinates (``isospectral_terms``): its matrices where it is so(n) or su(N),
+        # vectors for so(3).
+        algebra, dw, theta = system.algebra, xi[0], self.tableau.theta
+        x_n = system.dual(z)
 
         def midpoint_of(x):
-            # X~ = X_n + theta [Psi, X~] + theta^2 Psi X~ Psi, with C = Psi X~: [Psi, X~] = C - C^* and
-            # Psi X~ Psi = (Q - Q^*) / 2, Q = C Psi, exactly skew. C is also returned: the step's commutator.
-            p = psi(x)
-            c = jax.tree.map(matmul, p, x)
-            step = lambda x_n, c, p: x_n + theta * _skew_part2(c) + 0.5 * theta**2 * _skew_part2(matmul(c, p))
-            return jax.tree.map(step, x_n, c, p), c
+            # X~ = X_n + theta [Psi, X~] + theta^2 Psi X~ Psi; the commutator is also returned, for X_n+1
+            psi = jax.tree.map(jnp.negative, system.generator(x, dt, dw))
+            commutator, sandwich = algebra.isospectral_terms(psi, x)
+            return jax.tree.map(lambda x_n, c, s: x_n + theta * c + theta**2 * s, x_n, commutator, sandwich), commutator
 
-        # X_n+1 = X_n + 2 theta [Psi, X~] from the last iteration's C, i.e. at the iterate before the solution:
-        # the two differ by the last update, at round-off where the iteration stagnates (the default tol is
-        # below round-off), and Psi is O(dt), so X_n+1 moves by about dt times the last update otherwise.
-        # Evaluating Psi and C once more at the solution cost 10% of a deterministic Euler-Zeitlin su(128) step
-        # and 20% of a stochastic one (one core).
+        # X_n+1 = X_n + 2 theta [Psi, X~] from the last iteration's commutator, i.e. at the iterate before the
+        # solution: the two differ by the last update, at round-off where the iteration stops (within an ulp of
+        # the fixed point, or stagnating: the default tol is below round-off), and Psi is O(dt), so X_n+1 moves
+        # by about dt times the last update otherwise. Evaluating Psi and the commutator once more at the
+        # solution cost 10% of a deterministic Euler-Zeitlin su(128) step and 20% of a stochastic one.
         sol = self.solve.fixed_point(midpoint_of, x_n, has_aux=True)
-        x_next = jax.tree.map(lambda x_n, c: x_n + 2 * theta * _skew_part2(c), x_n, sol.aux)
-        mu_next = algebra.from_matrix(x_next)
-        return system.space.project(system.state(mu_next)), SolverStats.none().add(sol)
+        x_next = jax.tree.map(lambda x_n, c: x_n + 2 * theta * c, x_n, sol.aux)
+        return system.space.project(system.state(x_next)), SolverStats.none().add(sol)
