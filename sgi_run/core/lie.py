@@ -90,6 +90,12 @@ class SO3:
         h = hat(xi)
         return jnp.eye(3) + (h + 0.5 * h @ h) / (1 + jnp.dot(xi, xi) / 4)
 
+    def cayley_rotate(self, xi, v):
+        """cay(hat(xi)) v without the matrix: v + (xi x v + xi x (xi x v) / 2) / (1 + |xi|^2 / 4) (a fixed-point
+        iteration of the Cayley LGVI rotates two vectors; building the matrix and its square cost more)."""
+        w = jnp.cross(xi, v)
+        return v + (w + 0.5 * jnp.cross(xi, w)) / (1 + jnp.dot(xi, xi) / 4)
+
     def coadjoint_exp(self, xi, pi):
         """exp(ad*_xi) pi = exp(hat(xi))^T pi."""
         return self.exp(xi).T @ pi

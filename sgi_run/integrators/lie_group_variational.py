@@ -111,21 +111,21 @@ class CayleyLGVI(LiePoissonIntegrator):
 
     def advance(self, system, z, dt, xi):
         dw = xi[0]
-        cayley = lie.SO3().cayley
+        so3 = lie.SO3()
         semidirect, mu = isinstance(system.algebra, lie.SE3), system.dual(z)
         pi, gamma = mu if semidirect else (mu, None)
         sol = self._solve(system, mu, dt, dw)
         x, b = sol.x if semidirect else (sol.x, None)
-        rotate = cayley(-x)
-        pi_next = rotate @ (rotate @ pi)
+        rotate = lambda v: so3.cayley_rotate(-x, v)       # Q v, Q = cay(-X)
+        pi_next = rotate(rotate(pi))
         if semidirect:
-            gamma_next = rotate @ (rotate @ gamma)
-            mu_next = (pi_next - jnp.cross(rotate @ b, gamma_next), gamma_next)
+            gamma_next = rotate(rotate(gamma))
+            mu_next = (pi_next - jnp.cross(rotate(b), gamma_next), gamma_next)
         else:
             mu_next = pi_next
         attitude = system.attitude(z)
         if attitude is not None:
-            forward = cayley(x)
+            forward = so3.cayley(x)
             attitude = attitude @ forward @ forward
         return system.state(mu_next, attitude), SolverStats.none().add(sol)
 
@@ -134,17 +134,16 @@ class CayleyLGVI(LiePoissonIntegrator):
         or X with the torque generator b = sigma_b (heavy top: gravity and the Gamma-noises, evaluated at the mean
         like everything else, P3); the paper's contraction (64), solved as ``integrator.solver`` says."""
         q, linear = self.tableau.quadratic[self.dtau_variant], self.tableau.linear
-        cayley = lie.SO3().cayley
+        so3 = lie.SO3()
         semidirect = isinstance(system.algebra, lie.SE3)
         pi, gamma = mu if semidirect else (mu, None)
 
         def mean_of(u):
             x, b = u if semidirect else (u, None)
-            rotate = cayley(-x)
             if semidirect:
-                gamma_half = rotate @ gamma
-                return 0.5 * _cayley_solve(x, pi + rotate @ pi - jnp.cross(b, gamma_half), q, linear), gamma_half
-            return 0.5 * _cayley_solve(x, pi + rotate @ pi, q, linear)
+                gamma_half = so3.cayley_rotate(-x, gamma)
+                return 0.5 * _cayley_solve(x, pi + so3.cayley_rotate(-x, pi) - jnp.cross(b, gamma_half), q, linear), gamma_half
+            return 0.5 * _cayley_solve(x, pi + so3.cayley_rotate(-x, pi), q, linear)
 
         def unknowns_of(sigma):
             return (0.5 * sigma[0], sigma[1]) if semidirect else 0.5 * sigma
