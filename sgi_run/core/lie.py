@@ -50,6 +50,14 @@ def vee(m):
     return jnp.array([m[2, 1], m[0, 2], m[1, 0]])
 
 
+def rotate_back(xi, a, b, v):
+    """exp(hat(xi))^T v = v - a xi x v + b xi x (xi x v), with a, b = sin(t)/t, (1 - cos t)/t^2 of t = |xi|
+    (``_rotation_coefficients``): Rodrigues' formula on a vector, without the matrix (building it and its
+    square cost TMK's coadjoint exponential most of its time)."""
+    w = jnp.cross(xi, v)
+    return v - a * w + b * jnp.cross(xi, w)
+
+
 def skew_part2(a):
     """a - a^*: twice the skew-Hermitian part, exactly skew-Hermitian in floating point."""
     return a - jnp.conj(jnp.swapaxes(a, -1, -2))
@@ -97,8 +105,9 @@ class SO3:
         return v + (w + 0.5 * jnp.cross(xi, w)) / (1 + jnp.dot(xi, xi) / 4)
 
     def coadjoint_exp(self, xi, pi):
-        """exp(ad*_xi) pi = exp(hat(xi))^T pi."""
-        return self.exp(xi).T @ pi
+        """exp(ad*_xi) pi = exp(hat(xi))^T pi (``rotate_back``)."""
+        a, b, _ = _rotation_coefficients(jnp.dot(xi, xi))
+        return rotate_back(xi, a, b, pi)
 
     def casimirs(self, pi) -> dict:
         return {"C2": jnp.dot(pi, pi)}
@@ -139,13 +148,13 @@ class SE3:
         return jnp.cross(pi, xi) + jnp.cross(gamma, b), jnp.cross(gamma, xi)
 
     def coadjoint_exp(self, s, mu):
-        """exp(ad*_(xi, b)) (pi, gamma) = (R^T (pi + gamma x V b), R^T gamma), R = exp(hat xi) (spec 001 2.1)."""
+        """exp(ad*_(xi, b)) (pi, gamma) = (R^T (pi + gamma x V b), R^T gamma), R = exp(hat xi) (spec 001 2.1),
+        V = I + bb hat(xi) + c hat(xi)^2, as vector arithmetic (``rotate_back``)."""
         (xi, b), (pi, gamma) = s, mu
         a, bb, c = _rotation_coefficients(jnp.dot(xi, xi))
-        h = hat(xi)
-        rotation = jnp.eye(3) + a * h + bb * h @ h
-        v = jnp.eye(3) + bb * h + c * h @ h
-        return rotation.T @ (pi + jnp.cross(gamma, v @ b)), rotation.T @ gamma
+        xb = jnp.cross(xi, b)
+        vb = b + bb * xb + c * jnp.cross(xi, xb)
+        return rotate_back(xi, a, bb, pi + jnp.cross(gamma, vb)), rotate_back(xi, a, bb, gamma)
 
     def casimirs(self, mu) -> dict:
         pi, gamma = mu
