@@ -106,17 +106,21 @@ def _finish(result: SolveResult, on_fail: str) -> SolveResult:
 
 
 def newton_solve(residual: Callable, x0, tol: float = DEFAULT_TOL, max_iter: int = DEFAULT_MAX_ITER,
-                 norm: str = "max", frozen_jacobian: bool = False, on_fail: str = "nan") -> SolveResult:
+                 norm: str = "max", frozen_jacobian: bool = False, on_fail: str = "nan",
+                 linearization: Callable | None = None) -> SolveResult:
     """Solve ``residual(x) = 0`` from ``x0`` by Newton (or, ``frozen_jacobian``, the chord method).
-    ``iterations`` counts linear solves."""
+    ``iterations`` counts linear solves. ``linearization`` (chord only): a function with the residual's value
+    and Jacobian at ``x0`` that is cheaper to differentiate; the chord's one Jacobian comes from it."""
     flat0, back = real_coordinates(x0)
-    r = lambda v: real_coordinates(residual(back(v)))[0]
+    to_flat = lambda f: (lambda v: real_coordinates(f(back(v)))[0])
+    r = to_flat(residual)
     small = lambda value, v: _norm(norm, value) <= tol * (1.0 + _norm(norm, v))
     # One forward-mode pass gives both the Jacobian and the residual value.
     jacobian_and_value = jax.jacfwd(lambda v: (r(v), r(v)), has_aux=True)
     if frozen_jacobian:
         # The chord update reuses the residual of the last stopping test: one evaluation per iteration.
-        jacobian0, value0 = jacobian_and_value(flat0)
+        at_start = r if linearization is None else to_flat(linearization)
+        jacobian0, value0 = jax.jacfwd(lambda v: (at_start(v), at_start(v)), has_aux=True)(flat0)
         chord = inverse_operator(jacobian0)
         update = lambda v, value: chord(value)
     else:
@@ -231,20 +235,23 @@ class SolverOptions:
                 "nan (an unconverged solve ends its path, counted non-finite) or count (keep the last iterate; "
                 "the step is counted unconverged)")
 
-    def root(self, residual: Callable, x0) -> SolveResult:
-        """Solve ``residual(x) = 0`` (Newton or chord)."""
+    def root(self, residual: Callable, x0, linearization: Callable | None = None) -> SolveResult:
+        """Solve ``residual(x) = 0`` (Newton or chord; ``linearization``: ``newton_solve``'s)."""
         if self.method == "fixed_point":
             raise ValueError("a root equation has no fixed-point iteration (SolverOptions.check refuses it)")
         return newton_solve(residual, x0, self.tol, self.max_iter, self.norm,
-                            frozen_jacobian=self.method == "chord", on_fail=self.on_fail)
+                            frozen_jacobian=self.method == "chord", on_fail=self.on_fail, linearization=linearization)
 
-    def fixed_point(self, g: Callable, x0, has_aux: bool = False) -> SolveResult:
+    def fixed_point(self, g: Callable, x0, has_aux: bool = False, linearization: Callable | None = None) -> SolveResult:
         """Solve ``x = g(x)``: by iterating g, or by Newton or chord on ``x - g(x) = 0``. ``has_aux``: ``g``
         returns ``(x, aux)`` and the result carries the by-product of g's last evaluation (of the Newton or
-        chord solution: one evaluation more)."""
+        chord solution: one evaluation more). ``linearization``: a map with g's value and Jacobian at ``x0``,
+        cheaper to differentiate, from which the chord method takes its Jacobian (Newton and fixed-point
+        iteration do not use it)."""
         if self.method == "fixed_point":
             return fixed_point_solve(g, x0, self.tol, self.max_iter, self.norm, self.on_fail, self.iterations,
                                      has_aux)
         map_only = (lambda x: g(x)[0]) if has_aux else g
-        sol = self.root(lambda x: jax.tree.map(jnp.subtract, x, map_only(x)), x0)
+        minus = lambda f: (lambda x: jax.tree.map(jnp.subtract, x, f(x)))
+        sol = self.root(minus(map_only), x0, None if linearization is None else minus(linearization))
         return sol._replace(aux=g(sol.x)[1]) if has_aux else sol
