@@ -242,6 +242,9 @@ def test_a_service_that_is_not_a_dask_scheduler_is_refused_within_the_timeout(tm
 
 
 def test_a_running_schedulers_address_is_accepted(cluster):
+    # A worker killed by an earlier test of the module is restarted by its nanny: wait for it (seen missing
+    # on a loaded 2-core machine).
+    cluster.client.wait_for_workers(2, timeout=60)
     address = cluster.client.scheduler.address
     attached = executor.connect(executor.spec_of({"name": "dask", "address": address, "connect_timeout": 5}))
     assert attached.where == f"dask scheduler {address} (2 workers)"
