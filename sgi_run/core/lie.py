@@ -50,12 +50,12 @@ def vee(m):
     return jnp.array([m[2, 1], m[0, 2], m[1, 0]])
 
 
-def rotate_back(xi, a, b, v):
-    """exp(hat(xi))^T v = v - a xi x v + b xi x (xi x v), with a, b = sin(t)/t, (1 - cos t)/t^2 of t = |xi|
-    (``_rotation_coefficients``): Rodrigues' formula on a vector, without the matrix (building it and its
-    square cost TMK's coadjoint exponential most of its time)."""
+def hat_polynomial(xi, v, alpha, beta):
+    """(I + alpha hat(xi) + beta hat(xi)^2) v = v + alpha xi x v + beta xi x (xi x v), without the matrix: every
+    closed form of so(3) and se(3) is such a polynomial (Rodrigues' exp(hat xi) and its transpose, se(3)'s V);
+    building the matrix and its square cost TMK's coadjoint exponential most of its time."""
     w = jnp.cross(xi, v)
-    return v - a * w + b * jnp.cross(xi, w)
+    return v + alpha * w + beta * jnp.cross(xi, w)
 
 
 def skew_part2(a):
@@ -105,9 +105,9 @@ class SO3:
         return v + (w + 0.5 * jnp.cross(xi, w)) / (1 + jnp.dot(xi, xi) / 4)
 
     def coadjoint_exp(self, xi, pi):
-        """exp(ad*_xi) pi = exp(hat(xi))^T pi (``rotate_back``)."""
+        """exp(ad*_xi) pi = exp(hat(xi))^T pi = (I - a hat(xi) + b hat(xi)^2) pi (``hat_polynomial``)."""
         a, b, _ = _rotation_coefficients(jnp.dot(xi, xi))
-        return rotate_back(xi, a, b, pi)
+        return hat_polynomial(xi, pi, -a, b)
 
     def casimirs(self, pi) -> dict:
         return {"C2": jnp.dot(pi, pi)}
@@ -149,12 +149,11 @@ class SE3:
 
     def coadjoint_exp(self, s, mu):
         """exp(ad*_(xi, b)) (pi, gamma) = (R^T (pi + gamma x V b), R^T gamma), R = exp(hat xi) (spec 001 2.1),
-        V = I + bb hat(xi) + c hat(xi)^2, as vector arithmetic (``rotate_back``)."""
+        V = I + bb hat(xi) + c hat(xi)^2, as vector arithmetic (``hat_polynomial``)."""
         (xi, b), (pi, gamma) = s, mu
         a, bb, c = _rotation_coefficients(jnp.dot(xi, xi))
-        xb = jnp.cross(xi, b)
-        vb = b + bb * xb + c * jnp.cross(xi, xb)
-        return rotate_back(xi, a, bb, pi + jnp.cross(gamma, vb)), rotate_back(xi, a, bb, gamma)
+        rotate_back = lambda v: hat_polynomial(xi, v, -a, bb)
+        return rotate_back(pi + jnp.cross(gamma, hat_polynomial(xi, b, bb, c))), rotate_back(gamma)
 
     def casimirs(self, mu) -> dict:
         pi, gamma = mu
@@ -210,7 +209,7 @@ class MatrixAlgebra:
 
     def project(self, a):
         """The orthogonal projection (for the pairing) of an n x n matrix onto the algebra."""
-        skew = 0.5 * (a - jnp.conj(a).T)
+        skew = 0.5 * skew_part2(a)
         return skew - jnp.trace(skew) / self.n * jnp.eye(self.n) if self.complex else jnp.real(skew)
 
     def ad_star(self, s, mu):

@@ -115,12 +115,12 @@ def newton_solve(residual: Callable, x0, tol: float = DEFAULT_TOL, max_iter: int
     to_flat = lambda f: (lambda v: real_coordinates(f(back(v)))[0])
     r = to_flat(residual)
     small = lambda value, v: _norm(norm, value) <= tol * (1.0 + _norm(norm, v))
-    # One forward-mode pass gives both the Jacobian and the residual value.
-    jacobian_and_value = jax.jacfwd(lambda v: (r(v), r(v)), has_aux=True)
+    # One forward-mode pass gives both the Jacobian and the value.
+    jacobian_and_value_of = lambda f: jax.jacfwd(lambda v: (f(v), f(v)), has_aux=True)
+    jacobian_and_value = jacobian_and_value_of(r)
     if frozen_jacobian:
         # The chord update reuses the residual of the last stopping test: one evaluation per iteration.
-        at_start = r if linearization is None else to_flat(linearization)
-        jacobian0, value0 = jax.jacfwd(lambda v: (at_start(v), at_start(v)), has_aux=True)(flat0)
+        jacobian0, value0 = jacobian_and_value_of(r if linearization is None else to_flat(linearization))(flat0)
         chord = inverse_operator(jacobian0)
         update = lambda v, value: chord(value)
     else:

@@ -130,15 +130,15 @@ def _lock_step_words(system, integrator, plan: ConvergencePlan) -> tuple[int, in
     every level's variables of a coarse step laid end to end and the reference's, and for a strong study
     the reference path over the coarse step (a fine run's states, held twice: the scan's output and its
     stacked copy; or the exact solution at the grid times)."""
-    from sgi_run.engine.convergence import Levels, LockStep     # convergence imports the engine this module sizes
+    from sgi_run.engine.convergence import lock_step     # convergence imports the engine this module sizes
     d, u = state_words(system.space), integrator.jacobian_unknowns(system)
-    lock_step = LockStep(integrator, Levels(system, plan, shared=integrator.noise_kind != "three_point"))
-    n, rows = lock_step.grid_steps, noise.NOISE_KINDS[integrator.noise_kind] * system.noises
-    variables = rows * (sum(n // lock_step.refine(dt) for dt in plan.dts) + n)
+    step = lock_step(system, integrator, plan)
+    n, rows = step.grid_steps, noise.NOISE_KINDS[integrator.noise_kind] * system.noises
+    variables = rows * (sum(n // step.refine(dt) for dt in plan.dts) + n)
     reference_path = (2 if plan.reference == "fine" else 1) * n * d if plan.error == "strong" else 0
     solve = 24 + d * d + 3 * u * u if u else 0
     per_path = (len(plan.dts) + 1) * 10 * d + solve + variables + reference_path
-    return per_path, lock_step.values_per_step, lock_step.values_per_step
+    return per_path, step.values_per_step, step.values_per_step
 
 
 def _block_words(paths: int, per_step: int, drawn: int) -> int:

@@ -317,11 +317,16 @@ class LockStep:
 
 
 # --- running a study -------------------------------------------------------------------------------
+def lock_step(system, integrator, plan: ConvergencePlan) -> LockStep:
+    """A study's lock-step: its levels share one Brownian path unless the method's variables are three-point."""
+    return LockStep(integrator, Levels(system, plan, shared=integrator.noise_kind != "three_point"))
+
+
 def simulator(system, integrator, plan: ConvergencePlan):
     """The engine's ``Simulator`` of a study (a settled ``plan``: ``plan.fitted_to(system, integrator)``)."""
     from sgi_run.engine.simulate import Simulator
-    levels = Levels(system, plan, shared=integrator.noise_kind != "three_point")
-    return Simulator(levels, LockStep(integrator, levels), plan.grid_plan(list(levels.observables())))
+    step = lock_step(system, integrator, plan)
+    return Simulator(step.levels, step, plan.grid_plan(list(step.levels.observables())))
 
 
 def study(system, integrator, plan: ConvergencePlan, store=None, on_output=None, on_shard_done=None):
