@@ -158,8 +158,16 @@ class ShardLost(RuntimeError):
 class Cluster:
     """A connected ``distributed.Client`` and what it runs on."""
 
-    def __init__(self, client, where: str, owned=None):
-        self.client, self.where, self._owned = client, where, owned
+    def __init__(self, client, where: str, owned=None, size: int | None = None):
+        self.client, self.where, self._owned, self._size = client, where, owned, size
+
+    def replace_lost_workers(self) -> None:
+        """Start again the workers of an owned LocalCluster that dask closed. A nanny restarts its killed
+        worker, but the cluster closes the nanny if no worker of its name is up at the one instant it
+        looks, ``distributed.deploy.lost-worker-timeout`` after a loss: a worker that dies again and again
+        (a shard too big for its memory) meets that, and every later run would have fewer workers."""
+        if self._size is not None and len(self._owned.workers) < self._size:
+            self._owned.scale(self._size)
 
     def run_shards(self, recipe: Callable, shards: list[int], resumes: dict,
                    on_output: Callable[[int], None] | None = None, outputs: int = 1) -> Iterator:
@@ -171,6 +179,7 @@ class Cluster:
 
         from sgi_run.engine.dask_worker import run_shard
 
+        self.replace_lost_workers()
         futures = [self.client.submit(run_shard, recipe, s, resumes.get(s), pure=False, priority=-s)
                    for s in shards]
         try:
@@ -242,7 +251,7 @@ def _start(spec: Dask | Slurm) -> Cluster:
     client = Client(cluster, timeout=f"{spec.connect_timeout}s")
     # Every worker (and every one restarted later) pins itself before it runs a task.
     client.register_plugin(PinCores(spec.worker_count if isinstance(spec, Dask) else spec.processes))
-    return Cluster(client, where, owned=cluster)
+    return Cluster(client, where, owned=cluster, size=spec.worker_count if isinstance(spec, Dask) else None)
 
 
 # A scheduler's greeting is a few dozen bytes: a longer length prefix is not one.
