@@ -43,6 +43,7 @@ bench: $(VENV)/.installed
 	$(BIN)/python benchmarks/zeitlin_step.py
 	$(BIN)/python benchmarks/implicit_methods.py
 	$(BIN)/python benchmarks/scale.py
+	$(BIN)/python benchmarks/shards_at_once.py
 
 ## bench-figures: wall time of every figure at FIDELITY from nothing (fresh run and compilation caches), one row each;
 ## outputs/bench/figures-<fidelity>.{md,json,log}

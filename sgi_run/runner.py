@@ -25,7 +25,7 @@ from sgi_run import __version__, cache, convergence_run, provenance, store, summ
 from sgi_run.config import Setup, plain, build, config_hash, run_dir_for
 from sgi_run.core.errors import ConfigError
 from sgi_run.engine import convergence, executor
-from sgi_run.engine.budget import memory_estimate
+from sgi_run.engine.budget import fitting_shards, memory_estimate
 from sgi_run.engine.checkpoint import DamagedCheckpoint, ShardStore
 from sgi_run.engine.convergence_plan import ConvergencePlan
 from sgi_run.engine.ensemble import run_shards
@@ -239,28 +239,37 @@ def run(cfg: DictConfig, run_dir: Path | None = None, *, setup: Setup | None = N
         if found is not None:
             return kind.finished(path, run_dir, found, setup)
         sim = kind.simulator(setup)
-        cluster = executor.connect(executor.spec_of(plain(cfg.executor)))   # a bad address: refused here
+        where = executor.spec_of(plain(cfg.executor))
+        cluster = executor.connect(where)   # a bad address: refused here
         shards = checkpoints(cfg, run_dir, sim.plan)
         _audit_checkpoints(shards, policy)
+        at_once = 1 if cluster is not None else _shards_at_once(where, sim, setup, sim.plan.shard_count - len(shards.finished()))
         label = f"{cfg.system.name}/{cfg.integrator.name}"
         started = time.perf_counter()
         mode = _progress_mode(cfg, progress)
         if mode:
             _say(_planned(label, sim.plan, len(shards.finished()), levels=kind.levels(plan))
                  + f"; {memory_estimate(system, setup.integrator, plan).describe()}"
-                 + (f"; on {cluster.where}" if cluster is not None else ""))
+                 + (f"; on {cluster.where}" if cluster is not None else f"; {at_once} shards at once" if at_once > 1 else ""))
         with _stopped_by_write_failures(run_dir, shards):
             try:
                 with _progress(mode, label, sim.plan, len(shards.finished())) as on_output:
                     result = run_shards(sim, shards, on_output, on_shard_done, cluster,
-                                        Recipe.of(cfg, plan) if cluster is not None else None)
+                                        Recipe.of(cfg, plan) if cluster is not None else None, at_once)
             except KeyboardInterrupt:
                 raise RunInterrupted(run_dir, len(shards.finished()), sim.plan.shard_count, len(shards.in_progress())) from None
-            where = cluster.where if cluster is not None else executor.Local().describe()
-            ens = _ensemble(cfg, sim, result, time.perf_counter() - started, where)
+            ens = _ensemble(cfg, sim, result, time.perf_counter() - started,
+                            cluster.where if cluster is not None else where.describe(at_once))
             written = kind.write(path, run_dir, sim, result, ens, setup)
             shards.clear()
     return written
+
+
+def _shards_at_once(local: executor.Local, sim: Simulator, setup: Setup, pending: int) -> int:
+    """How many shards executor=local computes at once: as asked, at most the shards left and those the
+    memory holds, and one where a shard's programs call a library (``Simulator.calls_libraries``)."""
+    at_once = min(local.thread_count, pending, fitting_shards(setup.system, setup.integrator, setup.plan))
+    return 1 if at_once > 1 and sim.calls_libraries() else at_once
 
 
 class WriteFailed(RuntimeError):

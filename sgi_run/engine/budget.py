@@ -32,6 +32,16 @@ def settle(system, integrator, plan: Plan | ConvergencePlan) -> Plan | Convergen
     return plan
 
 
+def fitting_shards(system, integrator, plan) -> int:
+    """How many shards of the plan fit in memory at once (at least one): each on the device, the rest of
+    the run once (executor=local's ``shards_at_once``)."""
+    estimate, limit = memory_estimate(system, integrator, plan), memory_limit()[0]
+    shard = estimate.parts["plan.shard_size"]
+    fits = 1 + max(0, limit - estimate.total) // max(shard, 1)
+    free = device.free_bytes()
+    return int(fits if free is None else min(fits, max(1, free // max(shard, 1))))
+
+
 def memory_limit() -> tuple[int, str]:
     """(bytes a run may use, where that number comes from): $SGI_RUN_MEMORY_LIMIT, else the memory
     this machine has available now."""

@@ -1,7 +1,9 @@
 """Run the shards of a plan (resuming from checkpoints) and merge them in shard order."""
 from __future__ import annotations
 
+import concurrent.futures
 import dataclasses
+import threading
 from collections.abc import Callable
 
 import numpy as np
@@ -40,9 +42,11 @@ class EnsembleResult:
 def run_shards(sim: Simulator, store: ShardStore | None,
                on_output: Callable[[int], None] | None = None,
                on_shard_done: Callable[[ShardResult], None] | None = None,
-               cluster: Cluster | None = None, recipe: Callable[[], Simulator] | None = None) -> EnsembleResult:
-    """Every shard of ``sim.plan``, skipping those ``store`` already holds: here, one after another,
-    or as tasks on ``cluster``, whose workers rebuild the simulator from ``recipe`` (``executor``).
+               cluster: Cluster | None = None, recipe: Callable[[], Simulator] | None = None,
+               at_once: int = 1) -> EnsembleResult:
+    """Every shard of ``sim.plan``, skipping those ``store`` already holds: here, ``at_once`` at a time (each
+    from its own thread), or as tasks on ``cluster``, whose workers rebuild the simulator from ``recipe``
+    (``executor``).
 
     Each finished shard is saved as it arrives. The merge always runs in shard order, so the result
     depends neither on which shards were resumed nor on where or in which order they ran; with a
@@ -58,9 +62,18 @@ def run_shards(sim: Simulator, store: ShardStore | None,
     if cluster is not None:
         computed = cluster.run_shards(recipe, missing, resumes, on_output, sim.plan.outputs)
     else:
-        computed = (sim.run_shard(s, on_output, resume=resumes.get(s),
-                                  on_progress=lambda arrays, s=s: store.save_progress(s, arrays))
-                    if store else sim.run_shard(s, on_output) for s in missing)
+        threaded = at_once > 1 and len(missing) > 1
+        if threaded and on_output is not None:       # the progress line hears every thread
+            lock, report = threading.Lock(), on_output
+
+            def on_output(paths):
+                with lock:
+                    report(paths)
+
+        def one_shard(s, stopped=lambda: False):
+            saved = (lambda arrays: store.save_progress(s, arrays)) if store else None
+            return sim.run_shard(s, on_output, resume=resumes.get(s), on_progress=saved, stopped=stopped)
+        computed = _in_threads(one_shard, missing, at_once) if threaded else map(one_shard, missing)
     for result in computed:
         results[result.shard] = result
         if store:
@@ -94,3 +107,19 @@ def run_shards(sim: Simulator, store: ShardStore | None,
         devices=tuple(dict.fromkeys(r.device for r in ordered if r.device)),
         resumed_part_way=part_way,
     )
+
+
+def _in_threads(one_shard: Callable, shards: list[int], at_once: int):
+    """Yield ``one_shard(s, stopped)`` for each of ``shards`` as it finishes, ``at_once`` computed at a time
+    from their own threads. Leaving early (Ctrl-C, an error) stops the running shards at their next output
+    time (their saved progress kept) and starts no other."""
+    stop = threading.Event()
+    with concurrent.futures.ThreadPoolExecutor(at_once, thread_name_prefix="sgi-run-shard") as pool:
+        futures = [pool.submit(one_shard, s, stop.is_set) for s in shards]
+        try:
+            for future in concurrent.futures.as_completed(futures):
+                yield future.result()
+        finally:
+            stop.set()
+            for future in futures:
+                future.cancel()

@@ -1,4 +1,4 @@
-"""Where a run's shards execute: in this process (``executor=local``) or as tasks on a
+"""Where a run's shards execute: in this process (``executor=local``, ``shards_at_once`` threads) or as tasks on a
 ``dask.distributed`` cluster: a ``LocalCluster`` on this machine or a running scheduler
 (``executor=dask``), or SLURM jobs started by ``dask_jobqueue.SLURMCluster`` (``executor=slurm``).
 
@@ -49,13 +49,28 @@ def _positive_seconds(key: str, v) -> None:
 
 @dataclasses.dataclass(frozen=True)
 class Local:
+    """Shards in this process, ``shards_at_once`` at a time, each from its own thread (``auto``: one per core
+    of the process on a CPU, one on an accelerator). Why: XLA keeps one core busy with a shard of small
+    states (its fusions are too small to split), so a 2-core machine ran at half its pace; the threads
+    share XLA's one thread pool, so no core runs two. The numbers do not depend on it."""
     name: str = "local"
+    shards_at_once: int | str = "auto"
 
     def check(self) -> None:
-        pass
+        require("executor.shards_at_once", self.shards_at_once,
+                self.shards_at_once == "auto" or (_is_int(self.shards_at_once) and self.shards_at_once >= 1),
+                "'auto' (one per core on a CPU, one on an accelerator) or an integer >= 1")
 
-    def describe(self) -> str:
-        return "local (this process)"
+    @property
+    def thread_count(self) -> int:
+        """Shards at once as asked, before a run caps it (its shards, its memory, its library calls)."""
+        from sgi_run.engine import device
+        if self.shards_at_once != "auto":
+            return int(self.shards_at_once)
+        return 1 if device.on_accelerator() else len(os.sched_getaffinity(0))
+
+    def describe(self, at_once: int = 1) -> str:
+        return "local (this process" + (f", {at_once} shards at once)" if at_once > 1 else ")")
 
 
 @dataclasses.dataclass(frozen=True)

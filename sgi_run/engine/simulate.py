@@ -142,6 +142,10 @@ class ShardResult:
     device: str = ""              # what computed it (engine.device.describe)
 
 
+class ShardStopped(Exception):
+    """A shard abandoned at an output time because its run was stopped (another shard's thread saw Ctrl-C)."""
+
+
 class Simulator:
     def __init__(self, system, integrator, plan: Plan):
         self.system, self.integrator, self.plan = system, integrator, plan
@@ -201,6 +205,22 @@ class Simulator:
         view = jax.vmap(jax.vmap(lambda z: {name: f(z) for name, f in functions.items()}))
         return {name: np.asarray(v) for name, v in view(states).items()}
 
+    def calls_libraries(self) -> bool:
+        """Whether a shard's programs call a library (LAPACK on a CPU: dense solves above UNROLL_MAX unknowns,
+        eigenvalues) rather than being XLA's own code: two such programs at once deadlocked XLA's CPU runtime
+        (SRKw2 on Kubo, jax 0.10.2), so they run one shard at a time. Read from the programs as lowered for a
+        shard (a trace, no compile)."""
+        size = self.plan.paths_per_shard
+        keys = noise.path_keys(self.plan.seed, 0, size)
+        noise_keys = (self.integrator.noise_keys(self.plan.seed, 0, size) if hasattr(self.integrator, "noise_keys")
+                      else jax.vmap(noise.noise_key)(keys))
+        valid = jax.ShapeDtypeStruct((size,), jnp.bool_)
+        z = jax.eval_shape(self._initial_states, keys)
+        xi = jax.eval_shape(lambda k: self._draws(k, 0, self.block_steps, self.dt, self.bound), noise_keys)
+        lowered = [self._steps.lower((z, *self._no_counts), xi, valid, self.dt),
+                   self._statistics_of.lower(z, z, valid), self._initial_states.lower(keys)]
+        return any("custom_call" in program.as_text() for program in lowered)
+
     def _initial(self, path_keys, valid):
         z0 = self._initial_states(path_keys)
         return z0, self._statistics_of(z0, z0, valid)
@@ -223,10 +243,12 @@ class Simulator:
     # --- one shard ------------------------------------------------------------------------------
     def run_shard(self, shard: int, on_output: Callable[[int], None] | None = None,
                   resume: dict[str, np.ndarray] | None = None,
-                  on_progress: Callable[[dict[str, np.ndarray]], None] | None = None) -> ShardResult:
+                  on_progress: Callable[[dict[str, np.ndarray]], None] | None = None,
+                  stopped: Callable[[], bool] = lambda: False) -> ShardResult:
         """Every path of ``shard``. Every ``plan.checkpoint_every`` output times (0: never) it hands
         ``on_progress`` the shard so far (host arrays: the state, its start, every statistic); given
-        back as ``resume``, the shard continues from there to the same numbers."""
+        back as ``resume``, the shard continues from there to the same numbers. ``stopped()`` is asked
+        at each output time: true, the shard is abandoned (``ShardStopped``; its last progress is kept)."""
         plan, space = self.plan, self.space
         start = time.perf_counter()
         first, count = plan.shard_paths(shard)
@@ -293,6 +315,8 @@ class Simulator:
                 on_output(count * done)
         every = plan.checkpoint_every
         for i in range(done + 1, n_times):
+            if stopped():
+                raise ShardStopped(shard)
             z, stats, counts = self._advance(z, z0, noise_keys, valid, (i - 1) * plan.steps_per_output)
             record(i, z, stats)
             for field, c in zip(dataclasses.fields(SolverCounts), counts):

@@ -4,7 +4,7 @@ import pytest
 
 from sgi_run.config import build, compose
 from sgi_run.core.errors import ConfigError
-from sgi_run.engine.budget import memory_estimate
+from sgi_run.engine.budget import fitting_shards, memory_estimate
 from sgi_run.engine.plan import Plan
 from tests.engine.test_plan import GOOD, _fitted
 from tests.test_config import refused
@@ -120,3 +120,14 @@ def test_the_estimate_holds_what_xla_allocates_and_not_three_times_more(override
     within a factor that keeps a GPU's shards large."""
     measured, estimated = _compiled_bytes_per_path(overrides)
     assert measured <= estimated <= 3 * measured, (measured, estimated)
+
+
+def test_shards_at_once_are_as_many_as_the_memory_holds(monkeypatch):
+    setup = build(compose(["plan.paths=100000"]))
+    estimate = memory_estimate(setup.system, setup.integrator, setup.plan)
+    shard, rest = estimate.parts["plan.shard_size"], estimate.total - estimate.parts["plan.shard_size"]
+    for held in (1, 2, 7):
+        monkeypatch.setenv("SGI_RUN_MEMORY_LIMIT", str(rest + held * shard))
+        assert fitting_shards(setup.system, setup.integrator, setup.plan) == held
+    monkeypatch.setenv("SGI_RUN_MEMORY_LIMIT", str(rest + 2 * shard - 1))
+    assert fitting_shards(setup.system, setup.integrator, setup.plan) == 1

@@ -1,6 +1,6 @@
 """executor=dask: shards as tasks on a dask.distributed LocalCluster (two spawned worker processes),
 with the numbers of executor=local; a worker killed mid-shard and a client killed mid-run lose nothing.
-executor=slurm: validated and composed (no SLURM here)."""
+executor=slurm: validated and composed (no SLURM here). executor=local: its option (its threads: test_ensemble)."""
 import os
 import signal
 import socket
@@ -270,6 +270,15 @@ def test_a_running_schedulers_address_is_accepted(cluster):
     address = cluster.client.scheduler.address
     attached = executor.connect(executor.spec_of({"name": "dask", "address": address, "connect_timeout": 5}))
     assert attached.where == f"dask scheduler {address} (2 workers)"
+
+
+@pytest.mark.parametrize("override, shown", [("executor.shards_at_once=0", "0"),
+                                             ("executor.shards_at_once=two", "'two'")])
+def test_bad_local_options_are_one_line(override, shown):
+    with pytest.raises(ConfigError) as err:
+        sgi_run.compose([override])
+    assert str(err.value) == (f"executor.shards_at_once={shown} is not allowed: 'auto' (one per core on a CPU, one "
+                              "on an accelerator) or an integer >= 1")
 
 
 @pytest.mark.parametrize("override, message", [
