@@ -22,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from implicit_methods import FAST, METHODS, ROOT, run_once  # noqa: E402
+from implicit_methods import FAST, METHODS, ROOT, run_once
 
 MODES = {"one at a time": ["executor.shards_at_once=1"], "auto": ["executor.shards_at_once=auto"]}
 ONE_SHARD = 10_000
