@@ -74,7 +74,6 @@ class SolveResult(NamedTuple):
     iterations: jax.Array     # int32: Jacobian solves (Newton, chord) or map evaluations (fixed point)
     converged: jax.Array      # bool: the stopping rule was met
     stagnated: jax.Array      # bool: a fixed-point iteration stopped at its round-off floor instead
-    aux: object = None        # a fixed-point map's by-product at its last evaluation (``has_aux``), NaN like x
 
 
 def _norm(kind: str, tree) -> jax.Array:
@@ -101,8 +100,7 @@ def _finish(result: SolveResult, on_fail: str) -> SolveResult:
     if on_fail == "count":
         return result
     ok = result.converged | result.stagnated
-    failed_as_nan = lambda tree: jax.tree.map(lambda x: jnp.where(ok, x, jnp.nan), tree)
-    return result._replace(x=failed_as_nan(result.x), aux=failed_as_nan(result.aux))
+    return result._replace(x=jax.tree.map(lambda x: jnp.where(ok, x, jnp.nan), result.x))
 
 
 def newton_solve(residual: Callable, x0, tol: float = DEFAULT_TOL, max_iter: int = DEFAULT_MAX_ITER,
@@ -143,13 +141,10 @@ def newton_solve(residual: Callable, x0, tol: float = DEFAULT_TOL, max_iter: int
 
 
 def fixed_point_solve(g: Callable, x0, tol: float = DEFAULT_TOL, max_iter: int = DEFAULT_MAX_ITER,
-                      norm: str = "max", on_fail: str = "nan", iterations: int | None = None,
-                      has_aux: bool = False) -> SolveResult:
+                      norm: str = "max", on_fail: str = "nan", iterations: int | None = None) -> SolveResult:
     """Iterate ``x <- g(x)`` from ``x0`` until the update is below ``tol * max(1, |x0|)`` or stops
     decreasing (stagnation), at most ``max_iter`` times. ``iterations`` counts evaluations of ``g``;
-    given, the first that many are taken untested (module docstring). ``has_aux``: ``g`` returns ``(x, aux)``,
-    and the result's ``aux`` is the last evaluation's (what a caller would otherwise recompute)."""
-    step = g if has_aux else (lambda x: (g(x), None))
+    given, the first that many are taken untested (module docstring)."""
     bound = tol * jnp.maximum(1.0, _norm(norm, x0))
     update_size = lambda new, old: _norm(norm, jax.tree.map(jnp.subtract, new, old))
 
@@ -158,33 +153,31 @@ def fixed_point_solve(g: Callable, x0, tol: float = DEFAULT_TOL, max_iter: int =
         return (error > bound) & (error < previous)
 
     def keep_going(state):
-        return (state[2] < max_iter) & state[-1]
+        return (state[1] < max_iter) & state[-1]
 
     def iterate(state):
         # The tests are taken here, beside the update's norm, and carried: under vmap the loop's condition
         # is evaluated twice an iteration, and there they cost a cheap map (heavy-top IM) 20%.
-        x, _, it, error, _, _ = state
-        x_new, aux = step(x)
+        x, it, error, _, _ = state
+        x_new = g(x)
         update = update_size(x_new, x)
-        return x_new, aux, it + 1, update, error, worth_another(update, error) & _finite(x_new)
+        return x_new, it + 1, update, error, worth_another(update, error) & _finite(x_new)
 
     inf = jnp.asarray(jnp.inf)
-    # The loop's first iteration always runs (on a finite start): the by-product it starts from is never returned.
-    aux0 = jax.tree.map(lambda leaf: jnp.zeros(leaf.shape, leaf.dtype), jax.eval_shape(step, x0)[1])
-    state = (x0, aux0, jnp.int32(0), inf, inf, _finite(x0))
+    state = (x0, jnp.int32(0), inf, inf, _finite(x0))
     if iterations:
         # The loop's state after that many iterations: the iterate and its last two updates. Only those two
         # updates' norms are taken (running ``iterate`` K times, each with its norm, was 1.1-1.3x slower).
-        before = jax.lax.fori_loop(0, iterations - 2, lambda _, x: step(x)[0], x0) if iterations >= 2 else x0
-        last = step(before)[0] if iterations >= 2 else x0
-        x, aux = step(last)
+        before = jax.lax.fori_loop(0, iterations - 2, lambda _, x: g(x), x0) if iterations >= 2 else x0
+        last = g(before) if iterations >= 2 else x0
+        x = g(last)
         update, previous = update_size(x, last), update_size(last, before) if iterations >= 2 else inf
-        state = (x, aux, jnp.int32(iterations), update, previous, worth_another(update, previous) & _finite(x))
-    x, aux, it, error, previous, _ = jax.lax.while_loop(keep_going, iterate, state)
+        state = (x, jnp.int32(iterations), update, previous, worth_another(update, previous) & _finite(x))
+    x, it, error, previous, _ = jax.lax.while_loop(keep_going, iterate, state)
     converged = (error <= bound) & _finite(x)
     at_round_off = error <= ROUND_OFF_ULPS * MIN_TOL * jnp.maximum(1.0, _norm(norm, x))
     stagnated = ~converged & (error >= previous) & at_round_off & _finite(x)
-    return _finish(SolveResult(x, it, converged, stagnated, aux), on_fail)
+    return _finish(SolveResult(x, it, converged, stagnated), on_fail)
 
 
 def on_fail_rule(value):
@@ -237,16 +230,11 @@ class SolverOptions:
         return newton_solve(residual, x0, self.tol, self.max_iter, self.norm,
                             frozen_jacobian=self.method == "chord", on_fail=self.on_fail, linearization=linearization)
 
-    def fixed_point(self, g: Callable, x0, has_aux: bool = False, linearization: Callable | None = None) -> SolveResult:
-        """Solve ``x = g(x)``: by iterating g, or by Newton or chord on ``x - g(x) = 0``. ``has_aux``: ``g``
-        returns ``(x, aux)`` and the result carries the by-product of g's last evaluation (of the Newton or
-        chord solution: one evaluation more). ``linearization``: a map with g's value and Jacobian at ``x0``,
+    def fixed_point(self, g: Callable, x0, linearization: Callable | None = None) -> SolveResult:
+        """Solve ``x = g(x)``: by iterating g, or by Newton or chord on ``x - g(x) = 0``. ``linearization``: a map with g's value and Jacobian at ``x0``,
         cheaper to differentiate, from which the chord method takes its Jacobian (Newton and fixed-point
         iteration do not use it)."""
         if self.method == "fixed_point":
-            return fixed_point_solve(g, x0, self.tol, self.max_iter, self.norm, self.on_fail, self.iterations,
-                                     has_aux)
-        map_only = (lambda x: g(x)[0]) if has_aux else g
+            return fixed_point_solve(g, x0, self.tol, self.max_iter, self.norm, self.on_fail, self.iterations)
         minus = lambda f: (lambda x: jax.tree.map(jnp.subtract, x, f(x)))
-        sol = self.root(minus(map_only), x0, None if linearization is None else minus(linearization))
-        return sol._replace(aux=g(sol.x)[1]) if has_aux else sol
+        return self.root(minus(g), x0, None if linearization is None else minus(linearization))

@@ -119,23 +119,6 @@ def test_untested_iterations_are_refused_past_max_iter_and_for_newton_or_chord()
             SolverOptions(method=method, iterations=3).check()
 
 
-def test_a_maps_by_product_comes_back_from_its_last_evaluation_and_nan_with_a_failure():
-    """``has_aux``: ``g`` returns ``(x, aux)``; the result's aux is the last evaluation's (at the iterate before
-    the solution), the same with untested iterations and, one evaluation more, at Newton's solution; a failed
-    solve's aux is NaN like its x (on_fail nan)."""
-    g = lambda x: (0.5 * jnp.cos(x), {"at": x, "twice": 2 * x})
-    sol = fixed_point_solve(g, jnp.zeros(2), tol=1e-14, has_aux=True)
-    plain = fixed_point_solve(lambda x: g(x)[0], jnp.zeros(2), tol=1e-14)
-    assert np.array_equal(sol.x, plain.x) and int(sol.iterations) == int(plain.iterations) and plain.aux is None
-    assert np.array_equal(g(sol.aux["at"])[0], sol.x) and np.array_equal(sol.aux["twice"], 2 * sol.aux["at"])
-    untested = fixed_point_solve(g, jnp.zeros(2), tol=1e-14, has_aux=True, iterations=3)
-    assert np.array_equal(untested.aux["at"], sol.aux["at"])
-    newton = SolverOptions(method="newton", tol=1e-14).fixed_point(g, jnp.zeros(2), has_aux=True)
-    assert np.allclose(newton.x, sol.x, atol=1e-14) and np.array_equal(newton.aux["at"], newton.x)
-    failed = fixed_point_solve(lambda x: (2.0 * x + 1.0, x), jnp.array([1.0]), max_iter=5, has_aux=True)
-    assert np.isnan(failed.x).all() and np.isnan(failed.aux).all()
-
-
 @pytest.mark.slow
 def test_a_fixed_point_solve_run_to_its_tolerance_keeps_a_long_paths_spectrum(tmp_path):
     """Ephrati et al.'s Figure 4: one rigid-body IsoMP path, 2.56 x 10^5 steps of 2^-8. Each solve stops
