@@ -96,10 +96,9 @@ def profile(overrides: list[str], paths: int, steps: int, top: int = 8) -> list[
 
 
 def markdown(doc: dict) -> str:
-    m = doc["machine"]
+    from throughput_report import machine_line
     lines = ["# Structure-preserving methods against Kubo Heun, end to end through the CLI", "",
-             f"Machine: {m.get('cpu_model')} ({m.get('cpu_cores_usable')} usable cores, {m.get('memory_gib')} GiB); "
-             f"JAX {m.get('jax')} on {m.get('jax_backend')}; {doc['date_utc']}.", "",
+             f"{machine_line(doc['machine'])}; {doc['date_utc']}.", "",
              f"Marginal rate: `sgi-run <method> plan.dt=0.01 plan.T={doc['steps'] * 0.01:g}` at {doc['paths'][0]} and "
              f"{doc['paths'][1]} paths ({', '.join(FAST)}: {doc['paths'][0]} and {max(FAST.values())}; default "
              "configs and shards, `cache=off`): the extra path-steps over the extra wall time, so start-up and "
@@ -131,7 +130,7 @@ def main(argv=None) -> int:
     ap.add_argument("--out", type=Path, default=ROOT / "outputs" / "bench")
     args = ap.parse_args(argv)
     import sgi_run.core  # noqa: F401  (float64 before JAX makes an array)
-    from throughput_report import machine
+    from throughput_report import machine, write_report
 
     from sgi_run.provenance import commit_text, source_commit
 
@@ -170,10 +169,7 @@ def main(argv=None) -> int:
                              for label, r in results[n].items()} for n in checkouts}}
     if args.profile:
         doc["profiles"] = {label: profile(overrides[label], args.paths[0], 100) for label in args.methods}
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "implicit_methods.json").write_text(json.dumps(doc, indent=1) + "\n")
-    (args.out / "implicit_methods.md").write_text(markdown(doc))
-    print(markdown(doc))
+    write_report(args.out, "implicit_methods", doc, markdown(doc))
     return 0
 
 

@@ -14,7 +14,6 @@ Writes ``outputs/bench/shards_at_once.{json,md}`` with the machine named.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import tempfile
 import time
@@ -23,16 +22,15 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from implicit_methods import FAST, METHODS, ROOT, run_once
+from throughput_report import machine_line
 
 MODES = {"one at a time": ["executor.shards_at_once=1"], "auto": ["executor.shards_at_once=auto"]}
 ONE_SHARD = 10_000
 
 
 def markdown(doc: dict) -> str:
-    m = doc["machine"]
     lines = ["# executor=local: one shard at a time against shards_at_once=auto", "",
-             f"Machine: {m.get('cpu_model')} ({m.get('cpu_cores_usable')} usable cores, {m.get('memory_gib')} GiB); "
-             f"JAX {m.get('jax')} on {m.get('jax_backend')}; {doc['date_utc']}; {doc['commit_text']}.", "",
+             f"{machine_line(doc['machine'])}; {doc['date_utc']}; {doc['commit_text']}.", "",
              f"`sgi-run <method> plan.dt=0.01 plan.T={doc['steps'] * 0.01:g}` at {ONE_SHARD} paths (one shard) and at "
              f"the paths below (default configs and shards, `cache=off`); marginal rate = extra path-steps / extra "
              f"wall time, the lower of {doc['rounds']} rounds' times; modes alternate run by run.", "",
@@ -54,7 +52,7 @@ def main(argv=None) -> int:
     ap.add_argument("--out", type=Path, default=ROOT / "outputs" / "bench")
     args = ap.parse_args(argv)
     import sgi_run.core  # noqa: F401  (float64 before JAX makes an array)
-    from throughput_report import machine
+    from throughput_report import machine, write_report
 
     from sgi_run.config import compose_setup
     from sgi_run.engine.executor import Local
@@ -81,10 +79,7 @@ def main(argv=None) -> int:
                 "paths": paths, "seconds": best,
                 "marginal_rate": {mode: extra_steps / max(best[mode] - best["one shard"], 1e-9) for mode in MODES},
                 "at_once": _shards_at_once(Local(), sim, setup, sim.plan.shard_count)}
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "shards_at_once.json").write_text(json.dumps(doc, indent=1) + "\n")
-    (args.out / "shards_at_once.md").write_text(markdown(doc))
-    print(markdown(doc))
+    write_report(args.out, "shards_at_once", doc, markdown(doc))
     return 0
 
 

@@ -3,6 +3,7 @@ fastest setting per method, cross-checks) and the markdown written beside the JS
 from __future__ import annotations
 
 import datetime as _dt
+import json
 import math
 import os
 import platform
@@ -72,6 +73,20 @@ def machine() -> dict:
         "date_utc": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         **_code_version(),
     }
+
+
+def machine_line(m: dict) -> str:
+    """A report's line naming the machine (``machine()``'s record), up to the date."""
+    return (f"Machine: {m.get('cpu_model')} ({m.get('cpu_cores_usable')} usable cores, {m.get('memory_gib')} GiB); "
+            f"JAX {m.get('jax')} on {m.get('jax_backend')}")
+
+
+def write_report(out, stem: str, doc: dict, text: str) -> None:
+    """``<out>/<stem>.json`` (the numbers) and ``<out>/<stem>.md`` (``text``, their report), printed too."""
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"{stem}.json").write_text(json.dumps(doc, indent=1) + "\n")
+    (out / f"{stem}.md").write_text(text)
+    print(text)
 
 
 def _code_version() -> dict:
