@@ -57,7 +57,7 @@ def main(argv=None) -> int:
     from sgi_run.config import compose_setup
     from sgi_run.engine.executor import Local
     from sgi_run.provenance import commit_text, source_commit
-    from sgi_run.runner import _shards_at_once, simulator_of
+    from sgi_run.runner import shards_at_once, simulator_of
 
     overrides = dict(METHODS)
     doc = {"machine": machine(), "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -78,7 +78,7 @@ def main(argv=None) -> int:
             doc["methods"][label] = {
                 "paths": paths, "seconds": best,
                 "marginal_rate": {mode: extra_steps / max(best[mode] - best["one shard"], 1e-9) for mode in MODES},
-                "at_once": _shards_at_once(Local(), sim, setup, sim.plan.shard_count)}
+                "at_once": shards_at_once(Local(), sim, setup, sim.plan.shard_count)}
     write_report(args.out, "shards_at_once", doc, markdown(doc))
     return 0
 

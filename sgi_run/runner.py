@@ -239,11 +239,11 @@ def run(cfg: DictConfig, run_dir: Path | None = None, *, setup: Setup | None = N
         if found is not None:
             return kind.finished(path, run_dir, found, setup)
         sim = kind.simulator(setup)
-        where = executor.spec_of(plain(cfg.executor))
-        cluster = executor.connect(where)   # a bad address: refused here
+        spec = executor.spec_of(plain(cfg.executor))
+        cluster = executor.connect(spec)   # a bad address: refused here
         shards = checkpoints(cfg, run_dir, sim.plan)
         _audit_checkpoints(shards, policy)
-        at_once = 1 if cluster is not None else _shards_at_once(where, sim, setup, sim.plan.shard_count - len(shards.finished()))
+        at_once = 1 if cluster is not None else shards_at_once(spec, sim, setup, sim.plan.shard_count - len(shards.finished()))
         label = f"{cfg.system.name}/{cfg.integrator.name}"
         started = time.perf_counter()
         mode = _progress_mode(cfg, progress)
@@ -259,13 +259,13 @@ def run(cfg: DictConfig, run_dir: Path | None = None, *, setup: Setup | None = N
             except KeyboardInterrupt:
                 raise RunInterrupted(run_dir, len(shards.finished()), sim.plan.shard_count, len(shards.in_progress())) from None
             ens = _ensemble(cfg, sim, result, time.perf_counter() - started,
-                            cluster.where if cluster is not None else where.describe(at_once))
+                            cluster.where if cluster is not None else spec.describe(at_once))
             written = kind.write(path, run_dir, sim, result, ens, setup)
             shards.clear()
     return written
 
 
-def _shards_at_once(local: executor.Local, sim: Simulator, setup: Setup, pending: int) -> int:
+def shards_at_once(local: executor.Local, sim: Simulator, setup: Setup, pending: int) -> int:
     """How many shards executor=local computes at once: as asked, at most the shards left and those the
     memory holds, and one where a shard's programs call a library (``Simulator.calls_libraries``)."""
     at_once = min(local.thread_count, pending, fitting_shards(setup.system, setup.integrator, setup.plan))

@@ -231,9 +231,9 @@ class SolverOptions:
                             frozen_jacobian=self.method == "chord", on_fail=self.on_fail, linearization=linearization)
 
     def fixed_point(self, g: Callable, x0, linearization: Callable | None = None) -> SolveResult:
-        """Solve ``x = g(x)``: by iterating g, or by Newton or chord on ``x - g(x) = 0``. ``linearization``: a map with g's value and Jacobian at ``x0``,
-        cheaper to differentiate, from which the chord method takes its Jacobian (Newton and fixed-point
-        iteration do not use it)."""
+        """Solve ``x = g(x)``: by iterating g, or by Newton or chord on ``x - g(x) = 0``. ``linearization``: a
+        map with g's value and Jacobian at ``x0``, cheaper to differentiate, from which the chord method takes its
+        Jacobian (Newton and fixed-point iteration do not use it)."""
         if self.method == "fixed_point":
             return fixed_point_solve(g, x0, self.tol, self.max_iter, self.norm, self.on_fail, self.iterations)
         minus = lambda f: (lambda x: jax.tree.map(jnp.subtract, x, f(x)))

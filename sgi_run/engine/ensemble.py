@@ -121,5 +121,4 @@ def _in_threads(one_shard: Callable, shards: list[int], at_once: int):
                 yield future.result()
         finally:
             stop.set()
-            for future in futures:
-                future.cancel()
+            pool.shutdown(cancel_futures=True)

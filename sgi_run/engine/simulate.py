@@ -211,15 +211,21 @@ class Simulator:
         (SRKw2 on Kubo, jax 0.10.2), so they run one shard at a time. Read from the programs as lowered for a
         shard (a trace, no compile)."""
         size = self.plan.paths_per_shard
-        keys = noise.path_keys(self.plan.seed, 0, size)
-        noise_keys = (self.integrator.noise_keys(self.plan.seed, 0, size) if hasattr(self.integrator, "noise_keys")
-                      else jax.vmap(noise.noise_key)(keys))
+        keys, noise_keys = self._keys(0, size)
         valid = jax.ShapeDtypeStruct((size,), jnp.bool_)
         z = jax.eval_shape(self._initial_states, keys)
         xi = jax.eval_shape(lambda k: self._draws(k, 0, self.block_steps, self.dt, self.bound), noise_keys)
         lowered = [self._steps.lower((z, *self._no_counts), xi, valid, self.dt),
                    self._statistics_of.lower(z, z, valid), self._initial_states.lower(keys)]
         return any("custom_call" in program.as_text() for program in lowered)
+
+    def _keys(self, first: int, size: int):
+        """The path keys of paths ``first .. first + size - 1`` and the keys their variables are drawn from
+        (an integrator that draws its own, a convergence study's lock-step, addresses them itself)."""
+        keys = noise.path_keys(self.plan.seed, first, size)
+        if hasattr(self.integrator, "noise_keys"):
+            return keys, self.integrator.noise_keys(self.plan.seed, first, size)
+        return keys, jax.vmap(noise.noise_key)(keys)
 
     def _initial(self, path_keys, valid):
         z0 = self._initial_states(path_keys)
@@ -253,9 +259,7 @@ class Simulator:
         start = time.perf_counter()
         first, count = plan.shard_paths(shard)
         size = plan.paths_per_shard
-        keys = noise.path_keys(plan.seed, first, size)
-        noise_keys = (self.integrator.noise_keys(plan.seed, first, size) if hasattr(self.integrator, "noise_keys")
-                      else jax.vmap(noise.noise_key)(keys))
+        keys, noise_keys = self._keys(first, size)
         valid = jnp.arange(size) < count
         n_times = plan.outputs + 1
         entries = sum(math.prod(shape) for shape in self.observable_shapes.values())
