@@ -1,9 +1,10 @@
 """The memory budget of a run: what it holds at its peak, and a plan settled to fit the memory there is.
 
 ``settle`` is the one call: it settles ``plan.shard_size: auto`` for the device and the host's memory
-(``engine.device.auto_shard_size``), then refuses, before any compute, a plan that still cannot fit,
-with one ``ConfigError`` line naming the plan key to change (or the integrator, when one path alone
-does not fit). The host's limit is ``$SGI_RUN_MEMORY_LIMIT``, else the memory available now.
+(``engine.device.auto_shard_size``) and for the largest array XLA indexes right (``ARRAY_ELEMENTS_MAX``),
+then refuses, before any compute, a plan that still cannot fit, with one ``ConfigError`` line naming the
+plan key to change (or the integrator, when one path alone does not fit). The host's limit is
+``$SGI_RUN_MEMORY_LIMIT``, else the memory available now.
 """
 from __future__ import annotations
 
@@ -29,6 +30,7 @@ def settle(system, integrator, plan: Plan | ConvergencePlan) -> Plan | Convergen
     limit = memory_limit()     # read once: the shard is fitted to and checked against the same number
     plan = fit_shard_size(system, integrator, plan, host_bytes=limit[0])
     _check_memory(memory_estimate(system, integrator, plan), plan, system, integrator, limit)
+    _check_array_size(plan, system, integrator)
     return plan
 
 
@@ -172,13 +174,36 @@ def path_bytes(system, integrator, plan) -> int:
     return 8 * (per_path + DRAW_COPIES * per_step)
 
 
+# A shard's largest array, counted as ``array_elements_per_path`` times its paths, stays under this many
+# elements. Why: past 2^31 elements XLA's GPU code indexed an array with 32-bit integers and gave wrong
+# numbers with no error. Ephrati et al. (2024) Figure 5 at 10^7 paths on an H100 (jax 0.11.2): a
+# lock-step shard of 476191 paths drawing 1536 values a path a step (7.3 x 10^8) gave 440358 wrong paths
+# of 476191, and every weak error the same -0.0021; 360000 paths (5.5 x 10^8) were right, and so were
+# the same paths in small shards and on a CPU. Its programs hold arrays a few times the draws (each
+# increment as a 3 x 3 matrix, 2.2 x 10^9 elements), so the bound leaves a factor 8 below 2^31.
+ARRAY_ELEMENTS_MAX = 2**28
+
+
+def array_elements_per_path(system, integrator, plan) -> int:
+    """Elements one path adds to a shard's largest array, as counted against ``ARRAY_ELEMENTS_MAX``: its
+    state, or the random numbers it draws in one step (a block holds at least one step of every path)."""
+    _, per_step, _ = _shard_layout_words(system, integrator, plan)
+    return max(state_words(system.space), per_step)
+
+
+def max_shard_paths(system, integrator, plan) -> int:
+    """The most paths a shard may have (``ARRAY_ELEMENTS_MAX``)."""
+    return max(1, ARRAY_ELEMENTS_MAX // array_elements_per_path(system, integrator, plan))
+
+
 def fit_shard_size(system, integrator, plan, host_bytes: int | None = None):
     """The plan (ensemble or convergence study) with ``shard_size: auto`` settled for this device
-    (``engine.device.auto_shard_size``; ``host_bytes``: the memory a run may use on the host)."""
+    (``engine.device.auto_shard_size``; ``host_bytes``: the memory a run may use on the host) and for
+    ``ARRAY_ELEMENTS_MAX``."""
     if plan.shard_size != "auto":
         return plan
-    return dataclasses.replace(plan, shard_size=device.auto_shard_size(path_bytes(system, integrator, plan),
-                                                                       plan.paths, host_bytes))
+    fits = device.auto_shard_size(path_bytes(system, integrator, plan), plan.paths, host_bytes)
+    return dataclasses.replace(plan, shard_size=min(fits, max_shard_paths(system, integrator, plan)))
 
 
 def _words_per_path(system, integrator) -> int:
@@ -215,6 +240,18 @@ _MEMORY_ADVICE = {
     "plan.time_average": "fewer paths",
     "plan.paths": "fewer plan.paths, or plan.bootstrap=0 (every path's final errors are kept for the bootstrap)",
 }
+
+
+def _check_array_size(plan: Plan | ConvergencePlan, system, integrator) -> None:
+    most = max_shard_paths(system, integrator, plan)
+    paths = (plan.grid_plan(["error"]) if isinstance(plan, ConvergencePlan) else plan).paths_per_shard
+    if paths <= most:
+        return
+    shard_key = "plan.shard_size" if plan.shards == "auto" else "plan.shards"
+    raise ConfigError(shard_key, getattr(plan, shard_key.split(".", 1)[1]),
+                      f"shards of at most {most} paths for this run ({array_elements_per_path(system, integrator, plan)} "
+                      f"numbers a path in a shard's largest array, kept under 2^28 elements: past 2^31, XLA's GPU "
+                      f"code gave wrong numbers); use {_MEMORY_ADVICE[shard_key]}")
 
 
 def _check_memory(estimate, plan: Plan | ConvergencePlan, system, integrator, memory: tuple[int, str]) -> None:

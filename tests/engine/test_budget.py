@@ -4,7 +4,8 @@ import pytest
 
 from sgi_run.config import build, compose
 from sgi_run.core.errors import ConfigError
-from sgi_run.engine.budget import fitting_shards, memory_estimate
+from sgi_run.engine import device
+from sgi_run.engine.budget import ARRAY_ELEMENTS_MAX, fitting_shards, memory_estimate
 from sgi_run.engine.plan import Plan
 from tests.engine.test_plan import GOOD, _fitted
 from tests.test_config import refused
@@ -102,14 +103,18 @@ def _compiled_bytes_per_path(overrides, paths=200):
     return measured / paths, memory_estimate(system, integrator, plan).parts["plan.shard_size"] / paths
 
 
+# A weak study of seven step sizes on a grid 512 times finer than the coarsest (Ephrati et al. Figure 5's):
+# 1536 random numbers a path a coarse step.
+FIG5_WEAK = ["system=rigid_body", "integrator=isomp", "plan=convergence", "plan.error=weak", "plan.T=0.1015625",
+             "plan.dts=[0.0078125,0.00390625,0.001953125,0.0009765625,0.00048828125,0.000244140625,0.0001220703125]",
+             "plan.reference_refine=8", "plan.observable=sin2pi_sum", "plan.bootstrap=0"]
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("overrides", [
-    # A weak study of seven step sizes on a grid 512 times finer than the coarsest (Ephrati et al.
-    # Figure 5's, at 10^7 samples): estimated at a seventh of what it held, it was sized 2 x 10^6 paths
-    # a shard on an H100 and asked for 185 GiB.
-    ["system=rigid_body", "integrator=isomp", "plan=convergence", "plan.error=weak", "plan.T=0.1015625",
-     "plan.dts=[0.0078125,0.00390625,0.001953125,0.0009765625,0.00048828125,0.000244140625,0.0001220703125]",
-     "plan.reference_refine=8", "plan.observable=sin2pi_sum", "plan.bootstrap=0"],
+    # FIG5_WEAK at 10^7 samples, estimated at a seventh of what it held, was sized 2 x 10^6 paths a shard
+    # on an H100 and asked for 185 GiB.
+    FIG5_WEAK,
     ["system=rigid_body", "integrator=isomp", "plan=convergence", "plan.T=0.1015625", "plan.reference_refine=16",
      "plan.dts=[0.0078125,0.00390625,0.001953125,0.0009765625,0.00048828125,0.000244140625]"],
     ["integrator=srkw2", "plan=convergence", "plan.error=weak", "plan.reference=exact"],
@@ -131,3 +136,20 @@ def test_shards_at_once_are_as_many_as_the_memory_holds(monkeypatch):
         assert fitting_shards(setup.system, setup.integrator, setup.plan) == held
     monkeypatch.setenv("SGI_RUN_MEMORY_LIMIT", str(rest + 2 * shard - 1))
     assert fitting_shards(setup.system, setup.integrator, setup.plan) == 1
+
+
+def test_a_shard_stays_under_the_array_size_xla_indexes_right(monkeypatch):
+    """FIG5_WEAK at 10^7 samples on an H100 in shards of 476191 paths came back wrong with no error
+    (440358 paths of the first shard), and right in shards of 360000. With memory for the larger shards,
+    auto still stays under ARRAY_ELEMENTS_MAX elements, and a shard_size past it is refused before compute."""
+    monkeypatch.setattr(device, "on_accelerator", lambda: True)
+    monkeypatch.setattr(device, "free_bytes", lambda: 59 * 2**30)     # what JAX had of the H100
+    monkeypatch.setenv("SGI_RUN_MEMORY_LIMIT", "128GiB")
+    paper = build(compose(FIG5_WEAK + ["plan.paths=10000000"])).plan
+    assert paper.shard_size == ARRAY_ELEMENTS_MAX // 1536 == 174762
+    message = refused(FIG5_WEAK + ["plan.paths=10000000", "plan.shard_size=476191"])
+    assert message.startswith("plan.shard_size=476191 ") and "at most 174762 paths" in message
+    message = refused(FIG5_WEAK + ["plan.paths=10000000", "plan.shards=21"])
+    assert message.startswith("plan.shards=21 ") and "at most 174762 paths" in message
+    # An ensemble of the van der Pol oscillator draws one number a path a step: 10^7 paths fit one shard.
+    assert build(compose(["system=van_der_pol", "integrator=heun", "plan.paths=10000000", "plan.shards=1"])).plan
