@@ -34,7 +34,7 @@ from collections.abc import Sequence
 import jax
 import jax.numpy as jnp
 
-from sgi_run.core.linalg import matmul
+from sgi_run.core.linalg import inner, matmul
 
 # Below this rotation angle the closed forms use their Taylor series (no 0/0).
 SMALL_ANGLE = 1e-4
@@ -82,35 +82,35 @@ class SO3:
         return jnp.cross(a, b)
 
     def pair(self, mu, eta):
-        return jnp.dot(mu, eta)
+        return inner(mu, eta)
 
     def ad_star(self, s, mu):
         return jnp.cross(mu, s)
 
     def exp(self, xi):
         """Rodrigues: the rotation matrix exp(hat(xi))."""
-        a, b, _ = _rotation_coefficients(jnp.dot(xi, xi))
+        a, b, _ = _rotation_coefficients(inner(xi, xi))
         h = hat(xi)
-        return jnp.eye(3) + a * h + b * h @ h
+        return jnp.eye(3) + a * h + b * matmul(h, h)
 
     def cayley(self, xi):
         """cay(hat(xi)) = (I - hat(xi)/2)^-1 (I + hat(xi)/2), in closed form."""
         h = hat(xi)
-        return jnp.eye(3) + (h + 0.5 * h @ h) / (1 + jnp.dot(xi, xi) / 4)
+        return jnp.eye(3) + (h + 0.5 * matmul(h, h)) / (1 + inner(xi, xi) / 4)
 
     def cayley_rotate(self, xi, v):
         """cay(hat(xi)) v without the matrix: v + (xi x v + xi x (xi x v) / 2) / (1 + |xi|^2 / 4) (a fixed-point
         iteration of the Cayley LGVI rotates two vectors; building the matrix and its square cost more)."""
         w = jnp.cross(xi, v)
-        return v + (w + 0.5 * jnp.cross(xi, w)) / (1 + jnp.dot(xi, xi) / 4)
+        return v + (w + 0.5 * jnp.cross(xi, w)) / (1 + inner(xi, xi) / 4)
 
     def coadjoint_exp(self, xi, pi):
         """exp(ad*_xi) pi = exp(hat(xi))^T pi = (I - a hat(xi) + b hat(xi)^2) pi (``hat_polynomial``)."""
-        a, b, _ = _rotation_coefficients(jnp.dot(xi, xi))
+        a, b, _ = _rotation_coefficients(inner(xi, xi))
         return hat_polynomial(xi, pi, -a, b)
 
     def casimirs(self, pi) -> dict:
-        return {"C2": jnp.dot(pi, pi)}
+        return {"C2": inner(pi, pi)}
 
     def project(self, a):
         return a
@@ -128,7 +128,7 @@ class SO3:
         """[P, X] and P X P of P = hat(p), X = hat(x), as vectors: p x x and -(p . x) p (hat(a) hat(b) hat(a)
         = -(a . b) hat(a)). Two 3 x 3 products and their hats cost an IsoMP iteration on the rigid body most
         of its time."""
-        return jnp.cross(p, x), -jnp.dot(p, x) * p
+        return jnp.cross(p, x), -inner(p, x) * p
 
 
 @dataclasses.dataclass(frozen=True)
@@ -141,7 +141,7 @@ class SE3:
         return jnp.cross(x1, x2), jnp.cross(x1, b2) - jnp.cross(x2, b1)
 
     def pair(self, mu, eta):
-        return jnp.dot(mu[0], eta[0]) + jnp.dot(mu[1], eta[1])
+        return inner(mu[0], eta[0]) + inner(mu[1], eta[1])
 
     def ad_star(self, s, mu):
         (xi, b), (pi, gamma) = s, mu
@@ -151,13 +151,13 @@ class SE3:
         """exp(ad*_(xi, b)) (pi, gamma) = (R^T (pi + gamma x V b), R^T gamma), R = exp(hat xi) (spec 001 2.1),
         V = I + bb hat(xi) + c hat(xi)^2, as vector arithmetic (``hat_polynomial``)."""
         (xi, b), (pi, gamma) = s, mu
-        a, bb, c = _rotation_coefficients(jnp.dot(xi, xi))
+        a, bb, c = _rotation_coefficients(inner(xi, xi))
         rotate_back = lambda v: hat_polynomial(xi, v, -a, bb)
         return rotate_back(pi + jnp.cross(gamma, hat_polynomial(xi, b, bb, c))), rotate_back(gamma)
 
     def casimirs(self, mu) -> dict:
         pi, gamma = mu
-        return {"C1": jnp.dot(pi, gamma), "C2": jnp.dot(gamma, gamma)}
+        return {"C1": inner(pi, gamma), "C2": inner(gamma, gamma)}
 
     def project(self, a):
         return a

@@ -1,5 +1,5 @@
-"""Dense solves for the small Newton systems of implicit stages (2N to 12N unknowns), and the matrix
-product of the isospectral methods.
+"""Dense solves for the small Newton systems of implicit stages (2N to 12N unknowns), the matrix product of
+the isospectral methods, and the small products and norms of a step written out as arithmetic.
 
 Why not ``jnp.linalg.solve``: under ``vmap`` on a CPU it becomes one LAPACK call per path, which
 made the stochastic midpoint rule ~4x slower than the whole rest of the step. Gaussian elimination
@@ -10,11 +10,33 @@ stages) LAPACK is faster again (measured: 2.8 against 8.2 us per path-step), so 
 """
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import jax.scipy.linalg
 
 UNROLL_MAX = 8
+# Products that sum at most this many terms (a 3-vector's dot product, a 3 x 3 or 6 x 6 matrix product) and
+# maxima of at most this many entries are written out as elementwise arithmetic. Why: under vmap, XLA on a
+# CPU sends such a batched dot or reduction to a library kernel (YNNPACK), called on its own in every
+# fixed-point iteration and fused with nothing; written out, it joins the iteration's elementwise code.
+SMALL = 16
+
+
+def inner(u, v):
+    """The dot product of two vectors (the last axis)."""
+    if u.shape[-1] > SMALL:
+        return jnp.sum(u * v, axis=-1)
+    return functools.reduce(jnp.add, [u[..., i] * v[..., i] for i in range(u.shape[-1])])
+
+
+def max_abs(x):
+    """max |x| over every entry."""
+    entries = jnp.abs(jnp.ravel(x))
+    if entries.size > SMALL:
+        return jnp.max(entries)
+    return functools.reduce(jnp.maximum, [entries[i] for i in range(entries.size)])
 
 
 def solve(a, b):
@@ -54,7 +76,7 @@ def inverse_operator(a):
     unknowns, an LU factorisation above."""
     if a.shape[0] <= UNROLL_MAX:
         inverse = solve(a, jnp.eye(a.shape[0], dtype=a.dtype))
-        return lambda b: inverse @ b
+        return lambda b: matmul(inverse, b)
     lu = jax.scipy.linalg.lu_factor(a)
     return lambda b: jax.scipy.linalg.lu_solve(lu, b)
 
@@ -67,6 +89,10 @@ def matmul(a, b):
     and Stability of Numerical Algorithms, ch. 23, the 3M method): its error is of round-off size relative to
     |A + iB| |C + iD|."""
     if not (jnp.iscomplexobj(a) and jnp.iscomplexobj(b)):
+        if a.ndim == 2 and b.ndim in (1, 2) and a.shape[1] <= SMALL:     # small and real: written out
+            column = (lambda k: b[k]) if b.ndim == 1 else (lambda k: b[None, k, :])
+            row = (lambda k: a[:, k]) if b.ndim == 1 else (lambda k: a[:, k, None])
+            return functools.reduce(jnp.add, [row(k) * column(k) for k in range(a.shape[1])])
         return a @ b
     ar, ai, br, bi = jnp.real(a), jnp.imag(a), jnp.real(b), jnp.imag(b)
     ac, bd = ar @ br, ai @ bi

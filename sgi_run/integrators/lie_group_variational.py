@@ -32,6 +32,7 @@ import jax.numpy as jnp
 
 from sgi_run.core import lie
 from sgi_run.core.errors import ConfigError
+from sgi_run.core.linalg import inner, matmul
 from sgi_run.core.tableau import coefficient_array
 from sgi_run.integrators.base import SolverStats
 from sgi_run.integrators.lie_poisson import LiePoissonIntegrator
@@ -65,16 +66,16 @@ class CayleyTableau:
 def _cayley_solve(x, v, q, linear):
     """:math:`M_+(X)^{-1}v` in closed form: :math:`M_+ = (I + \\tfrac12\\hat X)(I + qXX^\\top)`, and
     :math:`(I + \\tfrac12\\hat X)^{-1}w = (w - \\tfrac12X\\times w + \\tfrac14(X\\cdot w)X)/(1 + |X|^2/4)`."""
-    xx = jnp.dot(x, x)
+    xx = inner(x, x)
     w = jnp.cross(x, v)          # (I + a X^)^-1 v = (v - a X x v + a^2 (X.v) X) / (1 + a^2 |X|^2)
-    p = (v - linear * w + linear**2 * jnp.dot(x, v) * x) / (1 + linear**2 * xx)
-    return p - q * jnp.dot(x, p) / (1 + q * xx) * x
+    p = (v - linear * w + linear**2 * inner(x, v) * x) / (1 + linear**2 * xx)
+    return p - q * inner(x, p) / (1 + q * xx) * x
 
 
 def _dual_cayley(x, p, q, linear):
     """:math:`M(X)P = P + \\mathrm{linear}\\,X\\times P + q\\,(X\\cdot P)X`: :math:`M_+` with linear = 1/2,
     :math:`M_-` with linear = -1/2 (the dual right-trivialised Cayley derivative at +X and -X)."""
-    return p + linear * jnp.cross(x, p) + q * jnp.dot(x, p) * x
+    return p + linear * jnp.cross(x, p) + q * inner(x, p) * x
 
 
 class HalfStepMomenta(NamedTuple):
@@ -126,7 +127,7 @@ class CayleyLGVI(LiePoissonIntegrator):
         attitude = system.attitude(z)
         if attitude is not None:
             forward = so3.cayley(x)
-            attitude = attitude @ forward @ forward
+            attitude = matmul(matmul(attitude, forward), forward)
         return system.state(mu_next, attitude), SolverStats.none().add(sol)
 
     def _solve(self, system, mu, dt, dw):
