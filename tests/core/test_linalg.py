@@ -47,10 +47,10 @@ def test_complex_products_are_three_real_ones_to_round_off():
     assert np.array_equal(np.asarray(matmul(real, real)), np.asarray(jnp.asarray(real) @ jnp.asarray(real)))
 
 
-def test_small_products_and_maxima_written_out_agree_with_the_library_ones():
-    """inner, matmul and max_abs write out what sums at most SMALL terms: the same products to round-off
-    (a few ulps of |a| |b|), the same maximum exactly; larger ones are the library's."""
-    from sgi_run.core.linalg import SMALL, inner, matmul, max_abs
+def test_small_products_written_out_agree_with_the_library_ones():
+    """inner and matmul write out what sums at most SMALL terms: the same products to round-off (a few ulps
+    of |a| |b|); larger ones are the library's."""
+    from sgi_run.core.linalg import SMALL, inner, matmul
     rng = np.random.default_rng(4)
     for n in (3, 6, SMALL, SMALL + 1):
         a, b, v = rng.normal(size=(n, n)), rng.normal(size=(n, n)), rng.normal(size=n)
@@ -58,18 +58,16 @@ def test_small_products_and_maxima_written_out_agree_with_the_library_ones():
         assert np.abs(np.asarray(matmul(a, b)) - a @ b).max() <= bound
         assert np.abs(np.asarray(matmul(a, v)) - a @ v).max() <= bound
         assert abs(float(inner(a[0], v)) - a[0] @ v) <= bound
-        assert float(max_abs(a)) == np.abs(a).max() and float(max_abs(v)) == np.abs(v).max()
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("overrides", [["system=rigid_body", "integrator=isomp"],
                                        ["system=rigid_body", "integrator=lgvi_cayley", "system.R0=[[1,0,0],[0,1,0],[0,0,1]]"],
-                                       ["system=heavy_top", "integrator=lp_midpoint"],
                                        ["system=heavy_top", "integrator=tmk"],
                                        ["system=manakov", "integrator=isomp"]])
 def test_the_written_out_small_products_keep_every_step_to_round_off(monkeypatch, overrides):
-    """The Lie-group and Lie-Poisson steps with their small dot products, 3 x 3 to 10 x 10 products and
-    norms written out (issue 26) against the same steps with the library's (SMALL = 0): 200 steps of 64
+    """The Lie-group and Lie-Poisson steps with their small dot products and 3 x 3 to 10 x 10 products
+    written out (issue 26) against the same steps with the library's (SMALL = 0): 200 steps of 64
     paths on the same draws agree to round-off."""
     import jax
     from sgi_run.config import compose_setup
