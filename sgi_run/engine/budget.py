@@ -159,10 +159,20 @@ def _block_words(paths: int, per_step: int, drawn: int) -> int:
     return max(min(BLOCK_VALUES, paths * drawn), paths * per_step)
 
 
+def _paths_per_shard(plan) -> int:
+    """Paths in a shard of an ensemble, or of a study (run as the ensemble of its grid plan)."""
+    return (plan.grid_plan(["error"]) if isinstance(plan, ConvergencePlan) else plan).paths_per_shard
+
+
+def _shard_key(plan) -> str:
+    """The plan key that sets a shard's size: plan.shards when it is a number, else plan.shard_size."""
+    return "plan.shard_size" if plan.shards == "auto" else "plan.shards"
+
+
 def _shard_words(system, integrator, plan) -> int:
     """Device words of one shard: its paths and its block of random numbers as the draws hold it."""
     per_path, per_step, drawn = _shard_layout_words(system, integrator, plan)
-    paths = (plan.grid_plan(["error"]) if isinstance(plan, ConvergencePlan) else plan).paths_per_shard
+    paths = _paths_per_shard(plan)
     return paths * per_path + DRAW_COPIES * _block_words(paths, per_step, drawn)
 
 
@@ -244,10 +254,10 @@ _MEMORY_ADVICE = {
 
 def _check_array_size(plan: Plan | ConvergencePlan, system, integrator) -> None:
     most = max_shard_paths(system, integrator, plan)
-    paths = (plan.grid_plan(["error"]) if isinstance(plan, ConvergencePlan) else plan).paths_per_shard
+    paths = _paths_per_shard(plan)
     if paths <= most:
         return
-    shard_key = "plan.shard_size" if plan.shards == "auto" else "plan.shards"
+    shard_key = _shard_key(plan)
     raise ConfigError(shard_key, getattr(plan, shard_key.split(".", 1)[1]),
                       f"shards of at most {most} paths for this run ({array_elements_per_path(system, integrator, plan)} "
                       f"numbers a path in a shard's largest array, kept under 2^28 elements: past 2^31, XLA's GPU "
@@ -255,8 +265,7 @@ def _check_array_size(plan: Plan | ConvergencePlan, system, integrator) -> None:
 
 
 def _check_memory(estimate, plan: Plan | ConvergencePlan, system, integrator, memory: tuple[int, str]) -> None:
-    # A shard's size is set by plan.shards when it is a number, else by plan.shard_size.
-    shard_key = "plan.shard_size" if plan.shards == "auto" else "plan.shards"
+    shard_key = _shard_key(plan)
     on_device, free = estimate.parts["plan.shard_size"], device.free_bytes()
     one_path = path_bytes(system, integrator, plan)
     if free is not None and one_path > free:
