@@ -2,11 +2,12 @@
 the isospectral methods, and the small products of a step written out as arithmetic.
 
 Why not ``jnp.linalg.solve``: under ``vmap`` on a CPU it becomes one LAPACK call per path, which
-made the stochastic midpoint rule ~4x slower than the whole rest of the step. Gaussian elimination
-with partial pivoting, unrolled at trace time for the static size, is plain vectorised arithmetic
-across paths instead. The unrolled code grows as n^3, and from about 12 unknowns (SRKw2's coupled
-stages) LAPACK is faster again (measured: 2.8 against 8.2 us per path-step), so larger systems go to
-``jnp.linalg.solve``.
+made the stochastic midpoint rule ~4x slower than the whole rest of the step. Gaussian elimination,
+unrolled at trace time for the static size, is plain vectorised arithmetic across paths instead: over a
+batch of paths without row exchanges where partial pivoting would make none, as for every usable implicit
+step's Jacobian I - dt J, and with partial pivoting for the whole batch where some matrix needs it. The
+unrolled code grows as n^3, and from about 12 unknowns (SRKw2's coupled stages) LAPACK is faster again
+(measured: 2.8 against 8.2 us per path-step), so larger systems go to ``jnp.linalg.solve``.
 """
 from __future__ import annotations
 
@@ -42,6 +43,12 @@ def solve(a, b):
         # for SRKw2 on van der Pol; a Jacobian I - dt J(z) is far from singular.
         det = a[0, 0] * a[1, 1] - a[0, 1] * a[1, 0]
         return jnp.stack([a[1, 1] * b[0] - a[0, 1] * b[1], a[0, 0] * b[1] - a[1, 0] * b[0]]) / det
+    return _eliminate(a, b)
+
+
+def _pivoted(a, b):
+    """Gaussian elimination with partial pivoting, unrolled for the static size."""
+    n = a.shape[0]
     vector = b.ndim == 1
     m = jnp.concatenate([a, b[:, None] if vector else b], axis=1)
     for k in range(n):
@@ -59,6 +66,48 @@ def solve(a, b):
     for k in reversed(range(n)):
         x = x.at[k].set((m[k, n:] - m[k, k + 1:n] @ x[k + 1:]) / m[k, k])
     return x
+
+
+def _without_exchanges(a, b):
+    """(x, exchanged): the elimination of ``_pivoted`` entry by entry and without row exchanges, and whether
+    partial pivoting would have exchanged a row (or an entry is not finite); where it would not, the two
+    compute the same numbers, to round-off."""
+    n = a.shape[0]
+    vector = b.ndim == 1
+    rhs = b[:, None] if vector else b
+    m = [[a[i, j] for j in range(n)] + [rhs[i, j] for j in range(rhs.shape[1])] for i in range(n)]
+    exchanged = jnp.bool_(False)
+    for k in range(n):
+        for i in range(k + 1, n):
+            # jnp.argmax keeps the first of equal entries; NaN compares false and is sent to _pivoted
+            exchanged = exchanged | ~(jnp.abs(m[i][k]) <= jnp.abs(m[k][k]))
+            factor = m[i][k] / m[k][k]
+            m[i] = [x - factor * y for x, y in zip(m[i], m[k])]
+    x = [None] * n
+    for k in reversed(range(n)):
+        x[k] = [functools.reduce(jnp.subtract, [m[k][j] * x[j][c] for j in range(k + 1, n)], m[k][n + c]) / m[k][k]
+                for c in range(rhs.shape[1])]
+    x = jnp.array(x)
+    return (x[:, 0] if vector else x), exchanged
+
+
+@jax.custom_batching.custom_vmap
+def _eliminate(a, b):
+    return _pivoted(a, b)
+
+
+@_eliminate.def_vmap
+def _eliminate_batched(axis_size, in_batched, a, b):
+    """Over a batch (the paths), the elimination without row exchanges, and the pivoted one only if some
+    matrix of the batch needs an exchange. Why: under vmap on a CPU a row exchange by a per-path index is a
+    gather and a scatter, and the back-substitution a batched dot, each a library call or a copy of its
+    own (a heavy-top TMK step's chord inverse, 6 x 6: two thirds of the step); without exchanges it is
+    elementwise arithmetic across paths. An implicit step's Jacobian I - dt J is diagonally dominant for any
+    usable step, so the pivoted branch is the exception; where it is taken every path gets its numbers."""
+    a, b = (x if batched else jnp.broadcast_to(x, (axis_size, *x.shape)) for x, batched in zip((a, b), in_batched))
+    x, exchanged = jax.vmap(_without_exchanges)(a, b)
+    x = jax.lax.cond(jnp.any(exchanged), lambda: jax.vmap(_pivoted)(a, b), lambda: x)
+    return x, True
 
 
 def inverse_operator(a):

@@ -60,6 +60,31 @@ def test_small_products_written_out_agree_with_the_library_ones():
         assert abs(float(inner(a[0], v)) - a[0] @ v) <= bound
 
 
+def _two_hundred_steps(overrides):
+    """A function that steps 64 paths 200 times on fixed draws (dt = 0.01), as the code now is, and gives the
+    final states, the step's program as traced and the solver iterations summed."""
+    import jax
+    from sgi_run.config import compose_setup
+    from sgi_run.engine.simulate import Simulator
+
+    _, setup = compose_setup(overrides + ["plan.paths=64", "plan.dt=0.01", "plan.T=2", "plan.output_dt=2"])
+    sim = Simulator(setup.system, setup.integrator, setup.plan)
+    keys, noise_keys = sim._keys(0, 64)
+    draws = sim._draws(noise_keys, 0, 200, sim.dt, sim.bound)
+
+    def path():
+        step = jax.jit(jax.vmap(lambda z, x: setup.integrator.advance(setup.system, z, sim.dt, x)))
+        z = sim._initial_states(keys)
+        program = step.lower(z, draws[0]).as_text()
+        iterations = 0
+        for x in draws:
+            z, stats = step(z, x)
+            assert not np.asarray(stats.unconverged).any()
+            iterations += int(np.sum(stats.iterations))
+        return np.concatenate([np.ravel(leaf) for leaf in jax.tree.leaves(z)]), program, iterations
+    return path
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("overrides", [["system=rigid_body", "integrator=isomp"],
                                        ["system=rigid_body", "integrator=lgvi_cayley", "system.R0=[[1,0,0],[0,1,0],[0,0,1]]"],
@@ -73,28 +98,9 @@ def test_the_written_out_small_products_keep_every_step_to_round_off(monkeypatch
     written out, and Newton's stopping test with its max-norm written out (issue 26), against the same steps
     with the library's (SMALL = 0): 200 steps of 64 paths on the same draws agree to round-off, with the same
     solver iterations but where an update lies within an ulp of the tolerance."""
-    import jax
-    from sgi_run.config import compose_setup
     from sgi_run.core import linalg
-    from sgi_run.engine.simulate import Simulator
 
-    _, setup = compose_setup(overrides + ["plan.paths=64", "plan.dt=0.01", "plan.T=2", "plan.output_dt=2"])
-    sim = Simulator(setup.system, setup.integrator, setup.plan)
-    keys, noise_keys = sim._keys(0, 64)
-    draws = sim._draws(noise_keys, 0, 200, sim.dt, sim.bound)
-
-    def path():
-        """The final states, and the step's program as traced."""
-        step = jax.jit(jax.vmap(lambda z, x: setup.integrator.advance(setup.system, z, sim.dt, x)))
-        z = sim._initial_states(keys)
-        program = step.lower(z, draws[0]).as_text()
-        iterations = 0
-        for x in draws:
-            z, stats = step(z, x)
-            assert not np.asarray(stats.unconverged).any()
-            iterations += int(np.sum(stats.iterations))
-        return np.concatenate([np.ravel(leaf) for leaf in jax.tree.leaves(z)]), program, iterations
-
+    path = _two_hundred_steps(overrides)
     written_out, program, iterations = path()
     monkeypatch.setattr(linalg, "SMALL", 0)
     library, library_program, library_iterations = path()
@@ -103,3 +109,58 @@ def test_the_written_out_small_products_keep_every_step_to_round_off(monkeypatch
     assert library_iterations > 0 and abs(iterations - library_iterations) <= 1e-4 * library_iterations
     assert np.isfinite(written_out).all()
     assert np.abs(written_out - library).max() <= 1e-12 * np.abs(library).max()
+
+
+def _exchanges(a):
+    """Whether partial pivoting (the first row of largest |entry|, as jnp.argmax) exchanges a row of ``a``."""
+    m = np.array(a, dtype=float)
+    for k in range(len(m)):
+        pivot = k + int(np.argmax(np.abs(m[k:, k])))
+        if pivot != k:
+            return True
+        m[k + 1:] -= np.outer(m[k + 1:, k] / m[k, k], m[k])
+    return False
+
+
+def test_a_batch_is_eliminated_without_exchanges_unless_a_matrix_needs_one():
+    """Under vmap, solve eliminates without row exchanges where partial pivoting would make none (it says
+    which), and the whole batch takes the pivoted elimination where any matrix needs an exchange: every
+    solution within round-off of NumPy's either way, and those of the two eliminations within round-off of
+    each other."""
+    import jax
+    from sgi_run.core import linalg
+    rng = np.random.default_rng(7)
+    n = 6
+    dominant = np.eye(n) + 0.15 * rng.normal(size=(32, n, n))        # I - dt J: no exchange
+    b = rng.normal(size=(32, n))
+    mixed = dominant.copy()
+    mixed[5] = rng.normal(size=(n, n))                                 # a general matrix
+    mixed[9, :3, :3] = [[0.0, 1.0, 2.0], [1.0, 0.0, 1.0], [2.0, 1.0, 0.0]]   # a zero first pivot
+    mixed[12, 1, 0] = mixed[12, 0, 0]                                  # a tie: argmax keeps row 0
+    for a in (dominant, mixed):
+        _, exchanged = jax.vmap(linalg._without_exchanges)(a, b)
+        assert list(np.asarray(exchanged)) == [_exchanges(m) for m in a]
+        x = np.asarray(jax.jit(jax.vmap(linalg.solve))(a, b))
+        exact = np.linalg.solve(a, b[..., None])[..., 0]
+        assert np.abs(x - exact).max() <= 1e-12 * np.abs(exact).max()
+        assert np.abs(x - np.asarray(jax.vmap(linalg._pivoted)(a, b))).max() <= 1e-13 * np.abs(exact).max()
+    assert not any(map(_exchanges, dominant)) and _exchanges(mixed[9])     # both branches were taken
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("overrides", [["system=heavy_top", "integrator=tmk"],
+                                       ["system=heavy_top", "integrator=lp_trapezoidal"]])
+def test_elimination_without_exchanges_keeps_every_step_to_round_off(monkeypatch, overrides):
+    """The chord's 6 x 6 inverse (TMK) and Newton's 6 x 6 solves (the trapezoidal rule) eliminated without row
+    exchanges (issue 26) against the pivoted elimination every path took before: 200 steps of 64 paths on the
+    same draws agree to round-off, with the same solver iterations."""
+    from sgi_run.core import linalg
+
+    path = _two_hundred_steps(overrides)
+    without, program, iterations = path()
+    monkeypatch.setattr(linalg, "_eliminate", linalg._pivoted)
+    pivoted, pivoted_program, pivoted_iterations = path()
+    assert program != pivoted_program
+    assert iterations == pivoted_iterations > 0
+    assert np.isfinite(without).all()
+    assert np.abs(without - pivoted).max() <= 1e-12 * np.abs(pivoted).max()
