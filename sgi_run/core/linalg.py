@@ -43,29 +43,22 @@ def solve(a, b):
         # for SRKw2 on van der Pol; a Jacobian I - dt J(z) is far from singular.
         det = a[0, 0] * a[1, 1] - a[0, 1] * a[1, 0]
         return jnp.stack([a[1, 1] * b[0] - a[0, 1] * b[1], a[0, 0] * b[1] - a[1, 0] * b[0]]) / det
-    return _eliminate(a, b)
+    vector = b.ndim == 1
+    x = _eliminate(a, b[:, None] if vector else b)
+    return x[:, 0] if vector else x
 
 
 def _pivoted(a, b):
-    """Gaussian elimination with partial pivoting, unrolled for the static size."""
+    """Gaussian elimination with partial pivoting, unrolled for the static size; ``b`` is (n, k)."""
     n = a.shape[0]
-    vector = b.ndim == 1
-    m = jnp.concatenate([a, b[:, None] if vector else b], axis=1)
+    m = jnp.concatenate([a, b], axis=1)
     for k in range(n):
         pivot = k + jnp.argmax(jnp.abs(m[k:, k]))
         row_k, row_p = m[k], m[pivot]
         m = m.at[pivot].set(row_k).at[k].set(row_p)
         factors = m[k + 1:, k] / m[k, k]
         m = m.at[k + 1:].add(-factors[:, None] * m[k])
-    if vector:
-        x = jnp.zeros(n, dtype=m.dtype)
-        for k in reversed(range(n)):
-            x = x.at[k].set((m[k, n] - m[k, k + 1:n] @ x[k + 1:]) / m[k, k])
-        return x
-    x = jnp.zeros((n, m.shape[1] - n), dtype=m.dtype)
-    for k in reversed(range(n)):
-        x = x.at[k].set((m[k, n:] - m[k, k + 1:n] @ x[k + 1:]) / m[k, k])
-    return x
+    return _back_substitute([[m[i, j] for j in range(m.shape[1])] for i in range(n)], n)
 
 
 def _without_exchanges(a, b):
@@ -73,9 +66,7 @@ def _without_exchanges(a, b):
     partial pivoting would have exchanged a row (or an entry is not finite); where it would not, the two
     compute the same numbers, to round-off."""
     n = a.shape[0]
-    vector = b.ndim == 1
-    rhs = b[:, None] if vector else b
-    m = [[a[i, j] for j in range(n)] + [rhs[i, j] for j in range(rhs.shape[1])] for i in range(n)]
+    m = [[a[i, j] for j in range(n)] + [b[i, j] for j in range(b.shape[1])] for i in range(n)]
     exchanged = jnp.bool_(False)
     for k in range(n):
         for i in range(k + 1, n):
@@ -83,12 +74,17 @@ def _without_exchanges(a, b):
             exchanged = exchanged | ~(jnp.abs(m[i][k]) <= jnp.abs(m[k][k]))
             factor = m[i][k] / m[k][k]
             m[i] = [x - factor * y for x, y in zip(m[i], m[k])]
+    return _back_substitute(m, n), exchanged
+
+
+def _back_substitute(m, n):
+    """The solution of an eliminated system, entry by entry: ``m``'s rows (lists of entries) are upper triangular
+    in their first n entries, with the right-hand sides after them."""
     x = [None] * n
     for k in reversed(range(n)):
         x[k] = [functools.reduce(jnp.subtract, [m[k][j] * x[j][c] for j in range(k + 1, n)], m[k][n + c]) / m[k][k]
-                for c in range(rhs.shape[1])]
-    x = jnp.array(x)
-    return (x[:, 0] if vector else x), exchanged
+                for c in range(len(m[k]) - n)]
+    return jnp.array(x)
 
 
 @jax.custom_batching.custom_vmap

@@ -138,12 +138,12 @@ def test_a_batch_is_eliminated_without_exchanges_unless_a_matrix_needs_one():
     mixed[9, :3, :3] = [[0.0, 1.0, 2.0], [1.0, 0.0, 1.0], [2.0, 1.0, 0.0]]   # a zero first pivot
     mixed[12, 1, 0] = mixed[12, 0, 0]                                  # a tie: argmax keeps row 0
     for a in (dominant, mixed):
-        _, exchanged = jax.vmap(linalg._without_exchanges)(a, b)
+        _, exchanged = jax.vmap(linalg._without_exchanges)(a, b[..., None])
         assert list(np.asarray(exchanged)) == [_exchanges(m) for m in a]
         x = np.asarray(jax.jit(jax.vmap(linalg.solve))(a, b))
         exact = np.linalg.solve(a, b[..., None])[..., 0]
         assert np.abs(x - exact).max() <= 1e-12 * np.abs(exact).max()
-        assert np.abs(x - np.asarray(jax.vmap(linalg._pivoted)(a, b))).max() <= 1e-13 * np.abs(exact).max()
+        assert np.abs(x - np.asarray(jax.vmap(linalg._pivoted)(a, b[..., None]))[..., 0]).max() <= 1e-13 * np.abs(exact).max()
     assert not any(map(_exchanges, dominant)) and _exchanges(mixed[9])     # both branches were taken
 
 
