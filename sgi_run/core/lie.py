@@ -34,7 +34,7 @@ from collections.abc import Sequence
 import jax
 import jax.numpy as jnp
 
-from sgi_run.core.linalg import inner, matmul
+from sgi_run.core.linalg import cross, inner, join_vectors, matmul
 
 # Below this rotation angle the closed forms use their Taylor series (no 0/0).
 SMALL_ANGLE = 1e-4
@@ -42,6 +42,7 @@ SMALL_ANGLE = 1e-4
 
 def hat(v):
     """The antisymmetric matrix of v: hat(v) w = v x w."""
+    v = join_vectors(v)
     return jnp.array([[0.0, -v[2], v[1]], [v[2], 0.0, -v[0]], [-v[1], v[0], 0.0]], dtype=jnp.result_type(v, 0.0))
 
 
@@ -54,8 +55,8 @@ def hat_polynomial(xi, v, alpha, beta):
     """(I + alpha hat(xi) + beta hat(xi)^2) v = v + alpha xi x v + beta xi x (xi x v), without the matrix: every
     closed form of so(3) and se(3) is such a polynomial (Rodrigues' exp(hat xi) and its transpose, se(3)'s V);
     building the matrix and its square cost TMK's coadjoint exponential most of its time."""
-    w = jnp.cross(xi, v)
-    return v + alpha * w + beta * jnp.cross(xi, w)
+    w = cross(xi, v)
+    return v + alpha * w + beta * cross(xi, w)
 
 
 def skew_part2(a):
@@ -79,13 +80,13 @@ class SO3:
     name: str = "so3"
 
     def bracket(self, a, b):
-        return jnp.cross(a, b)
+        return cross(a, b)
 
     def pair(self, mu, eta):
         return inner(mu, eta)
 
     def ad_star(self, s, mu):
-        return jnp.cross(mu, s)
+        return cross(mu, s)
 
     def exp(self, xi):
         """Rodrigues: the rotation matrix exp(hat(xi))."""
@@ -101,8 +102,8 @@ class SO3:
     def cayley_rotate(self, xi, v):
         """cay(hat(xi)) v without the matrix: v + (xi x v + xi x (xi x v) / 2) / (1 + |xi|^2 / 4) (a fixed-point
         iteration of the Cayley LGVI rotates two vectors; building the matrix and its square cost more)."""
-        w = jnp.cross(xi, v)
-        return v + (w + 0.5 * jnp.cross(xi, w)) / (1 + inner(xi, xi) / 4)
+        w = cross(xi, v)
+        return v + (w + 0.5 * cross(xi, w)) / (1 + inner(xi, xi) / 4)
 
     def coadjoint_exp(self, xi, pi):
         """exp(ad*_xi) pi = exp(hat(xi))^T pi = (I - a hat(xi) + b hat(xi)^2) pi (``hat_polynomial``)."""
@@ -128,7 +129,7 @@ class SO3:
         """[P, X] and P X P of P = hat(p), X = hat(x), as vectors: p x x and -(p . x) p (hat(a) hat(b) hat(a)
         = -(a . b) hat(a)). Two 3 x 3 products and their hats cost an IsoMP iteration on the rigid body most
         of its time."""
-        return jnp.cross(p, x), -inner(p, x) * p
+        return cross(p, x), -inner(p, x) * p
 
 
 @dataclasses.dataclass(frozen=True)
@@ -138,14 +139,14 @@ class SE3:
 
     def bracket(self, a, b):
         (x1, b1), (x2, b2) = a, b
-        return jnp.cross(x1, x2), jnp.cross(x1, b2) - jnp.cross(x2, b1)
+        return cross(x1, x2), cross(x1, b2) - cross(x2, b1)
 
     def pair(self, mu, eta):
         return inner(mu[0], eta[0]) + inner(mu[1], eta[1])
 
     def ad_star(self, s, mu):
         (xi, b), (pi, gamma) = s, mu
-        return jnp.cross(pi, xi) + jnp.cross(gamma, b), jnp.cross(gamma, xi)
+        return cross(pi, xi) + cross(gamma, b), cross(gamma, xi)
 
     def coadjoint_exp(self, s, mu):
         """exp(ad*_(xi, b)) (pi, gamma) = (R^T (pi + gamma x V b), R^T gamma), R = exp(hat xi) (spec 001 2.1),
@@ -153,7 +154,7 @@ class SE3:
         (xi, b), (pi, gamma) = s, mu
         a, bb, c = _rotation_coefficients(inner(xi, xi))
         rotate_back = lambda v: hat_polynomial(xi, v, -a, bb)
-        return rotate_back(pi + jnp.cross(gamma, hat_polynomial(xi, b, bb, c))), rotate_back(gamma)
+        return rotate_back(pi + cross(gamma, hat_polynomial(xi, b, bb, c))), rotate_back(gamma)
 
     def casimirs(self, mu) -> dict:
         pi, gamma = mu

@@ -32,6 +32,7 @@ from typing import ClassVar
 import jax
 import jax.numpy as jnp
 
+from sgi_run.core import linalg
 from sgi_run.core.errors import ConfigError
 from sgi_run.integrators.base import SolverStats
 from sgi_run.integrators.lie_poisson import LiePoissonIntegrator, LiePoissonScheme
@@ -75,7 +76,7 @@ class IsospectralIntegrator(LiePoissonIntegrator):
         # In the algebra's own coordinates (``isospectral_terms``): its matrices where it is so(n) or su(N),
         # vectors for so(3).
         algebra, dw, theta = system.algebra, xi[0], self.tableau.theta
-        x_n = system.dual(z)
+        x_n = self.solve.in_components(system.dual(z))
 
         def midpoint_of(x):
             # X~ = X_n + theta [Psi, X~] + theta^2 Psi X~ Psi; the commutator too, for X_n+1
@@ -89,4 +90,4 @@ class IsospectralIntegrator(LiePoissonIntegrator):
         # Ephrati et al.'s Figure 6 the Manakov spectrum drifted 4.1e-13 instead of 1.1e-14.
         sol = self.solve.fixed_point(lambda x: midpoint_of(x)[0], x_n)
         x_next = jax.tree.map(lambda x_n, c: x_n + 2 * theta * c, x_n, midpoint_of(sol.x)[1])
-        return system.space.project(system.state(x_next)), SolverStats.none().add(sol)
+        return system.space.project(system.state(linalg.join_vectors(x_next))), SolverStats.none().add(sol)

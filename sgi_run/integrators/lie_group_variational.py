@@ -28,11 +28,10 @@ import dataclasses
 from typing import ClassVar, NamedTuple
 
 import jax
-import jax.numpy as jnp
 
 from sgi_run.core import lie
 from sgi_run.core.errors import ConfigError
-from sgi_run.core.linalg import inner, matmul
+from sgi_run.core.linalg import cross, inner, join_vectors, matmul
 from sgi_run.core.tableau import coefficient_array
 from sgi_run.integrators.base import SolverStats
 from sgi_run.integrators.lie_poisson import LiePoissonIntegrator
@@ -67,7 +66,7 @@ def _cayley_solve(x, v, q, linear):
     """:math:`M_+(X)^{-1}v` in closed form: :math:`M_+ = (I + \\tfrac12\\hat X)(I + qXX^\\top)`, and
     :math:`(I + \\tfrac12\\hat X)^{-1}w = (w - \\tfrac12X\\times w + \\tfrac14(X\\cdot w)X)/(1 + |X|^2/4)`."""
     xx = inner(x, x)
-    w = jnp.cross(x, v)          # (I + a X^)^-1 v = (v - a X x v + a^2 (X.v) X) / (1 + a^2 |X|^2)
+    w = cross(x, v)          # (I + a X^)^-1 v = (v - a X x v + a^2 (X.v) X) / (1 + a^2 |X|^2)
     p = (v - linear * w + linear**2 * inner(x, v) * x) / (1 + linear**2 * xx)
     return p - q * inner(x, p) / (1 + q * xx) * x
 
@@ -75,7 +74,7 @@ def _cayley_solve(x, v, q, linear):
 def _dual_cayley(x, p, q, linear):
     """:math:`M(X)P = P + \\mathrm{linear}\\,X\\times P + q\\,(X\\cdot P)X`: :math:`M_+` with linear = 1/2,
     :math:`M_-` with linear = -1/2 (the dual right-trivialised Cayley derivative at +X and -X)."""
-    return p + linear * jnp.cross(x, p) + q * inner(x, p) * x
+    return p + linear * cross(x, p) + q * inner(x, p) * x
 
 
 class HalfStepMomenta(NamedTuple):
@@ -113,7 +112,7 @@ class CayleyLGVI(LiePoissonIntegrator):
     def advance(self, system, z, dt, xi):
         dw = xi[0]
         so3 = lie.SO3()
-        semidirect, mu = isinstance(system.algebra, lie.SE3), system.dual(z)
+        semidirect, mu = isinstance(system.algebra, lie.SE3), self.solve.in_components(system.dual(z))
         pi, gamma = mu if semidirect else (mu, None)
         sol = self._solve(system, mu, dt, dw)
         x, b = sol.x if semidirect else (sol.x, None)
@@ -121,14 +120,14 @@ class CayleyLGVI(LiePoissonIntegrator):
         pi_next = rotate(rotate(pi))
         if semidirect:
             gamma_next = rotate(rotate(gamma))
-            mu_next = (pi_next - jnp.cross(rotate(b), gamma_next), gamma_next)
+            mu_next = (pi_next - cross(rotate(b), gamma_next), gamma_next)
         else:
             mu_next = pi_next
         attitude = system.attitude(z)
         if attitude is not None:
             forward = so3.cayley(x)
             attitude = matmul(matmul(attitude, forward), forward)
-        return system.state(mu_next, attitude), SolverStats.none().add(sol)
+        return system.state(join_vectors(mu_next), attitude), SolverStats.none().add(sol)
 
     def _solve(self, system, mu, dt, dw):
         """The fixed point of one step from the dual element ``mu`` (increments ``dw``): X = dt xi (rigid body),
@@ -143,7 +142,7 @@ class CayleyLGVI(LiePoissonIntegrator):
             x, b = u if semidirect else (u, None)
             if semidirect:
                 gamma_half = so3.cayley_rotate(-x, gamma)
-                return 0.5 * _cayley_solve(x, pi + so3.cayley_rotate(-x, pi) - jnp.cross(b, gamma_half), q, linear), gamma_half
+                return 0.5 * _cayley_solve(x, pi + so3.cayley_rotate(-x, pi) - cross(b, gamma_half), q, linear), gamma_half
             return 0.5 * _cayley_solve(x, pi + so3.cayley_rotate(-x, pi), q, linear)
 
         def unknowns_of(sigma):
@@ -161,7 +160,8 @@ class CayleyLGVI(LiePoissonIntegrator):
             raise ConfigError("integrator", self.name, f"a rigid body (so(3)*) for the half-step momenta (A, B) of "
                               f"eqs. (62); {type(system).__name__} is on {system.algebra.name}")
         q, linear = self.tableau.quadratic[self.dtau_variant], self.tableau.linear
+        pi = self.solve.in_components(pi)
         sol = self._solve(system, pi, dt, dw)
         a = _cayley_solve(sol.x, pi, q, linear)
         b = _cayley_solve(sol.x, _dual_cayley(sol.x, a, q, -linear), q, linear)
-        return HalfStepMomenta(a, b, sol.iterations, sol.converged)
+        return HalfStepMomenta(join_vectors(a), join_vectors(b), sol.iterations, sol.converged)

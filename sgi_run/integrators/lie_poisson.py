@@ -25,6 +25,7 @@ from typing import ClassVar
 import jax
 import jax.numpy as jnp
 
+from sgi_run.core import linalg
 from sgi_run.core.errors import ConfigError
 from sgi_run.core.tableau import coefficient_array
 from sgi_run.integrators.base import ImplicitIntegrator, SolverStats
@@ -87,7 +88,7 @@ class LiePoissonIntegrator(ImplicitIntegrator):
         return self.solver
 
     def advance(self, system, z, dt, xi):
-        mu, dw = system.dual(z), xi[0]
+        mu, dw = self.solve.in_components(system.dual(z)), xi[0]
         scheme, theta = self.tableau.scheme, self.tableau.theta
         between = lambda a, b: _add(_scale(1.0 - theta, a), _scale(theta, b))
         if scheme == "tmk":
@@ -120,4 +121,4 @@ class LiePoissonIntegrator(ImplicitIntegrator):
             sol = self.solve.fixed_point(next_of, mu)
             mu_next = sol.x
         # The space's projection (identity but where the geometry needs one: P6, P7 of spec 001).
-        return system.space.project(system.state(mu_next)), SolverStats.none().add(sol)
+        return system.space.project(system.state(linalg.join_vectors(mu_next))), SolverStats.none().add(sol)

@@ -20,6 +20,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from sgi_run.core import linalg
 from sgi_run.systems.base import System
 
 
@@ -60,9 +61,11 @@ class LiePoissonSystem(System):
     def gradient(self, f, mu):
         """The gradient of a real function under the algebra's pairing: jax.grad gives df/dx - i df/dy for a
         complex entry, the pairing Re tr(A^H B) wants its conjugate; then projected onto the algebra
-        (f may be defined off it)."""
-        g = jax.tree.map(lambda x: jnp.conj(x) if jnp.iscomplexobj(x) else x, jax.grad(f)(mu))
-        return self.algebra.project(g)
+        (f may be defined off it). A dual element split into components (an implicit step's iterate,
+        ``linalg.split_vectors``) gets its gradient split too; f itself sees arrays."""
+        g = jax.tree.map(lambda x: jnp.conj(x) if jnp.iscomplexobj(x) else x, jax.grad(f)(linalg.join_vectors(mu)))
+        g = self.algebra.project(g)
+        return linalg.split_vectors(g) if linalg.is_split(mu) else g
 
     def drift(self, mu):
         """F(mu) = ad*_{grad h(mu)} mu, in the algebra's form."""
