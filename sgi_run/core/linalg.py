@@ -1,5 +1,6 @@
 """Dense solves for the small Newton systems of implicit stages (2N to 12N unknowns), the matrix product of
-the isospectral methods, and the small products of a step written out as arithmetic.
+the isospectral methods, the small products of a step written out as arithmetic, and small vectors kept as
+their components (``Components``).
 
 Why not ``jnp.linalg.solve``: under ``vmap`` on a CPU it becomes one LAPACK call per path, which
 made the stochastic midpoint rule ~4x slower than the whole rest of the step. Gaussian elimination,
@@ -95,7 +96,9 @@ def split_vectors(tree):
 
 
 def join_vectors(tree):
-    """Every ``Components`` of a pytree as an array again (the inverse of ``split_vectors``)."""
+    """Every ``Components`` of a pytree as an array again (the inverse of ``split_vectors``), entry by entry as
+    selects: a stack, under vmap, became a (entries, paths) concatenate and a transpose, in every evaluation of
+    the gradient that a fixed-point map takes on arrays (``LiePoissonSystem.gradient``)."""
     def join(x):
         if not isinstance(x, Components):
             return x
