@@ -72,21 +72,21 @@ class Components:
     def __truediv__(self, other):
         return self._with(other, jnp.divide)
 
-    def __radd__(self, other):
-        return self._with(other, lambda x, y: y + x)
+    __radd__, __rmul__ = __add__, __mul__          # IEEE addition and multiplication commute
 
     def __rsub__(self, other):
         return self._with(other, lambda x, y: y - x)
-
-    def __rmul__(self, other):
-        return self._with(other, lambda x, y: y * x)
 
     def __neg__(self):
         return Components(*(-x for x in self.entries))
 
 
+def _is_components(x) -> bool:
+    return isinstance(x, Components)
+
+
 def _entries(v):
-    return v.entries if isinstance(v, Components) else [v[..., i] for i in range(v.shape[-1])]
+    return v.entries if _is_components(v) else [v[..., i] for i in range(v.shape[-1])]
 
 
 def split_vectors(tree):
@@ -100,28 +100,28 @@ def join_vectors(tree):
     selects: a stack, under vmap, became a (entries, paths) concatenate and a transpose, in every evaluation of
     the gradient that a fixed-point map takes on arrays (``LiePoissonSystem.gradient``)."""
     def join(x):
-        if not isinstance(x, Components):
+        if not _is_components(x):
             return x
         position = jnp.arange(len(x))
         return functools.reduce(lambda v, i: jnp.where(position == i, x[i][..., None], v), range(1, len(x)),
                                 jnp.broadcast_to(x[0][..., None], (*jnp.shape(x[0]), len(x))))
-    return jax.tree.map(join, tree, is_leaf=lambda x: isinstance(x, Components))
+    return jax.tree.map(join, tree, is_leaf=_is_components)
 
 
 def is_split(tree) -> bool:
-    return any(isinstance(x, Components) for x in jax.tree.leaves(tree, is_leaf=lambda x: isinstance(x, Components)))
+    return any(map(_is_components, jax.tree.leaves(tree, is_leaf=_is_components)))
 
 
 def inner(u, v):
     """The dot product of two vectors (the last axis, or ``Components``)."""
-    if not isinstance(u, Components) and not isinstance(v, Components) and u.shape[-1] > SMALL:
+    if not is_split((u, v)) and u.shape[-1] > SMALL:
         return jnp.sum(u * v, axis=-1)
     return functools.reduce(jnp.add, [x * y for x, y in zip(_entries(u), _entries(v))])
 
 
 def cross(a, b):
     """The cross product of two 3-vectors: ``Components`` if either is, else an array (``jnp.cross``)."""
-    if not isinstance(a, Components) and not isinstance(b, Components):
+    if not is_split((a, b)):
         return jnp.cross(a, b)
     (a0, a1, a2), (b0, b1, b2) = _entries(a), _entries(b)
     return Components(a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0)

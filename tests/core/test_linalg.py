@@ -85,6 +85,18 @@ def _two_hundred_steps(overrides):
     return path
 
 
+def _assert_agree_to_round_off(path, change, iteration_tolerance):
+    """``path`` (``_two_hundred_steps``) as the code is, then after ``change()``: two programs, whose solver
+    iterations agree to ``iteration_tolerance`` (relative) and whose final states agree to round-off."""
+    states, program, iterations = path()
+    change()
+    reference, reference_program, reference_iterations = path()
+    assert program != reference_program                 # the two forms are two programs
+    assert reference_iterations > 0 and abs(iterations - reference_iterations) <= iteration_tolerance * reference_iterations
+    assert np.isfinite(states).all()
+    assert np.abs(states - reference).max() <= 1e-12 * np.abs(reference).max()
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("overrides", [["system=rigid_body", "integrator=isomp"],
                                        ["system=rigid_body", "integrator=lgvi_cayley", "system.R0=[[1,0,0],[0,1,0],[0,0,1]]"],
@@ -100,15 +112,8 @@ def test_the_written_out_small_products_keep_every_step_to_round_off(monkeypatch
     solver iterations but where an update lies within an ulp of the tolerance."""
     from sgi_run.core import linalg
 
-    path = _two_hundred_steps(overrides)
-    written_out, program, iterations = path()
-    monkeypatch.setattr(linalg, "SMALL", 0)
-    library, library_program, library_iterations = path()
-    assert program != library_program                   # the two forms are two programs
     # An update within an ulp of the tolerance may stop one iteration sooner or later (Manakov: 2 of 136731).
-    assert library_iterations > 0 and abs(iterations - library_iterations) <= 1e-4 * library_iterations
-    assert np.isfinite(written_out).all()
-    assert np.abs(written_out - library).max() <= 1e-12 * np.abs(library).max()
+    _assert_agree_to_round_off(_two_hundred_steps(overrides), lambda: monkeypatch.setattr(linalg, "SMALL", 0), 1e-4)
 
 
 def _exchanges(a):
@@ -156,14 +161,8 @@ def test_elimination_without_exchanges_keeps_every_step_to_round_off(monkeypatch
     same draws agree to round-off, with the same solver iterations."""
     from sgi_run.core import linalg
 
-    path = _two_hundred_steps(overrides)
-    without, program, iterations = path()
-    monkeypatch.setattr(linalg, "_eliminate", linalg._pivoted)
-    pivoted, pivoted_program, pivoted_iterations = path()
-    assert program != pivoted_program
-    assert iterations == pivoted_iterations > 0
-    assert np.isfinite(without).all()
-    assert np.abs(without - pivoted).max() <= 1e-12 * np.abs(pivoted).max()
+    _assert_agree_to_round_off(_two_hundred_steps(overrides),
+                               lambda: monkeypatch.setattr(linalg, "_eliminate", linalg._pivoted), 0)
 
 
 def test_components_compute_what_arrays_compute():
@@ -199,11 +198,6 @@ def test_fixed_point_iterates_in_components_keep_every_step_to_round_off(monkeyp
     the same solver iterations but where an update lies within an ulp of the tolerance."""
     from sgi_run.core import solvers
 
-    path = _two_hundred_steps(overrides)
-    split, program, iterations = path()
-    monkeypatch.setattr(solvers.SolverOptions, "in_components", lambda self, tree: tree)
-    arrays, arrays_program, arrays_iterations = path()
-    assert program != arrays_program
-    assert arrays_iterations > 0 and abs(iterations - arrays_iterations) <= 1e-4 * arrays_iterations
-    assert np.isfinite(split).all()
-    assert np.abs(split - arrays).max() <= 1e-12 * np.abs(arrays).max()
+    _assert_agree_to_round_off(_two_hundred_steps(overrides),
+                               lambda: monkeypatch.setattr(solvers.SolverOptions, "in_components", lambda self, tree: tree),
+                               1e-4)
