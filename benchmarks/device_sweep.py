@@ -128,7 +128,7 @@ def heun_parts(paths: int, steps: int, repeats: int) -> dict:
     trivial = copy.copy(heun)
     object.__setattr__(trivial, "advance", lambda system, z, dt, xi: (z + xi[0, 0], SolverStats.none()))
     no_rng = Simulator(w.make_system(), heun, plan)
-    no_rng._draws = lambda keys, first, length, dt, bound: jnp.zeros((length, paths, 1, 1))   # a block of zeros
+    no_rng._draws = lambda keys, first, length, dt, bound: jnp.zeros((length, 1, 1, paths))   # a block of zeros (paths last)
     sims = {"engine": Simulator(w.make_system(), heun, plan), "no random numbers": no_rng,
             "random numbers, trivial step": Simulator(w.make_system(), trivial, plan)}
     return {name: paths * steps / best_time(lambda sim=sim: sim.run_shard(0), repeats) for name, sim in sims.items()}

@@ -3,7 +3,7 @@ r"""Random variables consumed by the integrators.
 Every random number is addressed by (seed, path index, fine step index), never by shard or
 worker: ``path_key = fold_in(key(seed), path)`` and the increment of fine step ``k`` is drawn
 from ``fold_in(noise_key(path), k)``, whose own 64 bits are its first normal (one threefry hash a
-step: ``_bits``). A run's numbers therefore do not depend on how paths are split into shards, on the
+step: ``_words``). A run's numbers therefore do not depend on how paths are split into shards, on the
 output grid, on resuming, or on the device (CPU or GPU: the same bits, the same transform).
 
 Kinds (``NOISE_KINDS``), each an array of shape ``(rows, m)`` per step, ``m`` = number of noises:
@@ -27,6 +27,8 @@ import math
 
 import jax
 import jax.numpy as jnp
+from jax.extend.random import threefry2x32_p
+from jax.interpreters import mlir
 
 NOISE_KINDS = {"gaussian": 1, "gaussian_pair": 2, "three_point": 1}
 # Truncation rules besides a fixed bound: "log_dt" is papers 002 (eq. 55) and 004 (section 4.2):
@@ -35,6 +37,22 @@ TRUNCATION_RULES = ("log_dt",)
 LOG_DT_ELL = 2
 
 _INIT_STREAM, _NOISE_STREAM = 0, 1
+
+
+def _unrolled_threefry_on_cpu() -> None:
+    """Lower threefry on the CPU as JAX lowers it on a GPU: its 20 rounds written out, not a loop of 5
+    iterations. JAX rolls the loop on the CPU to compile faster, but each iteration is then a pass over
+    memory of its own, and the normal transform cannot be fused with the hash: a one-noise draw took 71
+    ns, unrolled 19 (one core, 10^6 paths). The same hash, so the same bits. Where this JAX keeps the
+    lowering elsewhere, the draws are the same and slower."""
+    try:
+        from jax._src.random import threefry2x32 as threefry
+        mlir.register_lowering(threefry2x32_p, threefry._threefry2x32_lowering_rule, platform="cpu")
+    except (ImportError, AttributeError):
+        pass
+
+
+_unrolled_threefry_on_cpu()
 
 
 def truncation_bound(rule, dt: float) -> float | None:
@@ -63,17 +81,27 @@ def noise_key(path_key: jax.Array) -> jax.Array:
     return jax.random.fold_in(path_key, _NOISE_STREAM)
 
 
-def _bits(key: jax.Array, m: int) -> jax.Array:
-    """m random 64-bit words from one step's key. The key is itself threefry(path key, step): its
-    own 64 bits are the first word, so a one-noise step costs one threefry hash, the least a
-    counter-based draw addressed by (path, step) can (``jax.random.normal`` on that key would hash
-    again, and a step's draw ran at half the generator's bulk rate). Further words are
-    ``jax.random.bits`` of the key."""
-    hi, lo = jax.random.key_data(key).astype(jnp.uint64)
-    first = (hi << 32) | lo
+def _words(key: jax.Array, m: int) -> list[jax.Array]:
+    """m random 64-bit words from one step's key: the first, then an array of the other m - 1. The key is
+    itself threefry(path key, step): its own 64 bits are the first word, so a one-noise step costs one
+    threefry hash, the least a counter-based draw addressed by (path, step) can (``jax.random.normal`` on
+    that key would hash again, and a step's draw ran at half the generator's bulk rate). The others are
+    ``jax.random.bits(key, (m - 1,), uint64)`` (partitionable threefry: word i hashes the counter pair
+    (0, i)), hashed here directly: jax.random.bits split and joined its words along their short axis,
+    and a rigid-body draw (three words) took three times one word's."""
+    k1, k2 = jax.random.key_data(key)
+    word = lambda hi, lo: (hi.astype(jnp.uint64) << 32) | lo.astype(jnp.uint64)
     if m == 1:
-        return first[None]
-    return jnp.concatenate([first[None], jax.random.bits(key, (m - 1,), jnp.uint64)])
+        return [word(k1, k2)]
+    counter = jnp.arange(m - 1, dtype=jnp.uint32)
+    hashed = threefry2x32_p.bind(*(jnp.broadcast_to(k, counter.shape) for k in (k1, k2)), jnp.zeros_like(counter), counter)
+    return [word(k1, k2), word(*hashed)]
+
+
+def _each_word(key: jax.Array, m: int, transform) -> jax.Array:
+    """``transform`` of each of the m words (``_words``), as one m-vector: the first word and the others
+    transformed apart and joined after, so the transform is never applied to a join."""
+    return jnp.concatenate([jnp.reshape(transform(word), (-1,)) for word in _words(key, m)])
 
 
 def _uniform(bits: jax.Array, low: float) -> jax.Array:
@@ -86,7 +114,7 @@ def _uniform(bits: jax.Array, low: float) -> jax.Array:
 def _standard_normal(key: jax.Array, m: int) -> jax.Array:
     """m N(0, 1) from one step's key, by ``jax.random.normal``'s transform: sqrt(2) erfinv(u), u
     uniform on (-1, 1)."""
-    return jnp.sqrt(2.0) * jax.lax.erf_inv(_uniform(_bits(key, m), jnp.nextafter(-1.0, 0.0)))
+    return _each_word(key, m, lambda word: jnp.sqrt(2.0) * jax.lax.erf_inv(_uniform(word, jnp.nextafter(-1.0, 0.0))))
 
 
 def _standard_pair(key: jax.Array, m: int) -> tuple[jax.Array, jax.Array]:
@@ -123,7 +151,7 @@ def aggregate(fine: jax.Array, dt_fine) -> jax.Array:
 
 def three_point(key: jax.Array, step, dt, m: int) -> jax.Array:
     """Weak three-point variable, shape (1, m)."""
-    u = _uniform(_bits(jax.random.fold_in(key, step), m), 0.0)
+    u = _each_word(jax.random.fold_in(key, step), m, lambda word: _uniform(word, 0.0))
     a = jnp.sqrt(3.0 * dt)
     return jnp.where(u < 1.0 / 6.0, -a, jnp.where(u > 5.0 / 6.0, a, 0.0))[None]
 

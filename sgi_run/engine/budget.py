@@ -121,9 +121,12 @@ def memory_estimate(system, integrator, plan: Plan | ConvergencePlan) -> MemoryE
     return MemoryEstimate({key: 8 * n for key, n in words.items()})
 
 
-# The program that draws a block of random numbers holds it about 3.3 times over (its bits, uniforms and
-# the variables; XLA's memory analysis of the draws of a convergence study and of an ensemble).
-DRAW_COPIES = 4
+# Copies of a block of random numbers a shard holds while it is drawn. A convergence study's draws (fine
+# increments, summed onto every level) hold the most: at 2 copies Ephrati et al. Figure 5's weak study was
+# estimated at 0.97 of what XLA allocates; at 3, the estimates of tests/engine/test_budget.py's cases are
+# 1.25-2.6 times XLA's memory analysis. (4 while threefry was a loop of passes over memory on the CPU, each
+# holding the block's bits: ``core.noise`` now unrolls it.)
+DRAW_COPIES = 3
 
 
 def _shard_layout_words(system, integrator, plan) -> tuple[int, int, int]:

@@ -73,7 +73,7 @@ def _two_hundred_steps(overrides):
     draws = sim._draws(noise_keys, 0, 200, sim.dt, sim.bound)
 
     def path():
-        step = jax.jit(jax.vmap(lambda z, x: setup.integrator.advance(setup.system, z, sim.dt, x)))
+        step = jax.jit(jax.vmap(lambda z, x: setup.integrator.advance(setup.system, z, sim.dt, x), in_axes=(0, -1)))
         z = sim._initial_states(keys)
         program = step.lower(z, draws[0]).as_text()
         iterations = 0

@@ -96,7 +96,7 @@ def test_truncation_clips_each_level_after_its_increments_are_summed():
 @pytest.mark.parametrize("m", [1, 3])
 def test_gaussian_increments_follow_the_normal_law(m):
     """Each noise of a step is N(0, dt): the first from the step key's own bits, the others from
-    jax.random.bits of it (core.noise._bits). A KS test at p = 1e-6 (a correct law fails it once in
+    jax.random.bits of it (core.noise._words). A KS test at p = 1e-6 (a correct law fails it once in
     a million runs; a wrong transform, e.g. a uniform or a half-normal, always)."""
     from scipy import stats
 
@@ -121,3 +121,25 @@ def test_uniform_from_bits_spans_its_interval():
     bits = jnp.array([0, 2**63, 2**64 - 1], dtype=jnp.uint64)
     u = np.asarray(noise._uniform(bits, -1.0))
     assert u[0] == -1.0 and u[1] == 0.0 and u[2] < 1.0 and u[2] > 1.0 - 1e-15
+
+
+def test_threefry_as_this_process_lowers_it_gives_random123s_known_answer():
+    """The draws' hash as compiled here (``noise`` lowers threefry unrolled on the CPU) is threefry2x32 with
+    20 rounds: Random123's known-answer vector (key 13198a2e 03707344, counter 243f6a88 85a308d3)."""
+    from jax.extend.random import threefry2x32_p
+
+    u32 = lambda *v: jnp.array(v, dtype=jnp.uint32)
+    hashed = jax.jit(lambda k1, k2, x1, x2: threefry2x32_p.bind(k1, k2, x1, x2))
+    y1, y2 = hashed(u32(0x13198A2E, 0), u32(0x03707344, 0), u32(0x243F6A88, 0), u32(0x85A308D3, 0))
+    assert (int(y1[0]), int(y2[0])) == (0xC4923A9C, 0x483DF7A0)
+    assert (int(y1[1]), int(y2[1])) == (0x6B200159, 0x99BA4EFE)      # key 0, counter 0
+
+
+def test_a_steps_words_are_its_key_and_jax_random_bits_of_it():
+    """Word 0 of a step is its key's own 64 bits, words 1.. are ``jax.random.bits(key, (m - 1,), uint64)``,
+    bit for bit: ``noise._words`` hashes them itself."""
+    keys = jax.vmap(lambda k: jax.random.fold_in(noise.noise_key(k), 5))(noise.path_keys(7, 0, 1000))
+    words = jax.jit(jax.vmap(lambda k: noise._each_word(k, 4, lambda word: word)))(keys)
+    hi, lo = jax.vmap(jax.random.key_data)(keys).astype(jnp.uint64).T
+    expected = jnp.concatenate([((hi << 32) | lo)[:, None], jax.vmap(lambda k: jax.random.bits(k, (3,), jnp.uint64))(keys)], axis=1)
+    assert np.array_equal(np.asarray(words), np.asarray(expected))

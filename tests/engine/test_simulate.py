@@ -211,3 +211,21 @@ def test_the_step_size_as_an_argument_keeps_every_number_to_round_off(system, in
             by_hand = np.stack([np.asarray(view(z)) for z in states])
             kept = np.asarray(engine.kept[name][path, 1:])
             assert np.max(np.abs(kept - by_hand) / np.maximum(np.abs(by_hand), 1.0)) <= 1e-13, (name, path)
+
+
+@pytest.mark.parametrize("overrides", [["system=rigid_body", "integrator=isomp"], ["system=kubo", "integrator=e1"]])
+def test_a_block_of_draws_is_every_paths_own_draw_paths_last(overrides):
+    """A block (steps, rows, m, paths) holds, at each step and path, what ``noise.increments`` draws for that
+    path and step alone (three noises of the rigid body, E1's (dW, dZ)), to round-off: the block's transform
+    is vectorised over the paths, and a vectorised erfinv rounds differently from a lone one by an ulp."""
+    from sgi_run.config import compose_setup
+    from sgi_run.core import noise
+    _, setup = compose_setup(overrides + ["plan.paths=50", "plan.dt=0.01", "plan.T=1"])
+    sim = Simulator(setup.system, setup.integrator, setup.plan)
+    _, noise_keys = sim._keys(0, 50)
+    block = np.asarray(sim._draws(noise_keys, 7, 5, sim.dt, sim.bound))
+    kind, m = setup.integrator.noise_kind, setup.system.noises
+    alone = np.array([[np.asarray(noise.increments(kind, noise_keys[p], 7 + k, sim.dt, m)) for p in range(50)]
+                      for k in range(5)])
+    assert block.shape == (5,) + alone.shape[2:] + (50,)
+    assert np.allclose(np.moveaxis(block, -1, 1), alone, rtol=1e-15, atol=1e-18)
