@@ -81,27 +81,23 @@ def noise_key(path_key: jax.Array) -> jax.Array:
     return jax.random.fold_in(path_key, _NOISE_STREAM)
 
 
-def _words(key: jax.Array, m: int) -> list[jax.Array]:
-    """m random 64-bit words from one step's key: the first, then an array of the other m - 1. The key is
-    itself threefry(path key, step): its own 64 bits are the first word, so a one-noise step costs one
-    threefry hash, the least a counter-based draw addressed by (path, step) can (``jax.random.normal`` on
-    that key would hash again, and a step's draw ran at half the generator's bulk rate). The others are
+def _words(key: jax.Array, m: int, transform=lambda word: word) -> jax.Array:
+    """``transform`` of m random 64-bit words from one step's key, as one m-vector. The key is itself
+    threefry(path key, step): its own 64 bits are the first word, so a one-noise step costs one threefry
+    hash, the least a counter-based draw addressed by (path, step) can (``jax.random.normal`` on that key
+    would hash again, and a step's draw ran at half the generator's bulk rate). The others are
     ``jax.random.bits(key, (m - 1,), uint64)`` (partitionable threefry: word i hashes the counter pair
     (0, i)), hashed here directly: jax.random.bits split and joined its words along their short axis,
-    and a rigid-body draw (three words) took three times one word's."""
+    and a rigid-body draw (three words) took three times one word's. The first word and the others are
+    transformed apart and joined after, so the transform is never applied to a join."""
     k1, k2 = jax.random.key_data(key)
     word = lambda hi, lo: (hi.astype(jnp.uint64) << 32) | lo.astype(jnp.uint64)
+    first = transform(word(k1, k2))[None]
     if m == 1:
-        return [word(k1, k2)]
+        return first
     counter = jnp.arange(m - 1, dtype=jnp.uint32)
-    hashed = threefry2x32_p.bind(*(jnp.broadcast_to(k, counter.shape) for k in (k1, k2)), jnp.zeros_like(counter), counter)
-    return [word(k1, k2), word(*hashed)]
-
-
-def _each_word(key: jax.Array, m: int, transform) -> jax.Array:
-    """``transform`` of each of the m words (``_words``), as one m-vector: the first word and the others
-    transformed apart and joined after, so the transform is never applied to a join."""
-    return jnp.concatenate([jnp.reshape(transform(word), (-1,)) for word in _words(key, m)])
+    others = threefry2x32_p.bind(jnp.full_like(counter, k1), jnp.full_like(counter, k2), jnp.zeros_like(counter), counter)
+    return jnp.concatenate([first, transform(word(*others))])
 
 
 def _uniform(bits: jax.Array, low: float) -> jax.Array:
@@ -114,7 +110,7 @@ def _uniform(bits: jax.Array, low: float) -> jax.Array:
 def _standard_normal(key: jax.Array, m: int) -> jax.Array:
     """m N(0, 1) from one step's key, by ``jax.random.normal``'s transform: sqrt(2) erfinv(u), u
     uniform on (-1, 1)."""
-    return _each_word(key, m, lambda word: jnp.sqrt(2.0) * jax.lax.erf_inv(_uniform(word, jnp.nextafter(-1.0, 0.0))))
+    return _words(key, m, lambda word: jnp.sqrt(2.0) * jax.lax.erf_inv(_uniform(word, jnp.nextafter(-1.0, 0.0))))
 
 
 def _standard_pair(key: jax.Array, m: int) -> tuple[jax.Array, jax.Array]:
@@ -151,7 +147,7 @@ def aggregate(fine: jax.Array, dt_fine) -> jax.Array:
 
 def three_point(key: jax.Array, step, dt, m: int) -> jax.Array:
     """Weak three-point variable, shape (1, m)."""
-    u = _each_word(jax.random.fold_in(key, step), m, lambda word: _uniform(word, 0.0))
+    u = _words(jax.random.fold_in(key, step), m, lambda word: _uniform(word, 0.0))
     a = jnp.sqrt(3.0 * dt)
     return jnp.where(u < 1.0 / 6.0, -a, jnp.where(u > 5.0 / 6.0, a, 0.0))[None]
 

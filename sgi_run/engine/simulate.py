@@ -72,19 +72,23 @@ def observable_shapes(system, names) -> dict[str, tuple[int, ...]]:
     return shapes
 
 
+# The axis of the paths in a block of draws: the last. A step's m noises are then m arrays over the paths, as
+# the steps consume them; with the m noises last, the transform that makes them ran element by element (three
+# noises took three times one noise's time each).
+PATHS_AXIS = -1
+
+
 def _draw_block(draw, noise_keys, first_step, length: int, dt, bound):
     """Every path's variables of steps ``first_step .. first_step + length - 1``, (length, ..., paths), where
-    ``draw(key, step, dt, bound)`` gives one path's. The paths are the last axis: a step's m noises are then
-    m arrays over the paths, as the steps consume them; with the m noises last, the transform that makes
-    them ran element by element (three noises took three times one noise's time each)."""
-    one_step = lambda step: jax.vmap(lambda key: draw(key, step, dt, bound), out_axes=-1)(noise_keys)
+    ``draw(key, step, dt, bound)`` gives one path's (``PATHS_AXIS``)."""
+    one_step = lambda step: jax.vmap(lambda key: draw(key, step, dt, bound), out_axes=PATHS_AXIS)(noise_keys)
     return jax.vmap(one_step)(first_step + jnp.arange(length))
 
 
 def _steps_through(system, integrator, carry, xi, valid, dt):
     """Every path's steps through one block of variables ``xi`` from ``carry`` (the state, then the solver
     counters: iterations summed, the most in one step, unconverged and stagnated steps)."""
-    step_all = jax.vmap(lambda z, x: integrator.advance(system, z, dt, x), in_axes=(0, -1))
+    step_all = jax.vmap(lambda z, x: integrator.advance(system, z, dt, x), in_axes=(0, PATHS_AXIS))
 
     def one_step(carry, x):
         z, it_sum, it_max, unconverged, stagnated = carry

@@ -65,7 +65,7 @@ def _two_hundred_steps(overrides):
     final states, the step's program as traced and the solver iterations summed."""
     import jax
     from sgi_run.config import compose_setup
-    from sgi_run.engine.simulate import Simulator
+    from sgi_run.engine.simulate import PATHS_AXIS, Simulator
 
     _, setup = compose_setup(overrides + ["plan.paths=64", "plan.dt=0.01", "plan.T=2", "plan.output_dt=2"])
     sim = Simulator(setup.system, setup.integrator, setup.plan)
@@ -73,7 +73,7 @@ def _two_hundred_steps(overrides):
     draws = sim._draws(noise_keys, 0, 200, sim.dt, sim.bound)
 
     def path():
-        step = jax.jit(jax.vmap(lambda z, x: setup.integrator.advance(setup.system, z, sim.dt, x), in_axes=(0, -1)))
+        step = jax.jit(jax.vmap(lambda z, x: setup.integrator.advance(setup.system, z, sim.dt, x), in_axes=(0, PATHS_AXIS)))
         z = sim._initial_states(keys)
         program = step.lower(z, draws[0]).as_text()
         iterations = 0

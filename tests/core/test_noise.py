@@ -139,7 +139,7 @@ def test_a_steps_words_are_its_key_and_jax_random_bits_of_it():
     """Word 0 of a step is its key's own 64 bits, words 1.. are ``jax.random.bits(key, (m - 1,), uint64)``,
     bit for bit: ``noise._words`` hashes them itself."""
     keys = jax.vmap(lambda k: jax.random.fold_in(noise.noise_key(k), 5))(noise.path_keys(7, 0, 1000))
-    words = jax.jit(jax.vmap(lambda k: noise._each_word(k, 4, lambda word: word)))(keys)
+    words = jax.jit(jax.vmap(lambda k: noise._words(k, 4)))(keys)
     hi, lo = jax.vmap(jax.random.key_data)(keys).astype(jnp.uint64).T
     expected = jnp.concatenate([((hi << 32) | lo)[:, None], jax.vmap(lambda k: jax.random.bits(k, (3,), jnp.uint64))(keys)], axis=1)
     assert np.array_equal(np.asarray(words), np.asarray(expected))
