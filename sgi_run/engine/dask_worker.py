@@ -10,10 +10,16 @@ from distributed import WorkerPlugin
 from sgi_run.engine import cores
 
 
+def slot_of(name, slots: int) -> int:
+    """A worker's number among the ``slots`` processes that share its host, from its name: a
+    LocalCluster's first workers are 0..W-1 and those started again ``<n>-<slot>``; a SLURM job's
+    processes end their names in -0..-P-1."""
+    return int(str(name).rsplit("-", 1)[-1]) % slots
+
+
 class PinCores(WorkerPlugin):
-    """Pins each worker process to its block of the host's cores as it starts, before JAX does: the
-    worker's slot is its number among the ``slots`` processes that share the host (a LocalCluster's
-    worker names are 0..W-1; a SLURM job's processes end their names in -0..-P-1)."""
+    """Pins each worker process to its block of the host's cores (its ``slot_of``) as it starts,
+    before JAX does."""
     name = "sgi-run-pin-cores"
 
     def __init__(self, slots: int):
@@ -21,7 +27,7 @@ class PinCores(WorkerPlugin):
 
     def setup(self, worker) -> None:
         if self.slots > 1:
-            cores.pin(int(str(worker.name).rsplit("-", 1)[-1]) % self.slots, self.slots)
+            cores.pin(slot_of(worker.name, self.slots), self.slots)
 
 
 @functools.lru_cache(maxsize=4)

@@ -175,14 +175,36 @@ class Cluster:
 
     def __init__(self, client, where: str, owned=None, size: int | None = None):
         self.client, self.where, self._owned, self._size = client, where, owned, size
+        self._replaced = 0
 
-    def replace_lost_workers(self) -> None:
-        """Start again the workers of an owned LocalCluster that dask closed. A nanny restarts its killed
-        worker, but the cluster closes the nanny if no worker of its name is up at the one instant it
-        looks, ``distributed.deploy.lost-worker-timeout`` after a loss: a worker that dies again and again
-        (a shard too big for its memory) meets that, and every later run would have fewer workers."""
-        if self._size is not None and len(self._owned.workers) < self._size:
-            self._owned.scale(self._size)
+    def replace_lost_workers(self, timeout: float = 60.0) -> None:
+        """Start again the workers of an owned LocalCluster that dask closed, and wait (up to ``timeout``
+        seconds) until they are up. A nanny restarts its killed worker, but the cluster closes the nanny if
+        no worker of its name is up at the one instant it looks, ``distributed.deploy.lost-worker-timeout``
+        after a loss: a worker that dies again and again (a shard too big for its memory) meets that, and
+        every later run would have fewer workers. A replacement takes a name never used, ``<n>-<slot>``
+        (``PinCores`` gives it the lost worker's cores): the closed nanny's last worker may still be
+        registered, and the scheduler refuses a second worker of its name (seen in CI)."""
+        from sgi_run.engine.dask_worker import slot_of
+
+        if self._size is None:
+            return
+        owned = self._owned
+        up = {slot_of(name, self._size) for name in list(owned.workers)}
+        lost = [slot for slot in range(self._size) if slot not in up]
+        if not lost:
+            return
+        for name in [name for name in owned.worker_spec if name not in owned.workers]:
+            del owned.worker_spec[name]
+        started = []
+        for slot in lost:
+            self._replaced += 1
+            started.append(f"{self._replaced}-{slot}")
+            owned.worker_spec[started[-1]] = owned.new_spec
+        owned.scale(self._size)          # applies the spec: starts the names not up
+        deadline = time.monotonic() + timeout
+        while not all(name in owned.workers for name in started) and time.monotonic() < deadline:
+            time.sleep(0.1)
 
     def run_shards(self, recipe: Callable, shards: list[int], resumes: dict,
                    on_output: Callable[[int], None] | None = None, outputs: int = 1) -> Iterator:

@@ -15,6 +15,7 @@ import pytest
 import sgi_run
 from sgi_run.core.errors import ConfigError
 from sgi_run.engine import device, executor
+from sgi_run.engine.dask_worker import slot_of
 
 # One process under pytest-xdist (--dist loadgroup): the tests share one LocalCluster (the `cluster`
 # fixture), which a second process would start again.
@@ -35,6 +36,16 @@ def cluster(session_cores):
         connected = executor.connect(executor.spec_of({"name": "dask", "workers": 2}))
     yield connected
     executor.close_all()
+
+
+@pytest.fixture
+def own_cluster(session_cores):
+    """A LocalCluster of two workers for one test whose workers die: dask closes a nanny
+    lost-worker-timeout (15 s) after a loss, which on the shared cluster landed in later tests."""
+    with session_cores():
+        started = executor._start(executor.spec_of({"name": "dask", "workers": 2}))
+    yield started
+    started.close()
 
 
 def assert_same_files(a, b):
@@ -174,29 +185,46 @@ def in_thread(run, seconds=120):
     return out[0] if out else None
 
 
-def test_a_shard_that_kills_every_worker_it_runs_on_is_one_line(cluster):
+def test_a_shard_that_kills_every_worker_it_runs_on_is_one_line(own_cluster):
     def lost():
         with pytest.raises(executor.ShardLost) as err:
-            list(cluster.run_shards(DyingRecipe(), [3], {}))
+            list(own_cluster.run_shards(DyingRecipe(), [3], {}))
         return str(err.value)
     message = in_thread(lost)
     assert message is not None, "the run neither finished nor declared the shard lost"
     assert message.startswith("shard 3 was lost: every worker that ran it died (out of memory?") and "\n" not in message
 
 
-def test_the_next_run_has_every_worker_after_dask_closed_some(cluster):
+def test_the_next_run_has_every_worker_after_dask_closed_some(own_cluster):
     """dask's LocalCluster closes a nanny when no worker of its name is up at the instant it looks,
     lost-worker-timeout (15 s) after a loss: workers dying again and again meet it (seen in CI), and every
-    later run had fewer workers. Here one is closed as dask closes it; the next run starts it again."""
-    cluster._owned.scale(1)
-    deadline = time.monotonic() + 60
-    while len(cluster._owned.workers) > 1 and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert len(cluster._owned.workers) == 1
+    later run had fewer workers. Here one is closed as dask closes it; the next run starts it again, under
+    a name never used (the closed nanny's last worker may still hold its name at the scheduler, which then
+    refused the new one: seen in CI) and on the lost worker's cores."""
+    cluster, owned = own_cluster, own_cluster._owned
+    cluster.client.wait_for_workers(2, timeout=60)
+    cores_before = _cores_by_slot(cluster)
+    lost = sorted(owned.workers, key=str)[-1]
+    names_before = set(owned.workers)
+
+    async def close_as_dask_does():       # SpecCluster._update_worker_status, lost-worker-timeout after a loss
+        await owned.workers.pop(lost).close()
+
+    owned.sync(close_as_dask_does)
+    assert len(owned.workers) == 1
     pids = in_thread(lambda: list(cluster.run_shards(PidRecipe(), [0, 1], {})))
     assert pids is not None and len(pids) == 2, "the run found no worker"
-    cluster.client.wait_for_workers(2, timeout=60)
+    (new,) = set(owned.workers) - names_before
+    assert new != lost and slot_of(new, 2) == slot_of(lost, 2)
     assert len(cluster.client.scheduler_info()["workers"]) == 2
+    assert _cores_by_slot(cluster) == cores_before
+
+
+def _cores_by_slot(cluster) -> dict[int, list[int]]:
+    """The cores each worker of the cluster may use, by its slot."""
+    from sgi_run.engine.dask_worker import facts
+    names = {address: info["name"] for address, info in cluster.client.scheduler_info()["workers"].items()}
+    return {slot_of(names[address], 2): f["cores"] for address, f in cluster.client.run(facts).items()}
 
 
 def _free_port() -> int:
