@@ -139,29 +139,35 @@ def solve(a, b):
         det = a[0, 0] * a[1, 1] - a[0, 1] * a[1, 0]
         return jnp.stack([a[1, 1] * b[0] - a[0, 1] * b[1], a[0, 0] * b[1] - a[1, 0] * b[0]]) / det
     vector = b.ndim == 1
-    x = _eliminate(a, b[:, None] if vector else b)
+    x = jnp.array(_eliminate(_rows(a), _rows(b[:, None] if vector else b)))
     return x[:, 0] if vector else x
 
 
+def _rows(a):
+    """A matrix as the lists of its rows' entries (what the unrolled eliminations work on)."""
+    return [[a[i, j] for j in range(a.shape[1])] for i in range(a.shape[0])]
+
+
 def _pivoted(a, b):
-    """Gaussian elimination with partial pivoting, unrolled for the static size; ``b`` is (n, k)."""
-    n = a.shape[0]
-    m = jnp.concatenate([a, b], axis=1)
+    """Gaussian elimination with partial pivoting, unrolled for the static size; ``a`` and ``b`` (n x k) as their
+    rows' entries, the solution as its rows' entries."""
+    n = len(a)
+    m = jnp.concatenate([jnp.array(a), jnp.array(b)], axis=1)
     for k in range(n):
         pivot = k + jnp.argmax(jnp.abs(m[k:, k]))
         row_k, row_p = m[k], m[pivot]
         m = m.at[pivot].set(row_k).at[k].set(row_p)
         factors = m[k + 1:, k] / m[k, k]
         m = m.at[k + 1:].add(-factors[:, None] * m[k])
-    return _back_substitute([[m[i, j] for j in range(m.shape[1])] for i in range(n)], n)
+    return _back_substitute(_rows(m), n)
 
 
 def _without_exchanges(a, b):
     """(x, exchanged): the elimination of ``_pivoted`` entry by entry and without row exchanges, and whether
     partial pivoting would have exchanged a row (or an entry is not finite); where it would not, the two
     compute the same numbers, to round-off."""
-    n = a.shape[0]
-    m = [[a[i, j] for j in range(n)] + [b[i, j] for j in range(b.shape[1])] for i in range(n)]
+    n = len(a)
+    m = [list(row_a) + list(row_b) for row_a, row_b in zip(a, b)]
     exchanged = jnp.bool_(False)
     for k in range(n):
         for i in range(k + 1, n):
@@ -179,11 +185,12 @@ def _back_substitute(m, n):
     for k in reversed(range(n)):
         x[k] = [functools.reduce(jnp.subtract, [m[k][j] * x[j][c] for j in range(k + 1, n)], m[k][n + c]) / m[k][k]
                 for c in range(len(m[k]) - n)]
-    return jnp.array(x)
+    return x
 
 
 @jax.custom_batching.custom_vmap
 def _eliminate(a, b):
+    """x with a x = b, each matrix as its rows' entries (``_rows``)."""
     return _pivoted(a, b)
 
 
@@ -194,23 +201,38 @@ def _eliminate_batched(axis_size, in_batched, a, b):
     gather and a scatter, and the back-substitution a batched dot, each a library call or a copy of its
     own (a heavy-top TMK step's chord inverse, 6 x 6: two thirds of the step); without exchanges it is
     elementwise arithmetic across paths. An implicit step's Jacobian I - dt J is diagonally dominant for any
-    usable step, so the pivoted branch is the exception; where it is taken every path gets its numbers."""
-    a, b = (x if batched else jnp.broadcast_to(x, (axis_size, *x.shape)) for x, batched in zip((a, b), in_batched))
-    x, exchanged = jax.vmap(_without_exchanges)(a, b)
-    x = jax.lax.cond(jnp.any(exchanged), lambda: jax.vmap(_pivoted)(a, b), lambda: x)
-    return x, True
+    usable step, so the pivoted branch is the exception; where it is taken every path gets its numbers.
+    Entries that are the same for every path (the identity the chord method inverts against) stay one number."""
+    axes = jax.tree.map(lambda batched: 0 if batched else None, in_batched)
+    x, exchanged = jax.vmap(_without_exchanges, in_axes=axes)(a, b)
+
+    def pivoted():
+        whole = lambda x, batched: x if batched else jnp.broadcast_to(x, (axis_size, *jnp.shape(x)))
+        return jax.vmap(_pivoted)(*jax.tree.map(whole, (a, b), tuple(in_batched)))
+    x = jax.lax.cond(jnp.any(exchanged), pivoted, lambda: x)
+    return x, jax.tree.map(lambda _: True, x)
 
 
 def inverse_operator(a):
-    """``b -> a^-1 b`` for a matrix used many times (the chord method's frozen Jacobian): the explicit
-    inverse (one unrolled elimination, then a matrix-vector product per use: under ``vmap`` on a CPU,
-    LAPACK's ``lu_solve`` is one call per path, ~30x the product for a 6 x 6 system) up to UNROLL_MAX
-    unknowns, an LU factorisation above."""
-    if a.shape[0] <= UNROLL_MAX:
-        inverse = solve(a, jnp.eye(a.shape[0], dtype=a.dtype))
-        return lambda b: matmul(inverse, b)
-    lu = jax.scipy.linalg.lu_factor(a)
+    """``b -> a^-1 b`` for a matrix used many times (the chord method's frozen Jacobian), ``a`` an array or its
+    rows' entries (``_rows``): the explicit inverse (one unrolled elimination, then a matrix-vector product per
+    use: under ``vmap`` on a CPU, LAPACK's ``lu_solve`` is one call per path, ~30x the product for a 6 x 6
+    system) up to UNROLL_MAX unknowns, an LU factorisation above. The inverse is kept as its entries, each one
+    number per path, never assembled into a matrix (under vmap on a CPU, a (paths, 6, 6) array is written
+    entry by entry, strided: a heavy-top TMK step's Jacobian and inverse, 0.2x of it)."""
+    n = len(a)
+    if n <= UNROLL_MAX:
+        identity = [[jnp.asarray(float(i == j)) for j in range(n)] for i in range(n)]
+        inverse = _eliminate(a if isinstance(a, list) else _rows(a), identity)
+        return lambda b: _times(inverse, b)
+    lu = jax.scipy.linalg.lu_factor(a if not isinstance(a, list) else jnp.array(a))
     return lambda b: jax.scipy.linalg.lu_solve(lu, b)
+
+
+def _times(rows, b):
+    """The product of a matrix given as its rows' entries and a vector (an array or ``Components``), written out."""
+    entries = [functools.reduce(jnp.add, [row[k] * b[k] for k in range(len(row))]) for row in rows]
+    return Components(*entries) if _is_components(b) else jnp.stack(entries)
 
 
 def matmul(a, b):

@@ -112,36 +112,66 @@ def _finish(result: SolveResult, on_fail: str) -> SolveResult:
     return result._replace(x=jax.tree.map(lambda x: jnp.where(ok, x, jnp.nan), result.x))
 
 
+def _coordinates(tree):
+    """(v, back): a pytree's real unknowns as one vector ``v``, and the pytree of such a vector. A pytree split into
+    components (``linalg.split_vectors``) whose every leaf is one real number per path is its leaves as
+    ``Components``; any other is one flat array (``real_coordinates``)."""
+    leaves, treedef = jax.tree.flatten(tree)
+    if linalg.is_split(tree) and all(jnp.ndim(x) == 0 and not jnp.iscomplexobj(x) for x in leaves):
+        return linalg.Components(*leaves), lambda v: jax.tree.unflatten(treedef, list(v.entries))
+    return real_coordinates(tree)
+
+
+def _jacobian_and_value(f, v):
+    """(Df(v), f(v)) of a map between vectors of one of ``_coordinates``' two forms: on an array, one forward-mode
+    pass (``jacfwd``) and the Jacobian an (n, n) array; on components, one ``jvp`` per unknown, each a column, and
+    the Jacobian its rows' entries (``linalg.inverse_operator`` takes either)."""
+    if not isinstance(v, linalg.Components):
+        return jax.jacfwd(lambda v: (f(v), f(v)), has_aux=True)(v)
+    unit = lambda j: linalg.Components(*(jnp.full_like(x, i == j) for i, x in enumerate(v.entries)))
+    value_and_columns = [jax.jvp(f, (v,), (unit(j),)) for j in range(len(v))]
+    columns = [column for _, column in value_and_columns]
+    return [[column[i] for column in columns] for i in range(len(v))], value_and_columns[0][0]
+
+
 def newton_solve(residual: Callable, x0, tol: float = DEFAULT_TOL, max_iter: int = DEFAULT_MAX_ITER,
                  norm: str = "max", frozen_jacobian: bool = False, on_fail: str = "nan",
                  linearization: Callable | None = None) -> SolveResult:
     """Solve ``residual(x) = 0`` from ``x0`` by Newton (or, ``frozen_jacobian``, the chord method).
     ``iterations`` counts linear solves. ``linearization`` (chord only): a function with the residual's value
-    and Jacobian at ``x0`` that is cheaper to differentiate; the chord's one Jacobian comes from it."""
-    flat0, back = real_coordinates(x0)
-    to_flat = lambda f: (lambda v: real_coordinates(f(back(v)))[0])
+    and Jacobian at ``x0`` that is cheaper to differentiate; the chord's one Jacobian comes from it, taken on
+    ``x0``'s small vectors split into components (``linalg.split_vectors``; the linearization must take them so):
+    one ``jvp`` per unknown, and the Jacobian and its inverse kept as entries. Why: under vmap on a CPU the
+    (paths, 6, 6) Jacobian from ``jacfwd`` and the inverse assembled from it were written entry by entry,
+    strided (a heavy-top TMK step 1.35x as long). The iterations stay on one flat vector: iterated as components,
+    every carried entry was selected path by path in a loop of its own, into which XLA fused the map again
+    (TMK 0.75x)."""
+    flat0, back = _coordinates(x0)
+    to_flat = lambda f: (lambda v: _coordinates(f(back(v)))[0])
     r = to_flat(residual)
     # Newton's residual is used by its stopping test alone (the next update evaluates it again, with the
     # Jacobian), so its norm is written out (Kubo midpoint, DIRK, heavy-top trapezoidal 1.1-1.2x a step); the
     # chord's is also its next update.
     written_out = not frozen_jacobian
     small = lambda value, v: _norm(norm, value, written_out) <= tol * (1.0 + _norm(norm, v, written_out))
-    # One forward-mode pass gives both the Jacobian and the value.
-    jacobian_and_value_of = lambda f: jax.jacfwd(lambda v: (f(v), f(v)), has_aux=True)
-    jacobian_and_value = jacobian_and_value_of(r)
     if frozen_jacobian:
         # The chord update reuses the residual of the last stopping test: one evaluation per iteration.
-        jacobian0, value0 = jacobian_and_value_of(r if linearization is None else to_flat(linearization))(flat0)
+        if linearization is None:
+            jacobian0, value0 = _jacobian_and_value(r, flat0)
+        else:
+            split0, split_back = _coordinates(linalg.split_vectors(x0))
+            jacobian0, value0 = _jacobian_and_value(lambda v: _coordinates(linearization(split_back(v)))[0], split0)
+            value0 = real_coordinates(linalg.join_vectors(split_back(value0)))[0]
         chord = inverse_operator(jacobian0)
         update = lambda v, value: chord(value)
     else:
         # Newton's Jacobian pass computes the residual at v anyway.
-        value0 = jnp.zeros_like(flat0)
-        update = lambda v, value: solve(*jacobian_and_value(v))
+        value0 = jax.tree.map(jnp.zeros_like, flat0)
+        update = lambda v, value: solve(*_jacobian_and_value(r, v))
 
     def keep_going(state):
         v, _, it, done = state
-        return (it < max_iter) & ~done & jnp.all(jnp.isfinite(v))
+        return (it < max_iter) & ~done & _finite(v)
 
     def iterate(state):
         v, value, it, _ = state

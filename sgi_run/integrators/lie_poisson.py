@@ -98,11 +98,13 @@ class LiePoissonIntegrator(ImplicitIntegrator):
                 mean = between(mu, algebra.coadjoint_exp(sigma, mu))
                 return system.generator(mean, dt, dw)
 
+            mu_split = linalg.split_vectors(mu)
+
             def linearized(sigma):
                 # exp(ad*_sigma) mu = mu + ad*_sigma mu + O(sigma^2): sigma_of's value and Jacobian at sigma = 0,
                 # where the chord method takes its Jacobian (through the exponential's closed form, forward-mode
-                # AD was most of a heavy-top TMK step)
-                return system.generator(between(mu, _add(mu, algebra.ad_star(sigma, mu))), dt, dw)
+                # AD was most of a heavy-top TMK step); on sigma's and mu's vectors as components (the solver's)
+                return system.generator(between(mu_split, _add(mu_split, algebra.ad_star(sigma, mu_split))), dt, dw)
             zero = jax.tree.map(jnp.zeros_like, mu)
             sol = self.solve.fixed_point(sigma_of, zero, linearization=linearized)
             mu_next = algebra.coadjoint_exp(sol.x, mu)
