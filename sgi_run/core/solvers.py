@@ -146,8 +146,8 @@ def newton_solve(residual: Callable, x0, tol: float = DEFAULT_TOL, max_iter: int
     strided (a heavy-top TMK step 1.35x as long). The iterations stay on one flat vector: iterated as components,
     every carried entry was selected path by path in a loop of its own, into which XLA fused the map again
     (TMK 0.75x)."""
-    flat0, back = _coordinates(x0)
-    to_flat = lambda f: (lambda v: _coordinates(f(back(v)))[0])
+    flat0, back = real_coordinates(x0)
+    to_flat = lambda f: (lambda v: real_coordinates(f(back(v)))[0])
     r = to_flat(residual)
     # Newton's residual is used by its stopping test alone (the next update evaluates it again, with the
     # Jacobian), so its norm is written out (Kubo midpoint, DIRK, heavy-top trapezoidal 1.1-1.2x a step); the
@@ -166,12 +166,12 @@ def newton_solve(residual: Callable, x0, tol: float = DEFAULT_TOL, max_iter: int
         update = lambda v, value: chord(value)
     else:
         # Newton's Jacobian pass computes the residual at v anyway.
-        value0 = jax.tree.map(jnp.zeros_like, flat0)
+        value0 = jnp.zeros_like(flat0)
         update = lambda v, value: solve(*_jacobian_and_value(r, v))
 
     def keep_going(state):
         v, _, it, done = state
-        return (it < max_iter) & ~done & _finite(v)
+        return (it < max_iter) & ~done & jnp.all(jnp.isfinite(v))
 
     def iterate(state):
         v, value, it, _ = state

@@ -27,6 +27,35 @@ def test_chord_reaches_the_same_root_with_its_jacobian_frozen():
     assert int(chord.iterations) > int(newton.iterations)      # linear, not quadratic, convergence
 
 
+def test_the_chords_jacobian_on_components_is_jacfwds_and_reaches_the_same_root():
+    """A linearization differentiated on the unknowns as components (one jvp per unknown, the Jacobian as
+    entries) gives jacfwd's Jacobian of the flat vector, and the chord solve the same root, for a pytree of two
+    3-vectors (a point of se(3)*)."""
+    import jax
+
+    from sgi_run.core import linalg, solvers
+    shift = {"a": jnp.array([0.3, -0.2, 0.1]), "b": jnp.array([0.05, 0.4, -0.3])}
+
+    def residual(x):           # on arrays, or on components as the chord's linearization is called
+        s = linalg.split_vectors(shift) if linalg.is_split(x) else shift
+        return {"a": x["a"] + 0.1 * linalg.cross(x["a"], x["b"]) - s["a"],
+                "b": x["b"] + 0.2 * x["a"] * linalg.inner(x["a"], x["a"]) - s["b"]}
+    x0 = jax.tree.map(jnp.zeros_like, shift)
+    split0, back = solvers._coordinates(linalg.split_vectors(x0))
+    assert isinstance(split0, linalg.Components) and len(split0) == 6
+    on_components = lambda v: solvers._coordinates(residual(back(v)))[0]
+    jacobian, value = solvers._jacobian_and_value(on_components, split0)
+    flat0, unravel = solvers.real_coordinates(x0)
+    flat = lambda v: solvers.real_coordinates(residual(unravel(v)))[0]
+    np.testing.assert_allclose(np.array(jacobian, dtype=float), jax.jacfwd(flat)(flat0), rtol=0, atol=1e-15)
+    np.testing.assert_allclose(np.array(value.entries), flat(flat0), rtol=0, atol=1e-15)
+    chord = newton_solve(residual, x0, tol=1e-14, frozen_jacobian=True, max_iter=100, linearization=residual)
+    newton = newton_solve(residual, x0, tol=1e-14)
+    assert bool(chord.converged) and bool(newton.converged)
+    for key in shift:
+        np.testing.assert_allclose(chord.x[key], newton.x[key], rtol=0, atol=1e-13)
+
+
 def test_newton_solves_for_a_pytree_with_a_complex_leaf():
     target = {"a": jnp.array([1.0, -2.0]), "w": jnp.array([[1 + 2j, 0.5j], [-0.5j, 3.0]])}
     residual = lambda x: {"a": x["a"] ** 3 - target["a"] ** 3, "w": x["w"] - target["w"] + 0.1 * jnp.sin(x["w"] - target["w"])}
