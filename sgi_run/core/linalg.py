@@ -230,9 +230,8 @@ def inverse_operator(a):
 
 
 def _times(rows, b):
-    """The product of a matrix given as its rows' entries and a vector (an array or ``Components``), written out."""
-    entries = [functools.reduce(jnp.add, [row[k] * b[k] for k in range(len(row))]) for row in rows]
-    return Components(*entries) if _is_components(b) else jnp.stack(entries)
+    """The product of a matrix given as its rows' entries and ``b`` (n,) or (n, k), written out."""
+    return jnp.stack([functools.reduce(jnp.add, [row[k] * b[k] for k in range(len(row))]) for row in rows])
 
 
 def matmul(a, b):
