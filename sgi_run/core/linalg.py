@@ -7,8 +7,9 @@ made the stochastic midpoint rule ~4x slower than the whole rest of the step. Ga
 unrolled at trace time for the static size, is plain vectorised arithmetic across paths instead: over a
 batch of paths without row exchanges where partial pivoting would make none, as for every usable implicit
 step's Jacobian I - dt J, and with partial pivoting for the whole batch where some matrix needs it. The
-unrolled code grows as n^3, and from about 12 unknowns (SRKw2's coupled stages) LAPACK is faster again
-(measured: 2.8 against 8.2 us per path-step), so larger systems go to ``jnp.linalg.solve``.
+unrolled code grows as n^3; up to 12 unknowns (SRKw2's coupled stages on a one-degree-of-freedom system) it is
+faster than LAPACK (Kubo SRKw2 on one core: 750-830 against 1210 ns a path-step) once its inputs and solution
+are kept apart from the rest of the step (``FUSED_MAX``); larger systems go to ``jnp.linalg.solve``.
 """
 from __future__ import annotations
 
@@ -18,7 +19,14 @@ import jax
 import jax.numpy as jnp
 import jax.scipy.linalg
 
-UNROLL_MAX = 8
+UNROLL_MAX = 12
+# Above this many unknowns a solve's elimination is kept apart from the rest of the step (an optimization
+# barrier on its inputs and on its solution): XLA otherwise fused the Newton iteration's Jacobian and residual
+# into the 144 entries' arithmetic and computed them again in many of its fusions (Kubo SRKw2, 12 x 12, one
+# core: 1240 ns a path-step unrolled without the barriers, 1210 with LAPACK, 740-830 with them). Smaller
+# systems fuse well as they are; the chord's inverse (``inverse_operator``) was slower with them (1330-1370
+# against 1200-1270 ns, as with LAPACK's LU).
+FUSED_MAX = 8
 # Products that sum at most this many terms (a 3-vector's dot product, a 3 x 3 to 16 x 16 real matrix product)
 # are written out as elementwise arithmetic. Why: under vmap, XLA on a CPU sends such a batched dot to a
 # library kernel (YNNPACK), called on its own in every fixed-point iteration and fused with nothing; written
@@ -139,8 +147,13 @@ def solve(a, b):
         det = a[0, 0] * a[1, 1] - a[0, 1] * a[1, 0]
         return jnp.stack([a[1, 1] * b[0] - a[0, 1] * b[1], a[0, 0] * b[1] - a[1, 0] * b[0]]) / det
     vector = b.ndim == 1
-    x = jnp.array(_eliminate(_rows(a), _rows(b[:, None] if vector else b)))
+    x = jnp.array(_apart(_eliminate(*_apart((_rows(a), _rows(b[:, None] if vector else b)), n)), n))
     return x[:, 0] if vector else x
+
+
+def _apart(tree, n: int):
+    """An elimination's inputs or outputs kept apart from the code around them above ``FUSED_MAX`` unknowns."""
+    return jax.lax.optimization_barrier(tree) if n > FUSED_MAX else tree
 
 
 def _rows(a):
@@ -171,9 +184,13 @@ def _without_exchanges(a, b):
     exchanged = jnp.bool_(False)
     for k in range(n):
         for i in range(k + 1, n):
-            # jnp.argmax keeps the first of equal entries; NaN compares false and is sent to _pivoted
-            exchanged = exchanged | ~(jnp.abs(m[i][k]) <= jnp.abs(m[k][k]))
             factor = m[i][k] / m[k][k]
+            # Partial pivoting exchanges unless |m_ik| <= |m_kk| (jnp.argmax keeps the first of equal entries).
+            # Tested as |factor| < 1, which holds only where |m_ik| < |m_kk| (rounding is monotone): equal
+            # entries and NaN go to _pivoted, which computes the same numbers. Why the factor: it is kept for
+            # the row's update anyway, where the entries' own test made XLA compute the whole elimination a
+            # second time inside the flag's reduction (SRKw2's 12 x 12 systems: 170 ns of an 830 ns step).
+            exchanged = exchanged | ~(jnp.abs(factor) < 1)
             m[i] = [x - factor * y for x, y in zip(m[i], m[k])]
     return _back_substitute(m, n), exchanged
 

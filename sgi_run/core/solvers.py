@@ -35,8 +35,8 @@ counted as the loop counts it (a divergence is not hidden by iterating on). Up t
 stops a solve, the iterates are the loop's own; a count past it moves the result by at most the contraction
 times ``tol``,
 so the statistics agree with the default's to within ``tol``, which is why it is an option and not the
-default. Not for Newton or chord: untested Newton updates before the loop, on SRKw2's 12-unknown LAPACK
-solves, deadlocked XLA's CPU runtime on 2 threads from a few thousand paths (jax 0.10.2).
+default. Not for Newton or chord: untested Newton updates before the loop, on SRKw2's 12-unknown solves (then
+LAPACK's), deadlocked XLA's CPU runtime on 2 threads from a few thousand paths (jax 0.10.2).
 """
 from __future__ import annotations
 
