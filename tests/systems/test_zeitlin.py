@@ -127,6 +127,14 @@ def test_poisson_solve_at_128_is_the_transform_pair():
     assert np.abs(solved + solved.conj().T).max() == 0 and abs(np.trace(solved)) <= 1e-13 * np.abs(solved).max() * 128
 
 
+def test_diagonals_are_read_by_padding_as_an_index_would_read_them():
+    """The Poisson solve's input layout: d[k, m] = a[k, k + m], zero past the diagonal's end."""
+    from sgi_run.systems.zeitlin import diagonals
+    a = np.arange(25.0).reshape(5, 5) + 1j * np.arange(25.0).reshape(5, 5)[::-1]
+    expected = np.array([[a[k, k + m] if k + m < 5 else 0 for m in range(5)] for k in range(5)])
+    assert np.array_equal(np.asarray(diagonals(jnp.asarray(a))), expected)
+
+
 def _diagonal_inverse_in_long_double(x):
     """The m = 0 diagonal of Delta_N^-1 X in extended precision: the singular block solved with its last
     unknown pinned (Gaussian elimination in numpy.longdouble), then made traceless."""
