@@ -151,8 +151,7 @@ def _lock_step_words(system, integrator, plan: ConvergencePlan) -> tuple[int, in
     n, rows = step.grid_steps, noise.NOISE_KINDS[integrator.noise_kind] * system.noises
     variables = rows * (sum(n // step.refine(dt) for dt in plan.dts) + n)
     reference_path = (2 if plan.reference == "fine" else 1) * n * d if plan.error == "strong" else 0
-    solve = 24 + d * d + 3 * u * u if u else 0
-    per_path = (len(plan.dts) + 1) * 10 * d + solve + variables + reference_path
+    per_path = (len(plan.dts) + 1) * 10 * d + _solve_words(d, u) + variables + reference_path
     return per_path, step.values_per_step, step.values_per_step
 
 
@@ -222,11 +221,17 @@ def fit_shard_size(system, integrator, plan, host_bytes: int | None = None):
 def _words_per_path(system, integrator) -> int:
     """Device memory of one path in float64 words, as measured (peak resident memory on a CPU, per
     10^6 paths: Heun 17, midpoint 49, SRKw2 383 words for d = 2): the state and its start, keys,
-    increments and observables (~10 d), and an implicit solve's Jacobians and forward-mode temporaries
-    (~24 + d^2 + 3 u^2 for u unknowns solved together; none for fixed-point iteration: an N x N matrix
-    state of d = 2 N^2 words is never squared)."""
+    increments and observables (~10 d), and an implicit solve's temporaries (``_solve_words``)."""
     d, u = state_words(system.space), integrator.jacobian_unknowns(system)
-    return 10 * d + (24 + d * d + 3 * u * u if u else 0)
+    return 10 * d + _solve_words(d, u)
+
+
+def _solve_words(d: int, u: int) -> int:
+    """An implicit solve's Jacobians and forward-mode temporaries for u unknowns solved together (~24 + d^2 +
+    3 u^2), and the u (u + 1) entries of its elimination, kept apart from the step above
+    ``core.linalg.FUSED_MAX`` unknowns (SRKw2's 12: XLA's account then exceeded 3 u^2). None for fixed-point
+    iteration: an N x N matrix state of d = 2 N^2 words is never squared."""
+    return 24 + d * d + 3 * u * u + u * (u + 1) if u else 0
 
 
 def _convergence_estimate(system, integrator, plan: ConvergencePlan) -> MemoryEstimate:
