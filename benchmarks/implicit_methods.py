@@ -137,17 +137,15 @@ def main(argv=None) -> int:
     import sgi_run.core  # noqa: F401  (float64 before JAX makes an array)
     from throughput_report import machine, write_report
 
-    from sgi_run.provenance import commit_text, source_commit
-
     if REFERENCE not in args.methods:
         args.methods.insert(0, REFERENCE)
     checkouts = {"this": ROOT} | ({"baseline": args.baseline.resolve()} if args.baseline else {})
-    versions = {"this": {"path": str(ROOT), "commit_text": commit_text(source_commit())}}
-    if args.baseline:
-        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=checkouts["baseline"], capture_output=True,
-                              text=True).stdout.strip()
-        versions["baseline"] = {"path": str(checkouts["baseline"]),
-                                "commit_text": f"sgi-run commit {head[:12] or 'unknown'} ({checkouts['baseline']})"}
+    # Each checkout's commit from git in that checkout, which its runs import (PYTHONPATH): not from the package
+    # this process imported, which may be another checkout's editable install.
+    heads = {name: subprocess.run(["git", "rev-parse", "HEAD"], cwd=path, capture_output=True, text=True).stdout.strip()
+             for name, path in checkouts.items()}
+    versions = {name: {"path": str(path), "commit_text": f"sgi-run commit {heads[name][:12] or 'unknown'} ({path})"}
+                for name, path in checkouts.items()}
     overrides = dict(METHODS)
     times = {name: {label: {} for label in args.methods} for name in checkouts}
     sizes = {label: (args.paths[0], FAST.get(label, args.paths[1])) for label in args.methods}
