@@ -147,7 +147,8 @@ def solve(a, b):
         det = a[0, 0] * a[1, 1] - a[0, 1] * a[1, 0]
         return jnp.stack([a[1, 1] * b[0] - a[0, 1] * b[1], a[0, 0] * b[1] - a[1, 0] * b[0]]) / det
     vector = b.ndim == 1
-    x = jnp.array(_apart(_eliminate(*_apart((_rows(a), _rows(b[:, None] if vector else b)), n)), n))
+    rows = _apart((_rows(a), _rows(b[:, None] if vector else b)), n)
+    x = jnp.array(_apart(_eliminate(*rows), n))
     return x[:, 0] if vector else x
 
 

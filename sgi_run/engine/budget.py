@@ -228,9 +228,9 @@ def _words_per_path(system, integrator) -> int:
 
 def _solve_words(d: int, u: int) -> int:
     """An implicit solve's Jacobians and forward-mode temporaries for u unknowns solved together (~24 + d^2 +
-    3 u^2), and the u (u + 1) entries of its elimination, kept apart from the step above
-    ``core.linalg.FUSED_MAX`` unknowns (SRKw2's 12: XLA's account then exceeded 3 u^2). None for fixed-point
-    iteration: an N x N matrix state of d = 2 N^2 words is never squared."""
+    3 u^2), and the u (u + 1) entries of its elimination, counted for every u: above ``core.linalg.FUSED_MAX``
+    unknowns they are held at once, apart from the step (SRKw2's 12: XLA's account then exceeded 3 u^2). None
+    for fixed-point iteration: an N x N matrix state of d = 2 N^2 words is never squared."""
     return 24 + d * d + 3 * u * u + u * (u + 1) if u else 0
 
 
