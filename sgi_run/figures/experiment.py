@@ -32,6 +32,7 @@ from sgi_run.core.noise import truncation_bound
 from sgi_run.engine.linear_oracle import method_moments
 from sgi_run.figures import checks as checks_mod
 from sgi_run.figures import fields
+from sgi_run.figures.layout import Layout, parse_colour, parse_layout
 from sgi_run.figures.panels import PANEL_KINDS, PanelKind
 from sgi_run.figures.panels.validate import check_keys
 from sgi_run.figures.results import FAIL, PASS, SKIP, Band, CheckResult, RunData, Series, StudyData
@@ -58,6 +59,7 @@ class RunSpec:
     overrides: tuple[str, ...]
     label: str
     dt_source: str
+    colour: str | None = None   # a colour of layout.PALETTE the caption names for it; None: the next one
 
 
 @dataclasses.dataclass(frozen=True)
@@ -81,6 +83,7 @@ class Experiment:
     name: str = ""          # the paper's name for the figure ("Figure 4.1"), or what it is instead
     studies: frozenset = frozenset()   # the runs that are convergence studies (plan=convergence)
     unconverged_steps: str = "fail"    # a key of UNCONVERGED_STEPS
+    layout: Layout = dataclasses.field(default_factory=Layout)   # the panels' grid, legend and letters
 
     @property
     def diagnostic(self) -> bool:
@@ -198,7 +201,8 @@ def load(path) -> Experiment:
         require(k(f"runs.{run_id}.dt_source"), spec.get("dt_source"), spec.get("dt_source") in DT_SOURCES,
                 f"one of {list(DT_SOURCES)}")
         runs[run_id] = RunSpec(run_id, _override_list(spec.get("overrides"), k(f"runs.{run_id}.overrides")),
-                               spec.get("label", run_id), spec["dt_source"])
+                               spec.get("label", run_id), spec["dt_source"],
+                               parse_colour(spec.get("colour"), k(f"runs.{run_id}.colour")))
     fidelity = {}
     for name, profile in data["fidelity"].items():
         per_run = profile.get("runs") or {}
@@ -241,7 +245,8 @@ def load(path) -> Experiment:
                       observable=data.get("observable", "H"), oracle=oracle,
                       common=common, fidelity=fidelity, runs=runs, panels=list(data["panels"]), checks=expanded,
                       window=tuple(window) if window else None, paper_name=paper_name, name=figure_name,
-                      studies=studies, unconverged_steps=unconverged)
+                      studies=studies, unconverged_steps=unconverged,
+                      layout=parse_layout(data.get("layout"), k("layout"), len(data["panels"])))
 
 
 def _check_panel(panel, k, where: str, runs: dict, studies: frozenset) -> None:
@@ -534,9 +539,11 @@ def _provenance(exp: Experiment, fidelity: str, results: dict, wall_time_s: floa
 
 
 def figure_files(exp: Experiment, output_dir) -> dict[str, Path]:
-    """The files ``make_figure`` writes for a figure: its PNG, table (csv, md), verdicts and JSON record."""
+    """The files ``make_figure`` writes for a figure: its image (PNG, and PDF and SVG for print), table (csv, md),
+    verdicts and JSON record."""
     out = Path(output_dir) / exp.paper
-    return {"png": out / f"{exp.figure}.png", "csv": out / f"{exp.figure}.csv", "md": out / f"{exp.figure}.md",
+    return {"png": out / f"{exp.figure}.png", "pdf": out / f"{exp.figure}.pdf", "svg": out / f"{exp.figure}.svg",
+            "csv": out / f"{exp.figure}.csv", "md": out / f"{exp.figure}.md",
             "checks": out / f"{exp.figure}_checks.md", "json": out / f"{exp.figure}.json"}
 
 

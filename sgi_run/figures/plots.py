@@ -23,6 +23,7 @@ import matplotlib
 matplotlib.use("Agg")   # files only; never a window (tests and headless machines)
 import matplotlib.pyplot as plt
 
+from sgi_run.figures.layout import CurveStyle, letter, style
 from sgi_run.figures.panels import PANEL_KINDS
 from sgi_run.figures.panels.style import AXES_WIDTH, BAND_SE, count_text
 from sgi_run.figures.results import RunData
@@ -30,8 +31,12 @@ from sgi_run.figures.results import RunData
 LEGEND_FONT = 7.5
 LEGEND_WRAP = 40     # characters per legend line
 FOOTER_WRAP = 170    # characters per footer line (at the narrowest figure)
-DPI = 130            # drawn and measured at the resolution it is saved at (text extents depend on it)
+DPI = 130            # drawn and measured at this resolution (text extents depend on it)
+PNG_DPI = 200        # saved at this one: the gallery's full-size view stays sharp
+RASTERIZE_POINTS = 20000   # a curve with more points is an image inside the PDF and SVG (sizes stay ~1 MB)
 MAP_WIDTH = 3.4     # inches per map of a row of maps, its colour bar included (the figure widens to fit)
+TITLE_CHARACTERS_PER_INCH = 14   # a panel's title is wrapped to its data area's width (9 pt)
+GRID_AXES_WIDTH = 4.2   # inches of data area per panel where panels stand side by side
 
 
 def grouped(items: list[tuple[str, object]], show=str) -> tuple[str, list[tuple[str, list[str]]]]:
@@ -75,6 +80,13 @@ def footer_text(table: list[dict], fidelity: str, bands: int, bars: int = 0) -> 
 
 
 # --- the figure ----------------------------------------------------------------------------------------
+def wrap(text: str, width: int) -> list[str]:
+    """``textwrap.wrap`` that never breaks inside mathtext ($...$): a formula split over two lines is not one."""
+    keep = "\x00"
+    joined = re.sub(r"\$[^$]*\$", lambda m: m[0].replace(" ", keep), text)
+    return [line.replace(keep, " ") for line in textwrap.wrap(joined, width)]
+
+
 def wrap_label(label: str, width: int = LEGEND_WRAP) -> str:
     """A legend label on lines of at most ``width`` characters, broken preferably before a
     parenthesis or after a semicolon; continuation lines indented."""
@@ -85,7 +97,7 @@ def wrap_label(label: str, width: int = LEGEND_WRAP) -> str:
         if lines and len(lines[-1]) + len(piece) <= width:
             lines[-1] += piece
         else:
-            lines += textwrap.wrap(piece.strip(), width - 2) or [piece]
+            lines += wrap(piece.strip(), width - 2) or [piece]
     return "\n".join(lines[:1] + ["  " + line for line in lines[1:]])
 
 
@@ -96,85 +108,133 @@ def _legend(ax):
         return None
     labels = [wrap_label(label) for label in labels]
     return ax.legend(handles, labels, fontsize=LEGEND_FONT, loc="upper left", bbox_to_anchor=(1.02, 1.0),
-                     borderaxespad=0.0, frameon=False, handlelength=1.8)
+                     borderaxespad=0.0, frameon=False, handlelength=2.6)
 
 
-def run_colours(exp) -> dict:
-    """One colour per run, the same in every panel; runs that share a panel get different colours,
-    from the ten strong ones first (in file order), the pale tab20 shades only when a panel has
-    more than ten curves."""
+def _shared_legend(fig, axes):
+    """One legend for the figure, one entry per distinct label (a run drawn in every panel is listed once), to the
+    right of the grid (placed once the figure has its size)."""
+    entries: dict = {}
+    for ax in axes:
+        for handle, label in zip(*ax.get_legend_handles_labels()):
+            entries.setdefault(label, handle)
+    if not entries:
+        return None
+    return fig.legend(list(entries.values()), [wrap_label(label) for label in entries], fontsize=LEGEND_FONT,
+                      loc="upper left", frameon=False, handlelength=2.6)
+
+
+def run_styles(exp) -> dict[str, CurveStyle]:
+    """One style (colour, line style, marker) per run, the same in every panel; runs that share a panel get
+    different ones, in file order; a run that names its colour (``runs.<id>.colour``) keeps it."""
     shares = {run_id: set() for run_id in exp.runs}
     for panel in exp.panels:
         for run_id in panel.get("runs", []):
             shares[run_id].update(r for r in panel["runs"] if r != run_id)
-    palette = [f"C{i}" for i in range(10)] + [plt.cm.tab20(i) for i in range(1, 20, 2)]
-    colours: dict = {}
-    for i, run_id in enumerate(exp.runs):
-        taken = {str(colours[r]) for r in shares[run_id] if r in colours}
-        colours[run_id] = next((c for c in palette if str(c) not in taken), palette[i % len(palette)])
-    return colours
+    numbers: dict[str, int] = {}
+    for run_id in exp.runs:
+        taken = {numbers[r] for r in shares[run_id] if r in numbers}
+        numbers[run_id] = next(n for n in range(len(exp.runs) + 1) if n not in taken)
+    return {run_id: style(n, exp.runs[run_id].colour) for run_id, n in numbers.items()}
+
+
+def _panel_axes(fig, exp, kinds, rows: int, columns: int, heights: list[float]):
+    grid = fig.add_gridspec(rows, columns, height_ratios=heights)
+    return [fig.add_subplot(grid[i // columns, i % columns], projection=kind.projection)
+            for i, kind in enumerate(kinds)]
 
 
 def figure(exp, data: dict[str, RunData], table: list[dict], fidelity: str):
-    """The figure (one panel per entry of ``exp.panels``, stacked) as a matplotlib Figure."""
-    colours = run_colours(exp)
+    """The figure: the panels of ``exp.panels`` on ``exp.layout``'s grid (stacked by default), as a matplotlib
+    Figure."""
+    styles, layout = run_styles(exp), exp.layout
     kinds = [PANEL_KINDS[p["quantity"]] for p in exp.panels]
-    base = [kind.height for kind in kinds]
-    fig, axes = plt.subplots(len(exp.panels), 1, figsize=(AXES_WIDTH + 4, sum(base) + 1.5), dpi=DPI,
-                             gridspec_kw={"height_ratios": base}, squeeze=False)
+    rows, columns = layout.grid(len(kinds))
+    cells = [list(range(r * columns, min((r + 1) * columns, len(kinds)))) for r in range(rows)]
+    base = [max(kinds[i].height for i in row) for row in cells]
+    panel_width = AXES_WIDTH if columns == 1 else GRID_AXES_WIDTH
+    fig = plt.figure(figsize=(columns * (panel_width + 4), sum(base) + 1.5), dpi=DPI)
+    axes = _panel_axes(fig, exp, kinds, rows, columns, base)
     bands = bars = 0
-    for row, kind in enumerate(kinds):
-        if kind.projection:     # its own axes in the panel's place, e.g. a sphere's 3-D axes
-            spec = axes[row, 0].get_subplotspec()
-            axes[row, 0].remove()
-            axes[row, 0] = fig.add_subplot(spec, projection=kind.projection)
-    for ax, panel, kind in zip(axes[:, 0], exp.panels, kinds):
-        by_position = {run_id: f"C{i % 10}" for i, run_id in enumerate(panel["runs"])}
-        panel_colours = by_position if panel.get("colours") == "by_position" else colours
-        drawn = kind.draw(ax, exp, panel, data, panel_colours)
+    for i, (ax, panel, kind) in enumerate(zip(axes, exp.panels, kinds)):
+        by_position = {run_id: style(n) for n, run_id in enumerate(panel["runs"])}
+        drawn = kind.draw(ax, exp, panel, data, by_position if panel.get("colours") == "by_position" else styles)
         if kind.studies:     # error bars around the studies' errors
             bars += drawn
         else:
             bands += drawn
-        if panel.get("title"):     # a row of maps: the panel's title stands above its maps' own titles
-            ax.set_title(panel["title"], fontsize=9, **({"pad": kind.title_pad} if kind.title_pad else {}))
+        title = " ".join(filter(None, [letter(i) if layout.letters else "", panel.get("title")]))
+        if title:     # a row of maps: the panel's title stands above its maps' own titles
+            ax.set_title("\n".join(wrap(title, int(TITLE_CHARACTERS_PER_INCH * panel_width))), fontsize=9,
+                         **({"pad": kind.title_pad} if kind.title_pad else {}))
         if kind.grid:
             ax.grid(alpha=0.3)
-        _legend(ax)
-    fig.suptitle("\n".join(textwrap.wrap(exp.heading, 95)), fontsize=10.5)
+        if layout.legend == "panel":
+            _legend(ax)
+    shared = _shared_legend(fig, axes) if layout.legend == "shared" else None
+    fig.suptitle("\n".join(wrap(exp.heading, 95 * columns if columns > 1 else 95)), fontsize=10.5)
     footer = footer_text(table, fidelity, bands, bars)
 
-    # Size: the data area keeps its width and each panel is at least as tall as its legend.
+    # Size: the data area keeps its width and each row is at least as tall as its panels' legends.
     renderer = fig.canvas.get_renderer()
-    legends = [ax.get_legend() for ax in axes[:, 0]]
-    widths = [lg.get_window_extent(renderer).width / fig.dpi for lg in legends if lg]
-    heights = [max(b, (lg.get_window_extent(renderer).height / fig.dpi + 0.5) if lg else 0)
-               for b, lg in zip(base, legends)]
-    legend_width = max(widths, default=0)
-    legend_column = legend_width + 0.35 if legend_width else 0.15
-    maps = max([kind.maps(p, data) for p, kind in zip(exp.panels, kinds) if kind.maps], default=0)
-    width = max(AXES_WIDTH + 1.2 + legend_column, maps * MAP_WIDTH + 1.0)
+    extent = lambda legend: legend.get_window_extent(renderer) if legend else None
+    legends = [extent(ax.get_legend()) for ax in axes]
+    heights = [max([base[r]] + [legends[i].height / fig.dpi + 0.5 for i in row if legends[i]])
+               for r, row in enumerate(cells)]
+    column_widths = []
+    for c in range(columns):
+        in_column = [i for i in range(c, len(kinds), columns)]
+        legend_width = max([legends[i].width / fig.dpi for i in in_column if legends[i]], default=0)
+        maps = max([kinds[i].maps(exp.panels[i], data) for i in in_column if kinds[i].maps], default=0)
+        column_widths.append(max(panel_width + 1.2 + (legend_width + 0.35 if legend_width else 0.15),
+                                 maps * MAP_WIDTH + 1.0))
+    shared_width = extent(shared).width / fig.dpi + 0.3 if shared else 0.0
+    width = sum(column_widths) + shared_width
     footer = "\n".join(textwrap.wrap(footer, int(FOOTER_WRAP * width / (AXES_WIDTH + 4))))
     footer_in = 0.16 * (footer.count("\n") + 1) + 0.15
     title_in = 0.25 * (fig.get_suptitle().count("\n") + 1) + 0.25
-    height = sum(heights) + 0.75 * len(heights) + title_in + footer_in
+    body = max(sum(heights) + 0.75 * len(heights), extent(shared).height / fig.dpi + 0.3 if shared else 0.0)
+    height = body + title_in + footer_in
     fig.set_size_inches(width, height)
-    axes[0, 0].get_gridspec().set_height_ratios(heights)
+    axes[0].get_gridspec().set_height_ratios(heights)
+    axes[0].get_gridspec().set_width_ratios(column_widths)
     fig.text(0.01, 0.006, footer, fontsize=7, color="0.35", va="bottom")
     # tight_layout counts the legends hanging off the axes' right edge: the data area keeps its width. It does not
-    # count a 3-D axes' title: a titled 3-D first panel (a sphere) gets that room below the heading.
-    titled_3d = kinds[0].projection == "3d" and exp.panels[0].get("title")
-    fig.tight_layout(rect=(0, footer_in / height, 1, 1 - (0.05 + (0.3 if titled_3d else 0)) / height))
+    # count a 3-D axes' title: a titled 3-D first row (a sphere) gets that room below the heading.
+    titled_3d = kinds[0].projection == "3d" and (exp.panels[0].get("title") or layout.letters)
+    right = 1 - shared_width / width
+    top = 1 - (0.05 + (0.3 if titled_3d else 0)) / height
+    fig.tight_layout(rect=(0, footer_in / height, right, top))
+    if shared:
+        shared.set_bbox_to_anchor((right + 0.1 / width, top), transform=fig.transFigure)
     return fig
 
 
 def draw(exp, data: dict[str, RunData], table: list[dict], fidelity: str, path: Path) -> Path:
-    """Draw the figure to ``path`` (PNG)."""
+    """Draw the figure to ``path`` (PNG at ``PNG_DPI``), and beside it as PDF and SVG (vector, for print: a curve of
+    more points than a print shows is drawn as an image inside them, ``RASTERIZE_POINTS``)."""
     fig = figure(exp, data, table, fidelity)
     path = Path(path)
-    fig.savefig(path, dpi=DPI)
+    fig.savefig(path, dpi=PNG_DPI)
+    for ax in fig.axes:
+        for artist in [*ax.lines, *ax.collections]:
+            if _points(artist) > RASTERIZE_POINTS:
+                artist.set_rasterized(True)
+    for suffix in (".pdf", ".svg"):
+        fig.savefig(path.with_suffix(suffix), dpi=PNG_DPI, metadata=_VECTOR_METADATA[suffix])
     plt.close(fig)
     return compact_png(path)
+
+
+# No creation date in the vector files: the same figure gives the same bytes.
+_VECTOR_METADATA = {".pdf": {"CreationDate": None}, ".svg": {"Date": None}}
+
+
+def _points(artist) -> int:
+    """How many vertices an artist draws (a line's points, a collection's paths' vertices)."""
+    if hasattr(artist, "get_xydata"):
+        return len(artist.get_xydata())
+    return sum(len(p.vertices) for p in getattr(artist, "get_paths", lambda: [])())
 
 
 def compact_png(path: Path) -> Path:

@@ -156,6 +156,18 @@ class LangevinSystem(CanonicalSystem):
         energy = self.kinetic_dimension / (2 * self.beta) + self.mean_potential()
         return energy if observable == "H" else 2 * energy
 
+    def overdamped_svia_mean(self, observable: str) -> float | None:
+        r"""The limit of SVIA's stationary mean of ``observable`` as the friction c -> oo and then h -> 0 (spec 2.6):
+        SVIA tends to Euler-Maruyama for the overdamped dynamics at inverse temperature :math:`2\beta`, so the
+        positions' law is :math:`e^{-2\beta U}` while the momentum keeps its temperature :math:`1/\beta`:
+        :math:`\langle 2H\rangle = d/\beta + 2\langle U\rangle_{2\beta}` (0.8033 for the double well at
+        :math:`\beta = 1`). A reference for SVIA at large c only; None where ``equilibrium_mean`` has none."""
+        if self.equilibrium_mean(observable) is None or observable == "kinetic_temperature":
+            return None
+        potential = dataclasses.replace(self, beta=2 * self.beta).mean_potential()
+        energy = self.kinetic_dimension / (2 * self.beta) + potential
+        return energy if observable == "H" else 2 * energy
+
     def ergodic_energy(self) -> float | None:
         """<H> under the Boltzmann-Gibbs measure; see ``equilibrium_mean``."""
         return self.ergodic_mean("H")

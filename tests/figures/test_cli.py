@@ -166,7 +166,7 @@ def test_a_made_figure_is_kept_packed_and_unpacked_elsewhere(tmp_path, monkeypat
     archive = tmp_path / "packed" / "kraus_tyranowski_2021-fig4_5.tar.gz"
     with tarfile.open(archive) as tar:
         assert sorted(tar.getnames()) == sorted(f"kraus_tyranowski_2021/fig4_5{end}" for end in
-                                                (".png", ".csv", ".md", "_checks.md", ".json"))
+                                                (".png", ".pdf", ".svg", ".csv", ".md", "_checks.md", ".json"))
     assert cli.main(["--output", str(tmp_path / "home"), "--unpack", str(archive)]) == 0
     assert "fig4_5.png" in (tmp_path / "home" / "index.html").read_text()
     [row] = [line for line in (tmp_path / "home" / "README.md").read_text().splitlines() if "Figure 4.5" in line]

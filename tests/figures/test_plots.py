@@ -12,6 +12,7 @@ from matplotlib.collections import PolyCollection
 from matplotlib.text import Annotation
 
 from sgi_run.figures import plots
+from sgi_run.figures.layout import PALETTE, Layout, style as curve_style
 from sgi_run.figures.panels import path as path_kind
 from sgi_run.figures.panels import potential as potential_kind
 from sgi_run.figures.panels import style
@@ -35,7 +36,8 @@ def _run(mean, sem=0.01, nonfinite=None, paths=100, t=T, snapshot=None):
 def _exp(labels: dict, panels: list):
     return SimpleNamespace(observable="two_H", heading=HEADING, panels=panels, paper="bou_rabee_owhadi",
                            figure="fig2_1", title="Cubic oscillator",
-                           runs={r: SimpleNamespace(label=label) for r, label in labels.items()})
+                           runs={r: SimpleNamespace(label=label, colour=None) for r, label in labels.items()},
+                           layout=Layout())
 
 
 def _table(data: dict, labels: dict, T_end=10.0):
@@ -72,7 +74,7 @@ def _panel(mean, nonfinite, panel=None):
     run = _run(mean, nonfinite=nonfinite)
     exp = _exp({"r": "SVIB, c=10"}, [])
     _fig, ax = plt.subplots()
-    bands = time_kind._time_panel(ax, exp, {"quantity": "mean", "runs": ["r"], **(panel or {})}, {"r": run}, {"r": "C0"})
+    bands = time_kind._time_panel(ax, exp, {"quantity": "mean", "runs": ["r"], **(panel or {})}, {"r": run}, {"r": curve_style(0)})
     return ax, bands
 
 
@@ -219,15 +221,45 @@ def test_a_panel_whose_time_window_has_no_data_says_so():
     assert texts == ["nothing to draw: the runs end at T = 10, before t = 4000"]
 
 
-def test_runs_sharing_a_panel_get_distinct_strong_colours():
+def test_runs_sharing_a_panel_differ_in_colour_line_style_and_marker_and_keep_a_named_colour():
+    """Told apart in grey print (line style and marker) and by colour-blind readers (Okabe-Ito's palette)."""
     runs = {f"r{i}": f"run {i}" for i in range(14)}
     exp = _exp(runs, [{"runs": [f"r{i}" for i in range(6)]}, {"runs": [f"r{i}" for i in range(6, 14)]},
                       {"runs": ["r0", "r13"]}])
-    colours = plots.run_colours(exp)
+    exp.runs["r13"].colour = "vermillion"
+    styles = plots.run_styles(exp)
     for panel in exp.panels:
-        shown = [str(colours[r]) for r in panel["runs"]]
-        assert len(set(shown)) == len(shown)
-        assert all(c.startswith("C") for c in shown)   # no pale tab20 shade while ten strong ones suffice
+        shown = [styles[r] for r in panel["runs"]]
+        assert len({(s.linestyle, s.marker) for s in shown}) == len(shown)
+        assert len({s.colour for s in shown[:len(PALETTE)]}) == min(len(shown), len(PALETTE))
+        assert all(s.colour in PALETTE.values() for s in shown)
+    assert styles["r13"].colour == PALETTE["vermillion"] and styles["r0"].colour == PALETTE["blue"]
+
+
+def test_panels_stand_on_the_layouts_grid_with_letters_and_one_shared_legend():
+    data = _three_runs()
+    exp = _exp(LABELS, [{"quantity": "mean", "runs": ["a", "b"], "title": "first"},
+                        {"quantity": "mean", "runs": ["a", "c"]}, {"quantity": "mean", "runs": ["b"]}])
+    exp.layout = Layout(columns=2, legend="shared", letters=True)
+    drawn = []
+    original = plt.close
+    plt.close = lambda fig=None: drawn.append(fig)
+    try:
+        plots.draw(exp, data, _table(data, LABELS), "smoke", _figure.tmp / "grid.png")
+    finally:
+        plt.close = original
+    (fig,) = drawn
+    first, second, third = fig.axes
+    assert first.get_subplotspec().rowspan.start == second.get_subplotspec().rowspan.start == 0
+    assert second.get_position().x0 > first.get_position().x1 and third.get_subplotspec().rowspan.start == 1
+    assert [ax.get_title() for ax in fig.axes] == ["(a) first", "(b)", "(c)"]
+    assert all(ax.get_legend() is None for ax in fig.axes)
+    (legend,) = fig.legends
+    assert [t.get_text() for t in legend.get_texts()] == [LABELS["a"], LABELS["b"], LABELS["c"]]   # each run once
+    fig.canvas.draw()
+    assert legend.get_window_extent().x0 >= second.get_window_extent().x1     # beside the grid, not over it
+    for suffix in (".pdf", ".svg"):     # vector formats beside the PNG, for print
+        assert (_figure.tmp / "grid.png").with_suffix(suffix).stat().st_size > 0
 
 
 def test_long_legend_labels_wrap_at_a_parenthesis_or_semicolon():
@@ -307,7 +339,7 @@ def _path_axes(panel, runs: dict):
     exp = SimpleNamespace(observable="C1", runs={r: SimpleNamespace(label=r.upper()) for r in runs})
     _fig, ax = plt.subplots()
     bands = path_kind._path_panel(ax, exp, {"quantity": "path", "runs": list(runs), **panel}, runs,
-                                  {r: f"C{i}" for i, r in enumerate(runs)})
+                                  {r: curve_style(i) for i, r in enumerate(runs)})
     return ax, bands
 
 
@@ -317,7 +349,7 @@ def test_a_path_panel_draws_the_deviation_from_t0_with_no_band():
     line = ax.get_lines()[0]
     assert bands == 0 and line.get_label() == "IM"
     np.testing.assert_allclose(line.get_ydata(), 1e-9 * T, atol=1e-15)
-    assert ax.get_ylabel() == "C1(t) - C1(0)" and ax.get_yscale() == "linear"
+    assert ax.get_ylabel() == "$C_{1}(t) - C_{1}(0)$" and ax.get_yscale() == "linear"
 
 
 def test_a_path_panel_draws_several_observables_one_style_each_and_absolute_on_a_log_axis():
@@ -325,8 +357,13 @@ def test_a_path_panel_draws_several_observables_one_style_each_and_absolute_on_a
     ax, _ = _path_axes({"observable": ["C1", "C2"], "deviation": 1, "absolute": True, "yscale": "log"},
                        {"tmk": run})
     c1, c2 = ax.get_lines()
-    assert c1.get_label() == "TMK: |C1(t) - 1|" and c2.get_label() == "TMK: |C2(t) - 1|"
-    assert c1.get_linestyle() != c2.get_linestyle() and c1.get_color() == c2.get_color()
+    assert c1.get_label() == "$|C_{1}(t) - 1|$" and c2.get_label() == "$|C_{2}(t) - 1|$"   # one run: no prefix
+    assert c1.get_linestyle() != c2.get_linestyle() and c1.get_marker() != c2.get_marker()
+    both = {"tmk": run, "im": _one_path({"C1": 1 + 1e-13 * T, "C2": 1 + 3e-14 * T})}
+    ax, _ = _path_axes({"observable": ["C1", "C2"], "deviation": 1, "absolute": True, "yscale": "log"}, both)
+    tmk_c1, tmk_c2, im_c1, _ = ax.get_lines()
+    assert tmk_c1.get_label() == "TMK: $|C_{1}(t) - 1|$" and tmk_c1.get_color() == tmk_c2.get_color() != im_c1.get_color()
+    assert tmk_c1.get_linestyle() != tmk_c2.get_linestyle()
     assert ax.get_yscale() == "log"
     assert 0.0 not in list(c1.get_xdata())           # |C(0) - 1| = 0 has no place on a log axis
     assert min(c2.get_ydata()) > 0
@@ -350,7 +387,7 @@ def test_a_sphere_panel_is_3d_with_the_vector_on_the_shaded_sphere_of_its_initia
     (ax3d,) = [a for a in fig.axes if a.name == "3d"]
     assert len(fig.axes) == 2 and ax3d.get_subplotspec().rowspan.start == 0     # in the first panel's place
     labels = [line.get_label() for line in ax3d.get_lines()]
-    assert labels[:2] == ["TMK: gamma (solid)", "TMK: pi (dashed)"] and "sphere |gamma| = 1" in labels
+    assert labels[:2] == ["TMK: $\\gamma$ (solid)", "TMK: $\\pi$ (dashed)"] and "sphere $|\\gamma|$ = 1" in labels
     assert ax3d.get_lines()[1].get_linestyle() == "--"
     assert ax3d.collections        # the shaded sphere
     assert ax3d.get_legend() is not None and ax3d.get_xlim()[1] == pytest.approx(2.0)
@@ -366,12 +403,17 @@ def test_a_potential_panel_draws_v_of_theta_at_each_time_with_its_e_prime_dashed
     exp = SimpleNamespace(runs={"det": SimpleNamespace(label="deterministic")})
     _fig, ax = plt.subplots()
     potential_kind._potential_panel(ax, exp, {"quantity": "potential", "runs": ["det"], "at": [0, 9]}, {"det": run}, {})
-    v0, e0, v9, _e9 = ax.get_lines()
+    v0, e0, turning0, v9, _e9, _turning9 = ax.get_lines()
     theta = v0.get_xdata()
-    assert theta[0] == pytest.approx(0.2) and theta[-1] == pytest.approx(1.0) and ax.get_xlabel() == "θ"
+    assert theta[0] == pytest.approx(0.2) and theta[-1] == pytest.approx(1.0) and ax.get_xlabel() == r"$\theta$"
     i = int(np.argmin(v0.get_ydata()))
     assert theta[i] == pytest.approx(0.5286, abs=2e-3) and v0.get_ydata()[i] == pytest.approx(0.86110, abs=1e-4)
     assert e0.get_linestyle() == "--" and e0.get_color() == v0.get_color() != v9.get_color()
+    # The turning points, where V meets E', are marked; the y-range is the well's: its bottom and E' both show.
+    np.testing.assert_allclose(v0.get_ydata()[np.searchsorted(theta, turning0.get_xdata())], e0.get_ydata()[0],
+                               atol=2e-3)
+    low, high = ax.get_ylim()
+    assert low < v0.get_ydata()[i] and high > e0.get_ydata()[0] and high - low < 0.2
     assert "t = 9" in v9.get_label() and not np.allclose(v9.get_ydata(), v0.get_ydata())
 
 
@@ -399,7 +441,7 @@ def test_a_sphere_panel_draws_energy_contours_a_red_run_and_the_path_a_rule_pick
     fig = _figure([panel], data, {"deterministic": "deterministic", "candidates": "stochastic"})
     (ax3d,) = [a for a in fig.axes if a.name == "3d"]
     lines = {line.get_label(): line for line in ax3d.get_lines()}
-    assert lines["deterministic: pi"].get_color() == "red" and "pi(0) = (-0.6, 0.8, 0)" in lines
+    assert lines["deterministic: $\\pi$"].get_color() == "red" and "$\\pi$(0) = (-0.6, 0.8, 0)" in lines
     picked = [label for label in lines if label.startswith("stochastic, path 2 of 3: farthest")]
     assert picked and "1 qualify" in picked[0]
     assert "separatrix E = 0.25" in lines and "energy contours: 5 levels in (0.2222, 0.4444)" in lines
@@ -414,7 +456,7 @@ def test_a_sphere_panel_at_a_time_draws_every_kept_paths_point():
     fig = _figure([panel], data, {"deterministic": "deterministic", "candidates": "member"})
     (ax3d,) = [a for a in fig.axes if a.name == "3d"]
     members, deterministic = ax3d.get_lines()[:2]
-    assert members.get_label() == "member: pi at t = 5 (3 kept paths)" and len(members.get_data_3d()[0]) == 3
+    assert members.get_label() == "member: $\\pi$ at the panel's time (3 kept paths)" and len(members.get_data_3d()[0]) == 3
     assert deterministic.get_color() == "red" and len(deterministic.get_data_3d()[0]) == 1
     renderer = fig.canvas.get_renderer()     # a titled sphere first: its title stays below the heading
     assert ax3d.title.get_window_extent(renderer).y1 <= fig._suptitle.get_window_extent(renderer).y0

@@ -70,6 +70,20 @@ def test_double_well_equilibrium_by_quadrature():
         assert LangevinDoubleWell(beta=beta).equilibrium_mean("two_H") == pytest.approx(1.5 / beta - q2 / 2, rel=1e-10)
 
 
+def test_double_well_overdamped_svia_limit_has_the_positions_at_twice_beta():
+    """Spec 2.6: SVIA as c -> oo is Euler-Maruyama at inverse temperature 2 beta for q, the momentum at 1/beta:
+    2<H> = 1/beta + 2<U>_{2 beta}, 0.803 at beta = 1 (the SVIA diagnostic's limit line); <U>_{2 beta} by the
+    integration-by-parts route of the test above, 2<U> = 1/(2 beta') - <q^2>/2 at beta' = 2 beta."""
+    from scipy import integrate
+    for beta in (0.5, 1.0):
+        w = lambda q: np.exp(-2 * beta * (q**4 / 4 - q**2 / 2))
+        q2 = integrate.quad(lambda q: q * q * w(q), -np.inf, np.inf)[0] / integrate.quad(w, -np.inf, np.inf)[0]
+        limit = LangevinDoubleWell(beta=beta).overdamped_svia_mean("two_H")
+        assert limit == pytest.approx(1 / beta + 1 / (4 * beta) - q2 / 2, rel=1e-10)
+    assert LangevinDoubleWell(beta=1.0).overdamped_svia_mean("two_H") == pytest.approx(0.8033, abs=1e-4)
+    assert LangevinDoubleWell(beta=1.0).overdamped_svia_mean("q") is None
+
+
 def test_pendulum_equilibrium_matches_closed_form():
     """Spec 1.3 / F2-1: 2<H> = 4/beta - 2 coth(beta) = 1.373929429001 at beta = 1 (quadrature in code)."""
     for beta in (0.5, 1.0, 3.0):

@@ -24,7 +24,7 @@ class PanelKind:
     keys: tuple[str, ...] | None   # every key a panel of this kind takes; None: not checked against a list
     check: Callable[..., None]     # (panel, k, where, runs, studies) -> None: refuses (ConfigError) what it cannot draw
     height: float                  # inches of data area (a panel grows to fit its legend)
-    draw: Callable[..., int]       # (ax, exp, panel, data, colours) -> how many ±2 SE bands (studies: error bars) it drew
+    draw: Callable[..., int]       # (ax, exp, panel, data, styles: run id -> layout.CurveStyle) -> how many ±2 SE bands (studies: error bars) it drew
     studies: bool = False          # draws convergence studies (plan=convergence) with error bars, not ensembles
     # (panel, k, where) -> None: sets panel["runs"] from its other keys (a scan panel's series); such a kind is
     # checked before the checks every panel gets, as they read its runs.
@@ -50,3 +50,4 @@ def register(kind: PanelKind) -> PanelKind:
 
 # Every kind's module registers it: imported here, the registry is full whenever it is read.
 from sgi_run.figures.panels import time, density, convergence, path, sphere, scan, field, potential, solvability  # noqa: E402, F401
+from sgi_run.figures.panels import joint_density  # noqa: E402, F401

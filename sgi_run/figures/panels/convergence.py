@@ -14,7 +14,6 @@ from sgi_run.figures.panels.validate import is_number
 from sgi_run.figures.results import StudyData
 
 KEYS = ("quantity", "runs", "title", "ylabel", "ylim", "slopes", "colours")   # all a convergence panel takes
-MARKERS = "os^Dv<>PX*"   # one per curve of a convergence panel: curves that coincide stay visible
 
 
 def _check_convergence(panel: dict, k, where: str, runs: dict, studies: frozenset) -> None:
@@ -57,7 +56,7 @@ def error_label(studies: list[StudyData]) -> str:
     return f"|error|{at}"
 
 
-def _convergence_panel(ax, exp, panel: dict, data: dict, colours: dict) -> int:
+def _convergence_panel(ax, exp, panel: dict, data: dict, styles: dict) -> int:
     """Log-log |error| against dt of each study, ±2 SE error bars, a line through the resolvable points
     and open markers where |error| <= 2 SE (left out of the fit), the fitted order in each label and
     the panel's reference slopes. Returns how many studies it drew error bars for."""
@@ -65,8 +64,9 @@ def _convergence_panel(ax, exp, panel: dict, data: dict, colours: dict) -> int:
 
     studies = [data[run_id] for run_id in panel["runs"]]
     unresolved = False
-    for n, (run_id, study) in enumerate(zip(panel["runs"], studies)):
-        r, colour, marker = study.result, colours[run_id], MARKERS[n % len(MARKERS)]
+    for run_id, study in zip(panel["runs"], studies):
+        r, look = study.result, styles[run_id]
+        colour, marker, line = look.colour, look.marker, look.linestyle
         err = np.abs(np.asarray(r.error, float))
         shown = np.isfinite(err) & (err > 0)           # a log axis has no place for 0 or NaN
         dts, err, se, resolved = r.dts[shown], err[shown], np.asarray(r.se, float)[shown], np.asarray(r.resolvable)[shown]
@@ -75,7 +75,7 @@ def _convergence_panel(ax, exp, panel: dict, data: dict, colours: dict) -> int:
         lower = np.minimum(BAND_SE * se, 0.9 * err)
         ax.errorbar(dts, err, yerr=[lower, BAND_SE * se], fmt="none", ecolor=colour, elinewidth=0.9, capsize=2.5)
         # The line joins the points the order is fitted on; a point within the noise stands alone.
-        ax.plot(dts[resolved], err[resolved], "-", color=colour, lw=1.1, marker=marker, ms=5,
+        ax.plot(dts[resolved], err[resolved], ls=line, color=colour, lw=1.1, marker=marker, ms=5,
                 label=order_label(exp.runs[run_id].label, study))
         if (~resolved).any():
             unresolved = True
@@ -96,7 +96,7 @@ def _convergence_panel(ax, exp, panel: dict, data: dict, colours: dict) -> int:
     ax.xaxis.set_minor_locator(NullLocator())
     if panel.get("ylim"):
         ax.set_ylim(*panel["ylim"])
-    ax.set_xlabel("Δt")
+    ax.set_xlabel(r"$\Delta t$")
     ax.set_ylabel(panel.get("ylabel", error_label(studies)))
     return len(studies)
 

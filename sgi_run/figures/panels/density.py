@@ -9,6 +9,7 @@ import numpy as np
 
 from sgi_run.core.errors import require
 from sgi_run.figures.panels import PanelKind, register
+from sgi_run.figures.panels.style import symbol
 from sgi_run.figures.results import RunData
 from sgi_run.figures.statistics import histogram_density
 
@@ -29,21 +30,22 @@ def _check_density(panel: dict, k, where: str, runs: dict, studies: frozenset) -
                 f"{list(REQUIRED_KEYS)}; the runs need plan.snapshots with that time)")
 
 
-def _density_panel(ax, exp, panel: dict, data: dict[str, RunData], colours: dict) -> int:
+def _density_panel(ax, exp, panel: dict, data: dict[str, RunData], styles: dict) -> int:
     coordinate, at, bins, (lo, hi) = panel["coordinate"], panel["at"], panel["bins"], panel["range"]
     for run_id in panel["runs"]:
         x = data[run_id].samples(coordinate, at)
         if x is None:
             continue
         edges, density = histogram_density(x, bins, lo, hi, period=panel.get("period"))
-        ax.stairs(density, edges, color=colours[run_id], lw=1.2, label=exp.runs[run_id].label)
+        ax.stairs(density, edges, color=styles[run_id].colour, ls=styles[run_id].linestyle, lw=1.2,
+                  label=exp.runs[run_id].label)
     if panel.get("density"):
         grid = np.linspace(lo, hi, 400)
         exact = getattr(data[panel["runs"][0]].system, panel["density"])
         ax.plot(grid, exact(grid), "k--", lw=1.2, label=panel.get("density_label") or density_label(panel["density"]))
-    ax.set_xlabel(coordinate + (f" mod {panel['period']:g}" if panel.get("period") else ""))
+    ax.set_xlabel(symbol(coordinate) + (f" mod {panel['period']:g}" if panel.get("period") else ""))
     when = "the final time" if at is None else f"t={at:g}"
-    ax.set_ylabel(panel.get("ylabel", f"density of {coordinate} at {when}"))
+    ax.set_ylabel(panel.get("ylabel", f"density of {symbol(coordinate)} at {when}"))
     if panel.get("ylim"):
         ax.set_ylim(*panel["ylim"])
     return 0

@@ -44,7 +44,7 @@ def _field_maps(panel: dict, data: dict[str, RunData]) -> int:
     return len(field_times(panel, data[panel["runs"][0]]))
 
 
-def _field_panel(ax, exp, panel: dict, data: dict[str, RunData], colours: dict) -> int:
+def _field_panel(ax, exp, panel: dict, data: dict[str, RunData], styles: dict) -> int:
     """One row of maps in the panel's place (``ax`` becomes a frame without axes): path ``path``'s state at
     each snapshot time, rendered on a latitude-longitude grid (longitude φ in [0, 2π) across, latitude
     down from π/2 at the top) by the system's ``render_field(state, n_lat, n_lon) -> (values (n_lat, n_lon),

@@ -3,10 +3,15 @@ default, ``deviation`` a number or null, ``absolute: true`` for |x(t) - x(0)| on
 ``observable`` may list several, one line style each, and ``path`` picks the kept path, default 0."""
 from __future__ import annotations
 
+import dataclasses
+import re
+
 import numpy as np
 
 from sgi_run.core.errors import require
+from sgi_run.figures.layout import LINESTYLES, style
 from sgi_run.figures.panels import PanelKind, register
+from sgi_run.figures.panels.style import symbol
 from sgi_run.figures.panels.validate import check_path_index
 from sgi_run.figures.results import RunData
 from sgi_run.figures.statistics import departure
@@ -14,7 +19,6 @@ from sgi_run.figures.statistics import departure
 # Observables along one kept path (a single realisation), their deviation from t = 0.
 KEYS = ("quantity", "runs", "observable", "path", "deviation", "absolute", "relative", "title", "ylabel", "ylim",
         "yscale", "xlim", "colours")
-LINESTYLES = ("-", "-.", "--", ":")   # one per observable of a path panel (the colour is the run's)
 
 
 def _check_path(panel: dict, k, where: str, runs: dict, studies: frozenset) -> None:
@@ -46,35 +50,69 @@ def path_values(series, panel: dict) -> np.ndarray:
     return np.abs(y) if panel.get("absolute") or x.ndim == 2 else y
 
 
-def path_label(observable: str, panel: dict) -> str:
-    """"C1(t) - C1(0)", "|C2(t) - 1|", "H(t)"."""
+def path_label(observable: str | list[str], panel: dict) -> str:
+    """"$C_1(t) - C_1(0)$", "$|C_2(t) - 1|$", "$H(t)$"; of a ± pair of eigenvalues, "$|\\lambda_1(t) - \\lambda_1(0)|$,
+    $\\lambda_{10}$ alike" (their departures are equal: one curve)."""
+    names = [observable] if isinstance(observable, str) else observable
+    mathtext = symbol(names[0]) != names[0]
+    x = symbol(names[0]).strip("$")
     deviation = panel.get("deviation", "initial")
-    text = (f"{observable}(t) - {observable}(0)" if deviation == "initial" else f"{observable}(t)" if deviation is None
-            else f"{observable}(t) - {float(deviation):g}")
+    text = (f"{x}(t) - {x}(0)" if deviation == "initial" else f"{x}(t)" if deviation is None
+            else f"{x}(t) - {float(deviation):g}")
     if panel.get("relative"):
-        origin = f"{observable}(0)" if deviation == "initial" else f"{float(deviation):g}"
+        origin = f"{x}(0)" if deviation == "initial" else f"{float(deviation):g}"
         text = f"({text}) / |{origin}|"
-    return f"|{text}|" if panel.get("absolute") else text
+    text = f"|{text}|" if panel.get("absolute") else text
+    text = f"${text}$" if mathtext else text
+    return text + "".join(f", {symbol(other)}" for other in names[1:]) + (" alike" if len(names) > 1 else "")
 
 
-def _path_panel(ax, exp, panel: dict, data: dict[str, RunData], colours: dict) -> int:
+def pairs(observables: list[str], run: RunData, path: int) -> list[list[str]]:
+    """The observables grouped into the curves a panel draws: eigenvalues ``lambda<k>`` that are each other's
+    negatives at t = 0 (the spectrum of i X for a real antisymmetric X: ±i|x|, one pair per rotation plane) depart
+    by the same amount and are one curve, one legend entry; any other observable is its own."""
+    groups: list[list[str]] = []
+    start = {o: run.curve(o).require_kept("a path panel", path)[0] for o in observables}
+    scale = max((abs(float(v)) for v in start.values() if np.ndim(v) == 0), default=0.0)
+    for obs in observables:
+        partner = next((g for g in groups if len(g) == 1 and re.fullmatch(r"lambda\d+", obs)
+                        and re.fullmatch(r"lambda\d+", g[0]) and start[obs] != 0
+                        and abs(float(start[obs]) + float(start[g[0]])) <= 1e-12 * scale), None)
+        if partner is None:
+            groups.append([obs])
+        else:
+            partner.append(obs)
+    return groups
+
+
+def _path_panel(ax, exp, panel: dict, data: dict[str, RunData], styles: dict) -> int:
     """Observables along one kept path of each run (a single realisation; no bands). On a log axis
-    the zeros (e.g. at t = 0) are left out: they have no place there."""
+    the zeros (e.g. at t = 0) are left out: they have no place there. Several observables of one run: each its
+    own style; of several runs: the run's colour and marker, a line style per observable."""
     from matplotlib.ticker import LogLocator, NullFormatter
 
     observables = panel.get("observable", exp.observable)
     observables = [observables] if isinstance(observables, str) else list(observables)
     log = panel.get("yscale") == "log"
     for run_id in panel["runs"]:
-        for n, obs in enumerate(observables):
-            s = data[run_id].curve(obs)
-            y = path_values(s, panel)
-            keep = np.isfinite(y) & ((y > 0) if log else True)
-            label = exp.runs[run_id].label + (f": {path_label(obs, panel)}" if len(observables) > 1 else "")
-            ax.plot(s.t[keep], y[keep], color=colours[run_id], ls=LINESTYLES[n % len(LINESTYLES)], lw=1.1,
-                    label=label)
+        groups = pairs(observables, data[run_id], panel.get("path", 0))
+        for n, group in enumerate(groups):
+            for member, obs in enumerate(group):
+                s = data[run_id].curve(obs)
+                y = path_values(s, panel)
+                keep = np.isfinite(y) & ((y > 0) if log else True)
+                # One run: its observables are the entries (the heading and the other panels name the run).
+                label = (path_label(group, panel) if len(panel["runs"]) == 1 else exp.runs[run_id].label
+                         + f": {path_label(group, panel)}") if len(observables) > 1 else exp.runs[run_id].label
+                run_style = styles[run_id]
+                look = (run_style if len(groups) == 1 else style(n) if len(panel["runs"]) == 1 else
+                        dataclasses.replace(run_style, linestyle=LINESTYLES[n % len(LINESTYLES)]))
+                t = s.t[keep]
+                shown = (t >= panel["xlim"][0]) & (t <= panel["xlim"][1]) if panel.get("xlim") else np.ones(len(t), bool)
+                ax.plot(t, y[keep], lw=1.1, label=label if member == 0 else "_nolegend_",
+                        **look.line(int(shown.sum()), n, int(np.argmax(shown))))
     if not log and panel.get("deviation", "initial") is not None:
-        ax.axhline(0, color="k", lw=0.6)
+        ax.axhline(0, color="0.55", lw=0.6, zorder=0.5)    # under the curves: one that stays at 0 shows
     if panel.get("xlim"):
         ax.set_xlim(*panel["xlim"])
     ax.set_yscale(panel.get("yscale", "linear"))
@@ -86,8 +124,9 @@ def _path_panel(ax, exp, panel: dict, data: dict[str, RunData], colours: dict) -
     else:
         ax.ticklabel_format(axis="y", style="sci", scilimits=(-3, 3), useMathText=True)
     ax.set_ylabel(panel.get("ylabel", path_label(observables[0], panel) if len(observables) == 1
-                            else ", ".join(path_label(o, panel) for o in observables)))
-    ax.set_xlabel("t")
+                            else ", ".join(path_label(o, panel) for o in observables[:3])
+                            + (", ..." if len(observables) > 3 else "")))
+    ax.set_xlabel("$t$")
     return 0
 
 

@@ -7,8 +7,8 @@ import numpy as np
 
 from sgi_run.core.errors import require
 from sgi_run.figures.panels import PanelKind, register
-from sgi_run.figures.panels.convergence import MARKERS
-from sgi_run.figures.panels.path import LINESTYLES, path_label, path_values
+from sgi_run.figures.layout import LINESTYLES, MARKERS, style
+from sgi_run.figures.panels.path import path_label, path_values
 from sgi_run.figures.results import SOLVER_STATISTICS, RunData
 
 KEYS = ("quantity", "series", "runs", "measure", "observable", "path", "relative", "title", "ylabel", "ylim",
@@ -47,7 +47,7 @@ def scan_value(run: RunData, panel: dict, observable: str | None) -> float:
     return float(np.max(np.where(np.isfinite(y), y, np.inf)))
 
 
-def _scan_panel(ax, exp, panel: dict, data: dict[str, RunData], colours: dict) -> int:
+def _scan_panel(ax, exp, panel: dict, data: dict[str, RunData], styles: dict) -> int:
     """One value per run against its step size, log-log, one curve per entry of ``series`` (its own colour)
     and per observable (its own line style): e.g. chord iterations per step against dt, or the largest
     relative Casimir error against dt for two methods (spec 001's text-only statements). A run that went
@@ -68,11 +68,12 @@ def _scan_panel(ax, exp, panel: dict, data: dict[str, RunData], colours: dict) -
             label = entry["label"] + (f": {path_label(obs, panel | {'absolute': True})}" if obs and len(observables) > 1 else "")
             zeros = int(np.sum(y == 0)) if log else 0
             label += f" ({zeros} run(s) at exactly 0, not drawn)" if zeros else ""
-            ax.plot(dts[shown], y[shown], color=f"C{i}", ls=LINESTYLES[n % len(LINESTYLES)], marker=MARKERS[n],
-                    ms=4, lw=1.1, label=label)
+            look = style(i)
+            ax.plot(dts[shown], y[shown], color=look.colour, ls=LINESTYLES[(i + n) % len(LINESTYLES)],
+                    marker=MARKERS[(i + n) % len(MARKERS)], mfc="white", ms=4.5, lw=1.1, label=label)
             blown = ~np.isfinite(y)
             if blown.any() and n == 0:
-                ax.plot(dts[blown], np.ones(blown.sum()), "x", color=f"C{i}", ms=7, mew=1.5, clip_on=False,
+                ax.plot(dts[blown], np.ones(blown.sum()), "x", color=style(i).colour, ms=7, mew=1.5, clip_on=False,
                         transform=ax.get_xaxis_transform(), label=f"{entry['label']}: non-finite path")
     ax.set_xscale("log")
     ax.set_yscale(panel.get("yscale", "log"))
@@ -80,7 +81,7 @@ def _scan_panel(ax, exp, panel: dict, data: dict[str, RunData], colours: dict) -
         ax.set_ylim(bottom=0)
     if panel.get("ylim"):
         ax.set_ylim(*panel["ylim"])
-    ax.set_xlabel("Δt")
+    ax.set_xlabel(r"$\Delta t$")
     measure = panel["measure"]
     default = (f"max_t {path_label(observables[0] if len(observables) == 1 else 'C', panel | {'absolute': True})}"
                if measure == "path_deviation" else SOLVER_STATISTICS[measure])

@@ -33,7 +33,7 @@ def _solvability_maps(panel: dict, data: dict[str, RunData]) -> int:
     return len(panel["increments"])
 
 
-def _solvability_panel(ax, exp, panel: dict, data: dict[str, RunData], colours: dict) -> int:
+def _solvability_panel(ax, exp, panel: dict, data: dict[str, RunData], styles: dict) -> int:
     """Paper 002's Figure 14: one (theta, phi) map per fixed increment vector of ``increments`` of ||(A, B)|| =
     sqrt(|A|^2 + |B|^2), the rigid body's half-step momenta of eqs. (62) solved by the run's own integrator at
     every point of the sphere |Pi| = ``radius`` (statistics.solvability_map; polar angle theta down, azimuth phi

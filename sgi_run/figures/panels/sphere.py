@@ -7,7 +7,9 @@ from __future__ import annotations
 import numpy as np
 
 from sgi_run.core.errors import require
+from sgi_run.figures.layout import style
 from sgi_run.figures.panels import PanelKind, register
+from sgi_run.figures.panels.style import symbol
 from sgi_run.figures.panels.validate import check_path_index, is_int, is_number
 from sgi_run.figures.results import RunData
 from sgi_run.figures.statistics import SELECTION_RULES, energy_levels, select_path, sphere_energy
@@ -51,7 +53,7 @@ def _check_sphere_extras(panel: dict, k, where: str) -> None:
             "[elevation, azimuth] in degrees")
 
 
-def _sphere_panel(ax, exp, panel: dict, data: dict[str, RunData], colours: dict) -> int:
+def _sphere_panel(ax, exp, panel: dict, data: dict[str, RunData], styles: dict) -> int:
     """A 3-D panel (``ax`` has ``projection="3d"``): the state view ``solid`` (e.g. gamma) along one
     kept path, drawn solid on the grey-shaded sphere of its initial radius, and ``dashed`` (e.g. pi)
     dashed, of each run (spec 001, Figs 1-3). A view of several vectors (point vortices: (t, k, 3)) draws
@@ -64,7 +66,7 @@ def _sphere_panel(ax, exp, panel: dict, data: dict[str, RunData], colours: dict)
     solid, dashed, at = panel.get("solid", "gamma"), panel.get("dashed"), panel.get("at")
     radius = 0.0
     for run_id in panel["runs"]:
-        run, colour, label = data[run_id], colours[run_id], exp.runs[run_id].label
+        run, colour, label = data[run_id], styles[run_id].colour, exp.runs[run_id].label
         paths, note = _sphere_paths(panel, run_id, data)
         black, red = run_id in panel.get("black", []), run_id in panel.get("red", [])
         tone = "k" if black else "red" if red else colour
@@ -79,20 +81,20 @@ def _sphere_panel(ax, exp, panel: dict, data: dict[str, RunData], colours: dict)
             for i, v in enumerate(vectors):
                 radius = max(radius, float(np.linalg.norm(v[0])))
                 # Several vectors (point vortices): one colour each, unless the run is drawn black.
-                shade = tone if black or red or len(vectors) == 1 else f"C{i % 10}"
-                text = (f"{label}{note}: {solid}" + (" (solid)" if dashed else "")
+                shade = tone if black or red or len(vectors) == 1 else style(i).colour
+                text = (f"{label}{note}: {symbol(solid)}" + (" (solid)" if dashed else "")
                         + (f", vector {i + 1}" if len(vectors) > 1 and not black else ""))
                 ax.plot(*v.T, color=shade, lw=1.0, label=text if i == 0 or not black else "_nolegend_")
                 if red:
-                    ax.plot(*v[0][:, None], "o", color="red", ms=5, label=f"{solid}(0) = "
+                    ax.plot(*v[0][:, None], "o", color="red", ms=5, label=f"{symbol(solid)}(0) = "
                             f"({', '.join(f'{c:.4g}' for c in v[0])})")
             if dashed:
                 y = run.kept_view(dashed, path)
-                ax.plot(*y.T, color="k" if black else colour, lw=0.9, ls="--", alpha=0.8, label=f"{label}: {dashed} (dashed)")
+                ax.plot(*y.T, color="k" if black else colour, lw=0.9, ls="--", alpha=0.8, label=f"{label}: {symbol(dashed)} (dashed)")
     u, v = np.meshgrid(np.linspace(0, 2 * np.pi, 41), np.linspace(0, np.pi, 21))
     ax.plot_surface(radius * np.cos(u) * np.sin(v), radius * np.sin(u) * np.sin(v), radius * np.cos(v),
-                    color="0.6", alpha=0.18, lw=0, shade=False)
-    ax.plot([], [], "s", color="0.6", alpha=0.4, label=f"sphere |{solid}| = {radius:.4g}")
+                    color="0.6", alpha=0.18, lw=0, shade=False, rasterized=True)   # an image in PDF and SVG: smaller
+    ax.plot([], [], "s", color="0.6", alpha=0.4, label=f"sphere $|{symbol(solid).strip(chr(36))}|$ = {radius:.4g}")
     if panel.get("view"):
         ax.view_init(*panel["view"])
     if panel.get("contours"):
@@ -134,7 +136,7 @@ def _sphere_points(ax, run: RunData, view: str, paths: list[int], at: float, ton
     i = run.output_index(at)
     points = np.array([run.kept_view(view, p)[i] for p in paths]) if i is not None else np.empty((0, 3))
     count = f"{len(paths)} kept paths" if len(paths) > 1 else "kept path"
-    text = f"{label}: {view} at t = {at:g} ({count})" if i is not None else f"{label}: no output time t = {at:g}"
+    text = f"{label}: {symbol(view)} at the panel's time ({count})" if i is not None else f"{label}: no output time t = {at:g}"
     ax.plot(*points.T, "o", color=tone, ms=4 if len(paths) > 1 else 6, ls="none", label=text)
     return float(np.linalg.norm(run.kept_view(view, paths[0])[0])) if paths else 0.0
 

@@ -3,6 +3,7 @@ mean and a count read."""
 from __future__ import annotations
 
 import math
+import re
 
 BAND_SE = 2          # shaded band: ±2 Monte Carlo standard errors
 AXES_WIDTH = 6.4     # inches of data area per panel; the legend column comes on top of it
@@ -11,6 +12,24 @@ AXES_WIDTH = 6.4     # inches of data area per panel; the legend column comes on
 # How an observable reads inside E(.) and <.>: (factor, quantity); "two_H" is 2 H, so E(two_H) = 2 E(H).
 _OBSERVABLE_TEXT = {"two_H": ("2", "H"), "H_change": ("", "H(t) - H(0)"), "sin4pix": ("", "sin 4πx"),
                     "cos2pix": ("", "cos 2πx"), "v_sq": ("", "v²"), "kinetic_temperature": ("", "kinetic temperature")}
+
+
+_GREEK = ("alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "kappa", "lambda", "mu", "nu", "xi",
+          "pi", "rho", "sigma", "tau", "phi", "chi", "psi", "omega", "Gamma", "Delta", "Theta", "Lambda", "Pi", "Sigma",
+          "Phi", "Psi", "Omega")
+
+
+def symbol(name: str) -> str:
+    """An observable's name as the papers write it, in mathtext: ``lambda3`` -> $\\lambda_{3}$, ``pi`` -> $\\pi$,
+    ``C2_1`` -> $C_{2,1}$, ``E_prime`` -> $E'$, ``p_psi`` -> $p_{\\psi}$; a name of words stays as it is."""
+    core, prime = (name[:-len("_prime")], "'") if name.endswith("_prime") else (name, "")
+    match = re.fullmatch(r"([A-Za-z]+?)(\d*)(?:_([A-Za-z]+|\d+))?", core)
+    letter_or_greek = lambda text: len(text) == 1 or text in _GREEK
+    if not match or not letter_or_greek(match[1]) or (match[3] and not (match[3].isdigit() or letter_or_greek(match[3]))):
+        return name
+    math = lambda text: f"\\{text}" if text in _GREEK else text
+    index = ",".join(math(part) for part in (match[2], match[3]) if part)
+    return f"${math(match[1])}{'_{' + index + '}' if index else ''}{prime}$"
 
 
 def mean_text(observable: str, brackets: str = "E()") -> str:

@@ -8,6 +8,7 @@ import math
 
 import numpy as np
 
+from sgi_run.core.errors import require
 from sgi_run.figures.panels import PanelKind, register
 from sgi_run.figures.panels.style import AXES_WIDTH, BAND_SE, count_text, mean_text
 from sgi_run.figures.results import RunData
@@ -24,15 +25,24 @@ def reference_label(reference, value: float) -> str:
     if method == "ergodic_energy":
         method, argument = "ergodic_mean", "H"
     where = {"equilibrium_mean": "at equilibrium", "ergodic_mean": "in the ergodic limit",
-             "initial_mean": "under the initial law"}.get(method)
+             "initial_mean": "under the initial law",
+             "overdamped_svia_mean": "in SVIA's c → ∞ limit (positions at inverse temperature 2β)"}.get(method)
     if where and argument:
         return f"{mean_text(argument, '<>')} {where} = {shown}"
     readable = method.replace("_", " ")
     return f"{readable}{f' of {argument}' if argument else ''} = {shown}"
 
 
+REFERENCE_STYLES = ("--", ":", (0, (6, 2, 1, 2)))   # a panel's reference lines, black, in the order listed
+
+
 def _check_time(panel: dict, k, where: str, runs: dict, studies: frozenset) -> None:
-    """Nothing beyond the checks every panel gets."""
+    """``reference``: a number or a value the system computes, or a list of them (one line each)."""
+    references = panel.get("reference")
+    one = lambda r: isinstance(r, (int, float, str)) and not isinstance(r, bool)
+    require(k(f"{where}.reference"), references, references is None or one(references)
+            or (isinstance(references, list) and references and all(one(r) for r in references)),
+            "a number, a reference the system computes (method or method:argument), or a list of them")
 
 
 def _band_mask(s, keep: np.ndarray, diverged: float) -> np.ndarray:
@@ -42,13 +52,14 @@ def _band_mask(s, keep: np.ndarray, diverged: float) -> np.ndarray:
         return keep & (s.t < diverged) & np.isfinite(s.sem) & np.isfinite(s.mean)
 
 
-def _time_panel(ax, exp, panel: dict, data: dict[str, RunData], colours: dict) -> int:
+def _time_panel(ax, exp, panel: dict, data: dict[str, RunData], styles: dict) -> int:
     """Draws the panel; returns how many ±2 SE bands it drew."""
     obs = panel.get("observable", exp.observable)
     xlim, ylim = panel.get("xlim"), panel.get("ylim")
     bands, curves, t_end = 0, [], []
-    for run_id in panel["runs"]:
-        run, colour, label = data[run_id], colours[run_id], exp.runs[run_id].label
+    for n, run_id in enumerate(panel["runs"]):
+        run, style, label = data[run_id], styles[run_id], exp.runs[run_id].label
+        colour = style.colour
         s = run.curve(obs)
         t_end.append(float(s.t[-1]))
         keep = np.ones_like(s.t, bool) if not xlim else (s.t >= xlim[0]) & (s.t <= xlim[1])
@@ -68,7 +79,7 @@ def _time_panel(ax, exp, panel: dict, data: dict[str, RunData], colours: dict) -
         if ylim:   # no band around a curve that is off the scale: it would only paint the panel over
             with np.errstate(invalid="ignore"):
                 band_keep &= (y >= ylim[0]) & (y <= ylim[1])
-        ax.plot(s.t[keep], y[keep], color=colour, lw=1.2, label=label)
+        ax.plot(s.t[keep], y[keep], lw=1.2, label=label, **style.line(int(keep.sum()), n))
         curves.append((s.t[keep], y[keep], colour))
         sem = np.where(band_keep, s.sem, 0.0)
         if (sem > 0).any():
@@ -79,12 +90,13 @@ def _time_panel(ax, exp, panel: dict, data: dict[str, RunData], colours: dict) -
     if panel.get("exact"):
         longest = max((data[r].curve(obs) for r in panel["runs"]), key=lambda s: len(s.t))
         ax.plot(longest.t, longest.exact, "k--", lw=1, label=f"exact {mean_text(obs)}")
-    if panel.get("reference") is not None:
-        value = data[panel["runs"][0]].reference(panel["reference"])
-        ax.axhline(value, color="k", ls="--", lw=1,
-                   label=panel.get("reference_label") or reference_label(panel["reference"], value))
+    references = panel.get("reference")
+    for i, reference in enumerate(references if isinstance(references, list) else [references] * (references is not None)):
+        value = data[panel["runs"][0]].reference(reference)
+        ax.axhline(value, color="k", ls=REFERENCE_STYLES[i % len(REFERENCE_STYLES)], lw=1, zorder=1.5,
+                   label=(panel.get("reference_label") if i == 0 else None) or reference_label(reference, value))
     if panel["quantity"] == "error":
-        ax.axhline(0, color="k", lw=0.6)
+        ax.axhline(0, color="0.55", lw=0.6, zorder=0.5)    # under the curves: one that stays at 0 shows
     if xlim:
         ax.set_xlim(*xlim)
         if t_end and max(t_end) < xlim[0]:
@@ -99,7 +111,7 @@ def _time_panel(ax, exp, panel: dict, data: dict[str, RunData], colours: dict) -
         mark_off_scale(ax, curves)
     ax.set_ylabel(panel.get("ylabel", mean_text(obs) if panel["quantity"] == "mean"
                             else f"{mean_text(obs)} - exact"))
-    ax.set_xlabel("t")
+    ax.set_xlabel("$t$")
     return bands
 
 
