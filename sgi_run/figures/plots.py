@@ -203,7 +203,8 @@ def figure(exp, data: dict[str, RunData], table: list[dict], fidelity: str):
     # count a 3-D axes' title: a titled 3-D first row (a sphere) gets that room below the heading.
     titled_3d = kinds[0].projection == "3d" and (exp.panels[0].get("title") or layout.letters)
     right = 1 - shared_width / width
-    top = 1 - (0.05 + (0.3 if titled_3d else 0)) / height
+    heading_lines = fig.get_suptitle().count("\n") + 1   # tight_layout leaves room for one line of it only
+    top = 1 - (0.05 + 0.2 * (heading_lines - 1) + (0.3 if titled_3d else 0)) / height
     fig.tight_layout(rect=(0, footer_in / height, right, top))
     if shared:
         shared.set_bbox_to_anchor((right + 0.1 / width, top), transform=fig.transFigure)

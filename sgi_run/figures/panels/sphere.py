@@ -94,7 +94,7 @@ def _sphere_panel(ax, exp, panel: dict, data: dict[str, RunData], styles: dict) 
     u, v = np.meshgrid(np.linspace(0, 2 * np.pi, 41), np.linspace(0, np.pi, 21))
     ax.plot_surface(radius * np.cos(u) * np.sin(v), radius * np.sin(u) * np.sin(v), radius * np.cos(v),
                     color="0.6", alpha=0.18, lw=0, shade=False, rasterized=True)   # an image in PDF and SVG: smaller
-    ax.plot([], [], "s", color="0.6", alpha=0.4, label=f"sphere $|{symbol(solid).strip(chr(36))}|$ = {radius:.4g}")
+    ax.plot([], [], "s", color="0.6", alpha=0.4, label=f"sphere {_norm_text(solid)} = {radius:.4g}")
     if panel.get("view"):
         ax.view_init(*panel["view"])
     if panel.get("contours"):
@@ -109,6 +109,12 @@ def _sphere_panel(ax, exp, panel: dict, data: dict[str, RunData], styles: dict) 
     ax.set_zlabel("z", labelpad=-2)
     ax.tick_params(labelsize=7, pad=0)
     return 0
+
+
+def _norm_text(view: str) -> str:
+    """"$|\\pi|$" of a view with a symbol, "|body_axis|" of one without."""
+    name = symbol(view)
+    return f"${chr(124)}{name.strip(chr(36))}{chr(124)}$" if name != view else f"|{view}|"
 
 
 def _sphere_paths(panel: dict, run_id: str, data: dict[str, RunData]) -> tuple[list[int], str]:
