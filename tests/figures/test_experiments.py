@@ -285,6 +285,9 @@ def test_a_field_panel_draws_one_map_per_snapshot_time(tmp_path):
     (lambda s: s["panels"][0].update(series=[{"runs": ["tmk_dt1"]}]), "panels[0].series"),
     (lambda s: s["panels"][0].update(yscale="symlog"), "panels[0].yscale"),
     (lambda s: s["panels"][0].update(slopes=[1]), "panels[0].slopes"),
+    (lambda s: s["panels"][0].update(window=[0, 10]), "panels[0].window"),     # only with measure: window_mean
+    (lambda s: s["panels"][0].update(measure="window_mean"), "panels[0].window"),
+    (lambda s: s["panels"][0].update(measure="window_mean", window=[10, 5]), "panels[0].window"),
     (lambda s: s["checks"][2].update(statistic="mean"), "checks[2].statistic"),
 ])
 def test_bad_scan_panels_and_solver_checks_are_refused_in_one_line(tmp_path, edit, key):

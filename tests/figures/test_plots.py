@@ -485,3 +485,23 @@ def test_a_solvability_panel_maps_the_norm_of_a_b_per_increment_vector():
     assert np.allclose(images[0].get_array(), 2 * np.sqrt(2))
     titles = [ax.get_title() for ax in fig.axes]
     assert any(t.startswith("ΔW = (D, D, -D), D = 0.42919\n") and "≤ 3 iterations, all converged" in t for t in titles)
+
+
+# --- scan panels: one value per run against its step size --------------------------------------------------
+def test_a_plateau_scan_draws_each_runs_time_average_with_2_se_bars_against_dt():
+    """The SVIA diagnostic: the plateau's O(h) error shows against h, where single times are within the noise."""
+    from sgi_run.figures.panels import scan as scan_kind
+
+    runs = {f"h{h}": dataclasses.replace(_run(0.98 + 0.1 * h + 0.0 * T, sem=0.02), dt=h) for h in (0.05, 0.1, 0.2)}
+    exp = SimpleNamespace(observable="two_H", runs={r: SimpleNamespace(label=r) for r in runs})
+    panel = {"quantity": "scan", "series": [{"label": "SVIA", "runs": list(runs)}], "runs": list(runs),
+             "measure": "window_mean", "window": [2, 8], "reference": "equilibrium_mean:two_H", "yscale": "linear"}
+    _fig, ax = plt.subplots()
+    scan_kind._scan_panel(ax, exp, panel, runs, {})
+    (bars,) = ax.containers
+    line, (caps_low, caps_high), _ = bars.lines[0], bars.lines[1], bars.lines[2]
+    np.testing.assert_allclose(line.get_xdata(), [0.05, 0.1, 0.2])
+    np.testing.assert_allclose(line.get_ydata(), [0.985, 0.99, 1.0], rtol=1e-12)
+    np.testing.assert_allclose(caps_high.get_ydata() - line.get_ydata(), 2 * 0.02, rtol=1e-12)   # ±2 SE
+    assert ax.get_lines()[-1].get_ydata()[0] == pytest.approx(0.9791) and "(±2 SE)" in bars.get_label()
+    assert ax.get_ylim()[0] > 0.9       # not pinned at 0: the plateaus' differences show

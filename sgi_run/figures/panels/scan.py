@@ -3,17 +3,24 @@
 ``path_deviation`` of ``observable`` along a kept path. Its runs are those of its series."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from sgi_run.core.errors import require
 from sgi_run.figures.panels import PanelKind, register
 from sgi_run.figures.layout import LINESTYLES, MARKERS, style
 from sgi_run.figures.panels.path import path_label, path_values
+from sgi_run.figures.panels.style import BAND_SE, mean_text
+from sgi_run.figures.panels.time import reference_label
+from sgi_run.figures.panels.validate import is_number
+from sgi_run.figures.statistics import window_average
 from sgi_run.figures.results import SOLVER_STATISTICS, RunData
 
 KEYS = ("quantity", "series", "runs", "measure", "observable", "path", "relative", "title", "ylabel", "ylim",
-        "yscale")
-MEASURES = ("path_deviation", *SOLVER_STATISTICS)
+        "yscale", "window", "reference")
+# window_mean: the time average of E(observable) over `window` (a plateau), ±2 SE error bars, against dt.
+MEASURES = ("path_deviation", "window_mean", *SOLVER_STATISTICS)
 
 
 def _runs_of_series(panel: dict, k, where: str) -> None:
@@ -34,6 +41,11 @@ def _check_scan(panel: dict, k, where: str, runs: dict, studies: frozenset) -> N
     require(k(f"{where}.relative"), panel.get("relative"), isinstance(panel.get("relative", False), bool),
             "true or false")
     require(k(f"{where}.yscale"), panel.get("yscale"), panel.get("yscale", "log") in ("log", "linear"), "log or linear")
+    window = panel.get("window")
+    require(k(f"{where}.window"), window, (window is None) == (panel.get("measure") != "window_mean") and (
+        window is None or (isinstance(window, list) and len(window) == 2 and all(is_number(t) for t in window)
+                           and 0 <= window[0] < window[1])),
+            "[start, end] of the time average, with measure: window_mean (and only with it)")
 
 
 def scan_value(run: RunData, panel: dict, observable: str | None) -> float:
@@ -47,6 +59,13 @@ def scan_value(run: RunData, panel: dict, observable: str | None) -> float:
     return float(np.max(np.where(np.isfinite(y), y, np.inf)))
 
 
+def window_value(run: RunData, panel: dict, observable: str) -> tuple[float, float]:
+    """(the time average of E(observable) over the panel's ``window``, its SE); NaN where the run does not
+    reach the window's end."""
+    found = window_average(run.curve(observable), *panel["window"])
+    return found if found is not None else (math.nan, math.nan)
+
+
 def _scan_panel(ax, exp, panel: dict, data: dict[str, RunData], styles: dict) -> int:
     """One value per run against its step size, log-log, one curve per entry of ``series`` (its own colour)
     and per observable (its own line style): e.g. chord iterations per step against dt, or the largest
@@ -55,36 +74,51 @@ def _scan_panel(ax, exp, panel: dict, data: dict[str, RunData], styles: dict) ->
     (``yscale: linear`` draws it)."""
     observables = panel.get("observable", exp.observable)
     observables = [observables] if isinstance(observables, str) else list(observables)
-    if panel["measure"] != "path_deviation":
+    if panel["measure"] not in ("path_deviation", "window_mean"):
         observables = [None]
     log = panel.get("yscale", "log") == "log"
+    plateau = panel["measure"] == "window_mean"
     for i, entry in enumerate(panel["series"]):
         for n, obs in enumerate(observables):
             dts = np.array([data[r].dt for r in entry["runs"]])
-            y = np.array([scan_value(data[r], panel, obs) for r in entry["runs"]])
+            if plateau:
+                y, se = np.array([window_value(data[r], panel, obs) for r in entry["runs"]]).T
+            else:
+                y, se = np.array([scan_value(data[r], panel, obs) for r in entry["runs"]]), np.zeros(len(dts))
             order = np.argsort(dts)
-            dts, y = dts[order], y[order]
+            dts, y, se = dts[order], y[order], se[order]
             shown = np.isfinite(y) & ((y > 0) if log else True)
             label = entry["label"] + (f": {path_label(obs, panel | {'absolute': True})}" if obs and len(observables) > 1 else "")
             zeros = int(np.sum(y == 0)) if log else 0
             label += f" ({zeros} run(s) at exactly 0, not drawn)" if zeros else ""
             look = style(i)
-            ax.plot(dts[shown], y[shown], color=look.colour, ls=LINESTYLES[(i + n) % len(LINESTYLES)],
-                    marker=MARKERS[(i + n) % len(MARKERS)], mfc="white", ms=4.5, lw=1.1, label=label)
+            ax.errorbar(dts[shown], y[shown], yerr=BAND_SE * se[shown] if plateau else None, color=look.colour,
+                        ls=LINESTYLES[(i + n) % len(LINESTYLES)], marker=MARKERS[(i + n) % len(MARKERS)], mfc="white",
+                        ms=4.5, lw=1.1, capsize=2.5, label=label + (f" (±{BAND_SE} SE)" if plateau else ""))
             blown = ~np.isfinite(y)
             if blown.any() and n == 0:
                 ax.plot(dts[blown], np.ones(blown.sum()), "x", color=style(i).colour, ms=7, mew=1.5, clip_on=False,
                         transform=ax.get_xaxis_transform(), label=f"{entry['label']}: non-finite path")
+    if panel.get("reference") is not None:
+        value = data[panel["runs"][0]].reference(panel["reference"])
+        ax.axhline(value, color="k", ls="--", lw=1, zorder=1.5, label=reference_label(panel["reference"], value))
     ax.set_xscale("log")
     ax.set_yscale(panel.get("yscale", "log"))
-    if panel.get("yscale") == "linear":
+    if panel.get("yscale") == "linear" and not plateau:
         ax.set_ylim(bottom=0)
     if panel.get("ylim"):
         ax.set_ylim(*panel["ylim"])
+    if plateau:     # ticks at the runs' own step sizes, as a convergence panel has them
+        from matplotlib.ticker import FixedLocator, FormatStrFormatter, NullLocator
+
+        ax.xaxis.set_major_locator(FixedLocator(sorted({data[r].dt for r in panel["runs"]})))
+        ax.xaxis.set_major_formatter(FormatStrFormatter("%g"))
+        ax.xaxis.set_minor_locator(NullLocator())
     ax.set_xlabel(r"$\Delta t$")
     measure = panel["measure"]
     default = (f"max_t {path_label(observables[0] if len(observables) == 1 else 'C', panel | {'absolute': True})}"
-               if measure == "path_deviation" else SOLVER_STATISTICS[measure])
+               if measure == "path_deviation" else f"time average of {mean_text(observables[0])} over "
+               f"[{panel['window'][0]:g}, {panel['window'][1]:g}]" if plateau else SOLVER_STATISTICS[measure])
     ax.set_ylabel(panel.get("ylabel", default))
     return 0
 
