@@ -499,9 +499,10 @@ def test_a_plateau_scan_draws_each_runs_time_average_with_2_se_bars_against_dt()
     _fig, ax = plt.subplots()
     scan_kind._scan_panel(ax, exp, panel, runs, {})
     (bars,) = ax.containers
-    line, (caps_low, caps_high), _ = bars.lines[0], bars.lines[1], bars.lines[2]
+    line, (caps_low, caps_high) = bars.lines[0], bars.lines[1]
     np.testing.assert_allclose(line.get_xdata(), [0.05, 0.1, 0.2])
     np.testing.assert_allclose(line.get_ydata(), [0.985, 0.99, 1.0], rtol=1e-12)
     np.testing.assert_allclose(caps_high.get_ydata() - line.get_ydata(), 2 * 0.02, rtol=1e-12)   # ±2 SE
+    np.testing.assert_allclose(line.get_ydata() - caps_low.get_ydata(), 2 * 0.02, rtol=1e-12)
     assert ax.get_lines()[-1].get_ydata()[0] == pytest.approx(0.9791) and "(±2 SE)" in bars.get_label()
     assert ax.get_ylim()[0] > 0.9       # not pinned at 0: the plateaus' differences show
