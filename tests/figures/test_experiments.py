@@ -419,9 +419,9 @@ def test_a_run_with_unconverged_steps_fails_its_figure_unless_the_figure_studies
     if studied:
         assert not failed
     else:
-        assert failed == ["FAIL  solves_converge [midpoint_dt0.1]: 200 (band <= 0; 200 of 200 path-steps did not "
-                          "converge (newton, max_iter=1, tol=1e-12): the results are not a converged solution; use a "
-                          "smaller plan.dt or a larger integrator.max_iter)"]
+        assert failed == ["FAIL  solves_converge [midpoint_dt0.1]: path-steps whose solve did not converge = 200 "
+                          "(band <= 0; 200 of 200 path-steps did not converge (newton, max_iter=1, tol=1e-12): the "
+                          "results are not a converged solution; use a smaller plan.dt or a larger integrator.max_iter)"]
     assert outcome.table[0]["unconverged_steps"] == 200 and "200 unconverged" in outcome.files["md"].read_text()
 
 

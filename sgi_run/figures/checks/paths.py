@@ -84,11 +84,10 @@ def path_deviation(series: Series, *, data: RunData, min: float | None = None, m
             worst = (float(deviation[i]), i, p)
     value, i, p = worst
     x = np.linalg.norm(data.kept_view(norm_of, p), axis=-1) if norm_of else series.require_kept("path_deviation", p)
-    name = f"|{norm_of}|" if norm_of else "x"
-    origin = (f"{name}(0) = {x[0]:.17g}" if x.ndim == 1 else f"max |x(0)| = {np.max(np.abs(x[0])):.17g}") \
+    name = f"|{norm_of}|" if norm_of else OBSERVABLE    # the observable's name, filled in by evaluate
+    origin = (f"{name}(0) = {x[0]:.17g}" if x.ndim == 1 else f"max |{name}(0)| = {np.max(np.abs(x[0])):.17g}") \
         if reference is None else f"reference {reference:g}"
     where = note if len(paths) == 1 and not all_paths else f"{note}, the largest on path {p}"
-    name = f"|{norm_of}|" if norm_of else OBSERVABLE    # the observable's name, filled in by evaluate
     start_value = f"{name}(0)" if reference is None else "reference"
     quantity = f"max_t |{name} - {start_value}|" + (f" / |{start_value}|" if relative else "")
     return Measurement(value, None, float(series.t[i]), band, f"{where}; {origin}", quantity=quantity)

@@ -34,8 +34,8 @@ class CheckKind:
 
 
 CHECK_KINDS: dict[str, CheckKind] = {}
-# In a kind's ``quantity``, the name of the observable the check reads ("max_t |{x} - {x}(0)|" of C1 reads
-# "max_t |C1 - C1(0)|"); ``evaluate`` fills it in.
+# In a kind's ``quantity`` (and a measurement's detail), the name of the observable the check reads
+# ("max_t |{x} - {x}(0)|" of C1 reads "max_t |C1 - C1(0)|"); ``evaluate`` fills it in.
 OBSERVABLE = "{x}"
 
 
@@ -150,9 +150,10 @@ def evaluate(spec: Mapping, run: str, data: RunData | Series | StudyData,
         if "data" in inspect.signature(fn).parameters:
             params["data"] = data
         m = fn(data.curve(observable), **params)
-    quantity = record.quantity if m.quantity is None else m.quantity
+    quantity, detail = record.quantity if m.quantity is None else m.quantity, m.skipped or m.detail
     if not study:
-        quantity = quantity.replace(OBSERVABLE, spec.get("observable") or data.default or "x")
+        name = spec.get("observable") or data.default or "x"
+        quantity, detail = quantity.replace(OBSERVABLE, name), detail.replace(OBSERVABLE, name)
     if m.skipped:
         verdict, margin = SKIP, None
     else:
@@ -163,7 +164,7 @@ def evaluate(spec: Mapping, run: str, data: RunData | Series | StudyData,
         verdict = PASS if inside else FAIL
     return CheckResult(id=spec["id"], kind=spec["kind"], run=run, criterion=spec.get("criterion", ""),
                        verdict=verdict, value=float(m.value), se=None if m.se is None else float(m.se),
-                       t=m.t, band=str(m.band), margin_se=margin, detail=m.skipped or m.detail, digits=m.band.digits(),
+                       t=m.t, band=str(m.band), margin_se=margin, detail=detail, digits=m.band.digits(),
                        quantity=quantity,
                        unit=record.unit if m.unit is None else m.unit,
                        by_construction=spec.get("by_construction", False))

@@ -142,10 +142,16 @@ def effective_potential(series: Series, *, data: RunData, statistic: str, at: fl
         details.append(f"{statistic}(t={t:g}) = {values[-1]:.6g} (E' = {e_prime:.6g})")
     value = values[0] - values[1] if len(values) == 2 else values[0]
     value = abs(value) if absolute else value
-    quantity = statistic if minus_at is None else f"{statistic}(t={at:g}) - {statistic}(t={minus_at:g})"
-    quantity = f"|{quantity}|" if absolute else quantity
+    what = _POTENTIAL_TEXT[statistic]
+    quantity = what if minus_at is None else f"{what} (t={at:g}) - {what} (t={minus_at:g})"
     return Measurement(float(value), None, float(series.t[series.index_at(at)]), band, f"path {path}: " + "; ".join(details),
-                       quantity=f"{quantity} of V(θ) and E'" if statistic != "E_prime" else quantity)
+                       quantity=f"|{quantity}|" if absolute else quantity)
+
+
+# How a verdict line names each of POTENTIAL_STATISTICS.
+_POTENTIAL_TEXT = {"argmin": "argmin_θ V(θ)", "min": "min_θ V(θ)", "root_low": "lower root of V(θ) = E'",
+                   "root_high": "upper root of V(θ) = E'", "depth": "E' - min_θ V(θ)",
+                   "min_curvature": "min V''(θ) over the window", "E_prime": "E'"}
 
 
 # --- a statistic over every kept path (spec 002 Figs 6-13: the fraction of seeds that ...) ------------------
