@@ -29,6 +29,7 @@ from sgi_run.config import CACHE_POLICIES
 from sgi_run.core.errors import ConfigError
 from sgi_run.engine import executor
 from sgi_run.figures.experiment import FIDELITIES
+from sgi_run.figures.results import BY_CONSTRUCTION, counts_text, verdict_counts
 
 
 class _Parser(argparse.ArgumentParser):
@@ -87,7 +88,8 @@ def _verdict_table(outcomes):
     style = {"PASS": "green", "FAIL": "bold red", "SKIP": "dim"}
     for o in outcomes:
         for c in o.checks:
-            table.add_row(o.experiment.figure, c.id, c.run, c.measured(), f"[{style[c.verdict]}]{c.verdict}[/]")
+            apart = f" ({BY_CONSTRUCTION})" if c.by_construction else ""
+            table.add_row(o.experiment.figure, c.id, c.run, c.measured(), f"[{style[c.verdict]}]{c.verdict}[/]{apart}")
     return table
 
 
@@ -166,6 +168,7 @@ def main(argv: list[str] | None = None) -> int:
                     exp, args.fidelity, args.output, args.runs_root, cache=args.cache, executor=where, composed=runs,
                     log=lambda line: console.print(line, markup=False, highlight=False), command=command))
                 console.print(f"    wrote {outcomes[-1].files['png']} in {time.perf_counter() - started:.0f} s")
+            console.print(f"    checks: {counts_text(verdict_counts(outcomes[-1].checks))}", highlight=False)
             if args.pack:
                 archive = pack(files, Path(args.pack) / f"{exp.paper}-{exp.figure}.tar.gz")
                 console.print(f"    packed {archive}")
@@ -188,6 +191,10 @@ def main(argv: list[str] | None = None) -> int:
     if outcomes:
         console.print(_verdict_table(outcomes))
     console.print(f"gallery: {index}")
+    if outcomes:
+        console.print(f"checks of {len(outcomes)} figures: "
+                      f"{counts_text(verdict_counts([c for o in outcomes for c in o.checks]))}", highlight=False)
+    # A by-construction check that FAILs is a bug, so --strict counts it too.
     failed = sum(c.verdict == "FAIL" for o in outcomes for c in o.checks)
     return 1 if args.strict and failed else 0
 

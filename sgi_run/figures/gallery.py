@@ -10,8 +10,8 @@ import json
 import os
 from pathlib import Path
 
-from sgi_run.figures.results import CheckResult
-from sgi_run.figures.experiment import MD_HEADER, STUDY_MD_HEADER, figure_order, md_cells, study_md_rows
+from sgi_run.figures.results import BY_CONSTRUCTION, CheckResult, counts_text, verdict_counts
+from sgi_run.figures.experiment import STUDY_MD_HEADER, figure_order, md_cells, md_header, study_md_rows
 
 PAPER_RESULTS = Path("gallery/paper")
 
@@ -98,15 +98,21 @@ def _table_html(header: list[str], cells: list[list[str]]) -> str:
     return "<table><tr>" + "".join(f"<th>{e(h)}</th>" for h in header) + f"</tr>{rows}</table>"
 
 
+def _apart(check: dict) -> str:
+    """" (by construction)" after the verdict of a check that holds by how its run is set up."""
+    return f" ({BY_CONSTRUCTION})" if check.get("by_construction") else ""
+
+
 def _figure_html(r: dict, paper_result: str | None = None) -> str:
     e = html.escape
     studies = r.get("convergence", [])     # records written before convergence studies have none
-    tables = _table_html(MD_HEADER, [md_cells(row) for row in r["table"]]) + _table_html(STUDY_MD_HEADER, study_md_rows(studies))
+    tables = _table_html(md_header(r.get("observable", "H"), r["table"]), [md_cells(row) for row in r["table"]]) + _table_html(STUDY_MD_HEADER, study_md_rows(studies))
     checks = "".join(
-        f'<li><span class="{c["verdict"]}">{c["verdict"]}</span> {e(c["id"])} [{e(c["run"])}]: '
+        f'<li><span class="{c["verdict"]}">{c["verdict"]}</span>{_apart(c)} {e(c["id"])} [{e(c["run"])}]: '
         f"{e(CheckResult(**c).measured())}<br><small>{e(c['criterion'])}</small></li>" for c in r["checks"])
-    counts = {v: sum(c["verdict"] == v for c in r["checks"]) for v in ("PASS", "FAIL", "SKIP")}
-    summary = ", ".join(f'<span class="{v}">{n} {v}</span>' for v, n in counts.items() if n)
+    counts = verdict_counts(r["checks"])
+    summary = ", ".join(f'<span class="{v}">{counts[v]} {v}</span>' for v in ("PASS", "FAIL", "SKIP") if counts[v])
+    summary += f"; {counts[BY_CONSTRUCTION]} {BY_CONSTRUCTION}" if counts[BY_CONSTRUCTION] else ""
     runs = "; ".join(dict.fromkeys(row["label"] for row in r["table"] + studies))
     note = f"<p>{e(r['note'])}</p>" if r.get("note") else ""
     label, title = heading(r)
@@ -146,10 +152,8 @@ def status_table(records: list[dict], experiments=()) -> str:
             rows.append([exp.label, f"not computed here{reduced}", counts, "", "", "", "", ""])
             continue
         made = r.get("provenance", {})
-        counts = {v: sum(c["verdict"] == v for c in r["checks"]) for v in ("PASS", "FAIL", "SKIP")}
         link = f"[{heading(r)[0]}]({paper}/{figure}.png)"
-        rows.append([link, r["fidelity"], "yes" if at_papers_counts(r) else "no",
-                     ", ".join(f"{n} {v}" for v, n in counts.items()),
+        rows.append([link, r["fidelity"], "yes" if at_papers_counts(r) else "no", counts_text(verdict_counts(r["checks"])),
                      f"{made['compute_wall_time_s']:.0f}" if "compute_wall_time_s" in made else "",
                      made.get("device", ""), made.get("date_utc", "")[:10], (made.get("commit") or "")[:12]])
     header = ["figure", "fidelity", "paper's counts", "verdicts", "runs' wall s", "device", "date", "commit"]

@@ -216,6 +216,10 @@ class Measurement:
     band: Band
     detail: str = ""
     skipped: str = ""         # why the check could not be evaluated on this run
+    # What the value is ("p", "E/exact") and its unit ("SE", "paths"), where they depend on the check's
+    # parameters; None: the kind's (``check_kind(quantity=..., unit=...)``).
+    quantity: str | None = None
+    unit: str | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -232,12 +236,24 @@ class CheckResult:
     margin_se: float | None   # (distance inside the band) / se; None when se is absent or zero
     detail: str
     digits: int = 4           # significant digits the value is shown with: as many as tell the band's ends apart
+    quantity: str = ""        # what the value is, shown before it: "p", "E/exact" (records before it: none)
+    unit: str = ""            # its unit, shown after it: "SE", "paths"
+    # Holds by how the run is set up (a path starts at its initial value; a path selected by a rule, then
+    # checked against that rule): still judged (a FAIL is a bug), but counted apart from the other verdicts.
+    by_construction: bool = False
+
+    def __post_init__(self):
+        # A record stores a non-finite value as null (strict JSON): read back, it is the NaN it stood for.
+        if self.value is None:
+            object.__setattr__(self, "value", math.nan)
 
     def measured(self) -> str:
-        """The value, its SE, the time and the band, as text (or why the check was skipped)."""
+        """What the value is, the value, its SE, its unit, the time and the band, as text (or why the check was
+        skipped): "p = 0.9056 at t=0 (band >= 0.001)", "0.2759 SE at t=0 (band <= 4)"."""
         if self.verdict == SKIP:
             return self.detail
-        value = f"{self.value:.{self.digits}g}" + (f" ± {self.se:.2g}" if self.se is not None else "")
+        value = (f"{self.quantity} = " if self.quantity else "") + f"{self.value:.{self.digits}g}"
+        value += (f" ± {self.se:.2g}" if self.se is not None else "") + (f" {self.unit}" if self.unit else "")
         at = f" at t={self.t:g}" if self.t is not None else ""
         margin = f"; {self.margin_se:+.1f} SE from the band's edge" if self.margin_se is not None else ""
         extra = f"; {self.detail}" if self.detail else ""
@@ -249,3 +265,23 @@ class CheckResult:
 
     def as_dict(self) -> dict:
         return dataclasses.asdict(self)
+
+
+BY_CONSTRUCTION = "by construction"
+
+
+def verdict_counts(checks) -> dict[str, int]:
+    """PASS, FAIL and SKIP counted over the checks that do not hold by construction, and how many do
+    (``BY_CONSTRUCTION``) and how many of those FAILed (``"by construction FAIL"``). ``checks``: CheckResults or
+    a record's check dicts (records written before the key have none by construction)."""
+    as_dict = [c if isinstance(c, Mapping) else c.as_dict() for c in checks]
+    apart = [c for c in as_dict if c.get("by_construction")]
+    counts = {v: sum(c["verdict"] == v for c in as_dict if not c.get("by_construction")) for v in (PASS, FAIL, SKIP)}
+    return {**counts, BY_CONSTRUCTION: len(apart), f"{BY_CONSTRUCTION} {FAIL}": sum(c["verdict"] == FAIL for c in apart)}
+
+
+def counts_text(counts: Mapping[str, int]) -> str:
+    """"12 PASS, 0 FAIL, 3 SKIP; 5 by construction" (with how many of those FAILed, when any did)."""
+    text = ", ".join(f"{counts[v]} {v}" for v in (PASS, FAIL, SKIP))
+    apart, failed = counts.get(BY_CONSTRUCTION, 0), counts.get(f"{BY_CONSTRUCTION} {FAIL}", 0)
+    return text + (f"; {apart} {BY_CONSTRUCTION}" + (f" ({failed} FAIL)" if failed else "") if apart else "")

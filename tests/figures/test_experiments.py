@@ -3,6 +3,7 @@
 The smoke runs are short (T cut by 10 or more, a few hundred paths), so most acceptance criteria
 about late times SKIP; none may FAIL. The Lenard-Bernstein figures 4.6-4.9 share one run cache.
 """
+import json
 import re
 from pathlib import Path
 
@@ -11,7 +12,7 @@ import yaml
 
 from sgi_run.core.errors import ConfigError
 from sgi_run.figures.experiment import compose_runs, discover, load, make_figure
-from sgi_run.figures.results import FAIL, PASS
+from sgi_run.figures.results import FAIL, PASS, verdict_counts
 
 EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments"
 ALL = discover(EXPERIMENTS)
@@ -40,6 +41,37 @@ def test_smoke_profile_makes_the_figure_without_a_fail(exp, runs_root, tmp_path)
     failed = [c.line() for c in outcome.checks if c.verdict == FAIL]
     assert not failed, "\n".join(failed)
     assert any(c.verdict == PASS for c in outcome.checks)
+    # The record is strict JSON (no NaN), and its summary counts the checks that hold by construction apart.
+    record = json.loads(outcome.files["json"].read_text(), parse_constant=_refuse_constant)
+    assert record["verdicts"] == verdict_counts(outcome.checks)
+    assert [c["by_construction"] for c in record["checks"]] == [c.by_construction for c in outcome.checks]
+
+
+def _refuse_constant(name):
+    raise ValueError(f"{name} is not JSON")
+
+
+# Checks that hold by how their runs are set up (experiment files mark them `by_construction: true`): judged,
+# but counted apart. Every other check must be able to fail on a correct setup.
+BY_CONSTRUCTION = {
+    # the initial state is deterministic: every path starts at it
+    "bou_rabee_owhadi/fig2_1": {"starts_at_H0"}, "bou_rabee_owhadi/fig2_2": {"starts_at_H0"},
+    "bou_rabee_owhadi/general_constraints": {"starts_at_H0"}, "bou_rabee_owhadi/svia_diagnostics": {"starts_at_H0"},
+    "kraus_tyranowski_2021/fig4_3": {"starts_at_one"},
+    # a path's initial state is drawn by its own key, whatever the method and step size
+    "kraus_tyranowski_2021/fig4_10": {"shared_initial_condition"},
+    # a path picked by a rule, then checked against the same rule
+    "gay_balmaz_wu/fig1": {"left_never_crosses", "right_crosses"},
+    # released with no nutation velocity: the release inclination is a turning point
+    "gay_balmaz_wu/fig3": {"upper_turning_point"},
+    # the initial vorticity is drawn on l <= L0 only
+    "ephrati_2023/fig2": {"initial_large_scale_only"},
+}
+
+
+def test_the_checks_that_hold_by_construction_are_the_ones_marked():
+    marked = {f"{e.paper}/{e.figure}": {c["id"] for c in e.checks if c.get("by_construction")} for e in ALL}
+    assert {figure: ids for figure, ids in marked.items() if ids} == BY_CONSTRUCTION
 
 
 PAPER_COUNTS = {   # paper/figure: (paths, T) of every run at paper fidelity, from the paper's text
@@ -390,9 +422,9 @@ def test_a_run_with_unconverged_steps_fails_its_figure_unless_the_figure_studies
     if studied:
         assert not failed
     else:
-        assert failed == ["FAIL  solves_converge [midpoint_dt0.1]: 200 (band <= 0; 200 of 200 path-steps did not "
-                          "converge (newton, max_iter=1, tol=1e-12): the results are not a converged solution; use a "
-                          "smaller plan.dt or a larger integrator.max_iter)"]
+        assert failed == ["FAIL  solves_converge [midpoint_dt0.1]: path-steps whose solve did not converge = 200 "
+                          "(band <= 0; 200 of 200 path-steps did not converge (newton, max_iter=1, tol=1e-12): the "
+                          "results are not a converged solution; use a smaller plan.dt or a larger integrator.max_iter)"]
     assert outcome.table[0]["unconverged_steps"] == 200 and "200 unconverged" in outcome.files["md"].read_text()
 
 

@@ -149,3 +149,87 @@ def test_gallery_headings_of_records_written_before_figures_had_names():
     from sgi_run.figures.gallery import heading
     old = {"paper": "kraus_tyranowski_2021", "figure": "fig4_1", "title": "Kubo"}
     assert heading(old) == ("kraus_tyranowski_2021 fig4_1", "kraus_tyranowski_2021 fig4_1: Kubo")
+
+
+def _refuse_constant(name):
+    raise ValueError(f"{name} is not JSON")
+
+
+def test_a_record_with_a_nan_statistic_is_strict_json_and_reads_back(tmp_path):
+    """NaN is no JSON: the record holds null, which every reader takes for the non-finite value it stood for."""
+    import math
+
+    from sgi_run.figures.experiment import md_cells, read_record, study_md_rows, write_record
+    from sgi_run.figures.results import CheckResult
+    nan = float("nan")
+    row = {"label": "IM", "dt": 0.01, "dt_source": "paper", "paths": 100, "mean_T": 1.0, "sem_T": nan,
+           "exact_T": "", "ratio_T": "", "max_abs_error": "", "t_max_abs_error": "", "max_rel_mc_error": nan,
+           "nonfinite_paths": 100, "solver_per_step": nan, "wall_time_s": nan, "path_steps_per_s": nan,
+           "cached": False}
+    study = {"run": "s", "label": "S", "error_kind": "weak", "observable": "H", "reference": "exact",
+             "dt_source": "paper", "dt": 0.5, "error": 1e-2, "se": 1e-4, "resolvable": True, "local_slope": nan,
+             "order": nan, "order_ci_low": nan, "order_ci_high": nan, "paths": 10, "T": 1.0, "nonfinite_paths": 0,
+             "wall_time_s": 2.0, "cached": False}
+    check = CheckResult(id="c", kind="ratio_at", run="r", criterion="", verdict="FAIL", value=nan, se=nan,
+                        t=None, band="[1, 2]", margin_se=nan, detail="", quantity="E/exact")
+    path = tmp_path / "fig.json"
+    write_record(path, {"table": [row], "convergence": [study], "checks": [check.as_dict()], "inf": float("inf")})
+    strict = json.loads(path.read_text(), parse_constant=_refuse_constant)
+    assert strict["table"][0]["sem_T"] is None and strict["checks"][0]["value"] is None and strict["inf"] is None
+    record = read_record(path)
+    back = CheckResult(**record["checks"][0])
+    assert math.isnan(back.value) and back.measured().startswith("E/exact = nan")
+    cells = md_cells(record["table"][0])
+    assert cells[3] == "1 ± —" and cells[8] == "—" and cells[-1] == "—" and "nan" not in " ".join(cells)
+    assert study_md_rows(record["convergence"])[0][4:6] == ["–", "none (< 2 errors resolvable)"]
+
+
+def _row(paths, sem_T, **more):
+    return {"run": "tmk", "label": "TMK", "integrator": "tmk", "dt": 0.01, "dt_source": "paper", "paths": paths,
+            "T": 100, "mean_T": 0.125, "sem_T": sem_T, "exact_T": "", "ratio_T": "", "max_abs_error": "",
+            "t_max_abs_error": "", "max_rel_mc_error": "" if paths == 1 else 0.01, "nonfinite_paths": 0,
+            "wall_time_s": 3.0, "cached": False, **more}
+
+
+@pytest.mark.parametrize("sem_T", ["", float("nan"), None])   # this version's, an earlier record's, read back
+def test_a_single_realisation_shows_its_value_without_a_standard_error(sem_T):
+    from sgi_run.figures.experiment import md_cells, md_header
+    cells = md_cells(_row(1, sem_T))
+    assert cells[2] == "1 (single realisation)" and cells[3] == "0.125" and cells[8] == "—"
+    assert md_header("C1", [_row(1, sem_T)])[3] == "E(C1)(T)"
+    assert md_header("C1", [_row(1, sem_T), _row(100, 0.001)])[3] == "E(C1)(T) ± SE"
+    assert md_cells(_row(100, 0.001))[3] == "0.125 ± 0.001"
+
+
+@pytest.mark.parametrize("figure, header", [("luesink_2023/fig4", "E(C1)(T)"), ("luesink_2023/fig6", "E(C1)(T)"),
+                                            ("kraus_tyranowski_2021/fig4_8", "E(H)(T) ± SE"),
+                                            ("bou_rabee_owhadi/fig2_1", "2 E(H)(T) ± SE")])
+def test_the_table_names_the_observable_it_tabulates(figure, header, tmp_path):
+    """The table's value column is the experiment's observable (``_table_row`` reads its default curve), and
+    a single realisation's CSV leaves its SE empty."""
+    from sgi_run.figures.experiment import _write_table, figure_files
+    exp = load(EXPERIMENTS / f"{figure}.yaml")
+    files = figure_files(exp, tmp_path)
+    files["md"].parent.mkdir(parents=True)
+    single = "E(" in header and "±" not in header
+    _write_table(exp, "smoke", [_row(1, "") if single else _row(100, 0.001)], files)
+    text = files["md"].read_text()
+    assert f"| {header} |" in text and "E(T)" not in text.replace(header, "")
+    assert ("Every run is a single realisation (1 path)" in text) == single
+    assert next(csv.DictReader(open(files["csv"])))["sem_T"] == ("" if single else "0.001")
+
+
+def test_checks_that_hold_by_construction_are_listed_and_counted_apart(tmp_path):
+    from sgi_run.figures.experiment import _write_checks
+    from sgi_run.figures.results import CheckResult
+    exp = load(EXPERIMENTS / "gay_balmaz_wu" / "fig1.yaml")
+    common = dict(kind="path_extent", run="candidates", value=0.1, se=None, t=3.0, band="<= 0.25", margin_se=None,
+                  detail="", quantity="min_t x")
+    verdicts = [CheckResult(id="judged", criterion="a real one", verdict="PASS", **common),
+                CheckResult(id="picked_then_checked", criterion="selected so", verdict="PASS", by_construction=True,
+                            **common)]
+    _write_checks(exp, "smoke", verdicts, tmp_path / "checks.md")
+    text = (tmp_path / "checks.md").read_text()
+    counts, apart = text.index("1 PASS, 0 FAIL, 0 SKIP; 1 by construction"), text.index("## By construction")
+    assert counts < text.index("PASS  judged") < apart < text.index("PASS  picked_then_checked")
+    assert "- picked_then_checked [candidates]: selected so (by construction)" in text

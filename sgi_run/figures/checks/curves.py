@@ -13,7 +13,7 @@ from sgi_run.figures.results import Band, Measurement, RunData, Series
 from sgi_run.figures.statistics import _difference_se, _nanargmax, window_average
 
 
-@check_kind("ratio_at")
+@check_kind("ratio_at", quantity="E/exact")
 def ratio_at(series: Series, *, min: float | None = None, max: float | None = None,
              at: float | None = None) -> Measurement:
     """E(t) / exact(t) at one time (default: the final time) lies in [min, max]."""
@@ -24,7 +24,7 @@ def ratio_at(series: Series, *, min: float | None = None, max: float | None = No
     return Measurement(series.mean[i] / exact, series.sem[i] / abs(exact), float(series.t[i]), band)
 
 
-@check_kind("relative_error_at")
+@check_kind("relative_error_at", quantity="|E/exact - 1|")
 def relative_error_at(series: Series, *, max: float, at: float | None = None) -> Measurement:
     """|E(t) / exact(t) - 1| at one time (default: the final time) is at most max."""
     band, i = Band(None, max), series.index_at(at)
@@ -34,7 +34,7 @@ def relative_error_at(series: Series, *, max: float, at: float | None = None) ->
     return Measurement(abs(series.mean[i] / exact - 1), series.sem[i] / abs(exact), float(series.t[i]), band)
 
 
-@check_kind("max_abs_error")
+@check_kind("max_abs_error", quantity="max_t |E - exact|")
 def max_abs_error(series: Series, *, min: float | None = None, max: float | None = None) -> Measurement:
     """max_t |E(t) - exact(t)| lies in [min, max] (either end may be left open); the SE is the one
     at the maximising time."""
@@ -43,7 +43,7 @@ def max_abs_error(series: Series, *, min: float | None = None, max: float | None
     return Measurement(float(err[i]), float(series.sem[i]), float(series.t[i]), Band(min, max))
 
 
-@check_kind("within_factor")
+@check_kind("within_factor", quantity="max_t max(E/exact, exact/E)")
 def within_factor(series: Series, *, factor: float) -> Measurement:
     """E(t) stays within a factor of exact(t) at every time: max_t max(E/exact, exact/E) <= factor."""
     ratio = series.mean / series.require_exact("within_factor")
@@ -54,7 +54,7 @@ def within_factor(series: Series, *, factor: float) -> Measurement:
     return Measurement(float(spread[i]), float(se), float(series.t[i]), Band(None, factor))
 
 
-@check_kind("monotone_decay")
+@check_kind("monotone_decay", quantity="largest rise between output times", unit="SE")
 def monotone_decay(series: Series, *, tolerance_se: float = 2.0) -> Measurement:
     """E(t) never rises from one output time to the next by more than tolerance_se standard errors
     of the difference. The SE of a difference is taken as sqrt(se_i^2 + se_j^2), i.e. ignoring the
@@ -69,7 +69,7 @@ def monotone_decay(series: Series, *, tolerance_se: float = 2.0) -> Measurement:
     return Measurement(float(z[i]), None, float(series.t[i + 1]), Band(None, tolerance_se), detail)
 
 
-@check_kind("agrees_with_exact")
+@check_kind("agrees_with_exact", quantity="max_t |E - exact|", unit="SE")
 def agrees_with_exact(series: Series, *, k: float = 4.0) -> Measurement:
     """|E(t) - exact(t)| <= k SE(t) at every output time. Where SE is zero (a deterministic initial
     state) the two must agree to round-off."""
@@ -83,7 +83,7 @@ def agrees_with_exact(series: Series, *, k: float = 4.0) -> Measurement:
                        f"largest |error| {err[i]:.3g} = {z[i]:.2f} SE")
 
 
-@check_kind("agrees_with_oracle")
+@check_kind("agrees_with_oracle", quantity="max_t |E - E_method|", unit="σ (the oracle's SE at this path count)")
 def agrees_with_oracle(series: Series, *, k: float = 4.0) -> Measurement:
     """|E(t) - E_method(t)| <= k sigma(t) at every output time, where E_method is the method's own
     exact mean and sigma the standard error the oracle predicts for this many paths (spec 000,
@@ -98,7 +98,7 @@ def agrees_with_oracle(series: Series, *, k: float = 4.0) -> Measurement:
                        f"largest |E - E_method| {err[i]:.3g} = {z[i]:.2f} sigma")
 
 
-@check_kind("mc_error_matches_oracle")
+@check_kind("mc_error_matches_oracle", quantity="max_t SE/E measured / predicted")
 def mc_error_matches_oracle(series: Series, *, rtol: float = 0.2) -> Measurement:
     """The measured max_t SE/E over the predicted max_t sigma/E_method (fourth-moment oracle) lies
     in [1 - rtol, 1 + rtol] (spec 000, Figure 4.1 criterion 2)."""
@@ -110,7 +110,7 @@ def mc_error_matches_oracle(series: Series, *, rtol: float = 0.2) -> Measurement
                        f"max SE/E measured {measured:.3g}, predicted {predicted:.3g}")
 
 
-@check_kind("identical_to")
+@check_kind("identical_to", quantity="max_t |E - E_other| / |E_other|")
 def identical_to(series: Series, *, other: Series, rtol: float = 1e-12, at: float | None = "all") -> Measurement:
     """The run's mean curve equals another run's to round-off: max_t |E - E_other| / |E_other| <= rtol
     (e.g. Heun and R2 on the Kubo oscillator, the same map given the same increments); with ``at``,
@@ -120,14 +120,14 @@ def identical_to(series: Series, *, other: Series, rtol: float = 1e-12, at: floa
         if i is None or j is None:
             return _skip(at, series, Band(None, rtol))
         rel = abs(series.mean[i] - other.mean[j]) / builtins.max(abs(other.mean[j]), np.finfo(float).tiny)
-        return Measurement(float(rel), None, float(series.t[i]), Band(None, rtol), "relative difference")
+        return Measurement(float(rel), None, float(series.t[i]), Band(None, rtol), quantity="|E - E_other| / |E_other|")
     with np.errstate(divide="ignore", invalid="ignore"):
         rel = np.abs(series.mean - other.mean) / np.maximum(np.abs(other.mean), np.finfo(float).tiny)
     i = _nanargmax(rel)
-    return Measurement(float(rel[i]), None, float(series.t[i]), Band(None, rtol), "relative difference")
+    return Measurement(float(rel[i]), None, float(series.t[i]), Band(None, rtol))
 
 
-@check_kind("value_at")
+@check_kind("value_at", quantity="E")
 def value_at(series: Series, *, data: RunData, min: float | None = None, max: float | None = None,
              at: float | None = None, reference=None, relative_to_initial: str | None = None,
              floor: float = 0.0) -> Measurement:
@@ -142,7 +142,9 @@ def value_at(series: Series, *, data: RunData, min: float | None = None, max: fl
     sem = float(series.sem[i]) / scale if np.isfinite(series.sem[i]) else None
     detail = f"E = {series.mean[i]:.5g}" + (f", reference {ref:.5g}" if reference is not None else "")
     detail += f", relative to {scale:.4g}" if relative_to_initial else ""
-    return Measurement(float(series.mean[i] - ref) / scale, sem, float(series.t[i]), band, detail)
+    quantity = "E - reference" if reference is not None else "E"
+    quantity = f"({quantity}) / max(|E({relative_to_initial})(0)|, {floor:g})" if relative_to_initial else quantity
+    return Measurement(float(series.mean[i] - ref) / scale, sem, float(series.t[i]), band, detail, quantity=quantity)
 
 
 def _initial_scale(data: RunData, observable: str | None, floor: float) -> float:
@@ -150,7 +152,7 @@ def _initial_scale(data: RunData, observable: str | None, floor: float) -> float
     return builtins.max(abs(float(data.curve(observable).mean[0])), floor) if observable else 1.0
 
 
-@check_kind("agrees_at")
+@check_kind("agrees_at", quantity="|E - reference|", unit="SE")
 def agrees_at(series: Series, *, data: RunData, reference, at: float | None = None, k: float = 4.0) -> Measurement:
     """|E(t) - reference| <= k SE(t) at one time (a sampler or an ergodic limit against its exact value)."""
     band, i = Band(None, k), series.index_at(at)
@@ -160,10 +162,10 @@ def agrees_at(series: Series, *, data: RunData, reference, at: float | None = No
     err = series.mean[i] - ref
     z = abs(err) / series.sem[i] if series.sem[i] > 0 else (0.0 if abs(err) <= 1e-12 * max(1, abs(ref)) else math.inf)
     return Measurement(float(z), None, float(series.t[i]), band,
-                       f"E = {series.mean[i]:.6g} ± {series.sem[i]:.2g}, exact {ref:.6g}, error {z:.2f} SE")
+                       f"E = {series.mean[i]:.6g} ± {series.sem[i]:.2g}, reference {ref:.6g}")
 
 
-@check_kind("window_mean")
+@check_kind("window_mean", quantity="window mean")
 def window_mean(series: Series, *, data: RunData, start: float, end: float, min: float | None = None,
                 max: float | None = None, reference=None, absolute: bool = False) -> Measurement:
     """The time average of E(t) over the output times in [start, end], minus ``reference`` (its
@@ -174,11 +176,13 @@ def window_mean(series: Series, *, data: RunData, start: float, end: float, min:
         return Measurement(math.nan, None, end, band, skipped=f"the window [{start:g}, {end:g}] is beyond T={series.t[-1]:g}")
     ref = data.reference(reference)
     mean, se = window
+    quantity = "window mean" if reference is None else "|window mean - reference|" if absolute else "window mean - reference"
     return Measurement(abs(mean - ref) if absolute else mean - ref, se, None, band,
-                       f"mean over [{start:g}, {end:g}] = {mean:.5g}" + (f", reference {ref:.5g}" if reference is not None else ""))
+                       f"mean over [{start:g}, {end:g}] = {mean:.5g}" + (f", reference {ref:.5g}" if reference is not None else ""),
+                       quantity=quantity)
 
 
-@check_kind("change_between")
+@check_kind("change_between", quantity="E(end) - E(start)")
 def change_between(series: Series, *, start: float, end: float, min: float | None = None,
                    max: float | None = None) -> Measurement:
     """E(end) - E(start) lies in [min, max] (e.g. a curve still rising: spec 003 F1-5). The SE is
@@ -191,7 +195,7 @@ def change_between(series: Series, *, start: float, end: float, min: float | Non
                        float(series.t[j]), band, f"E({series.t[i]:g}) = {series.mean[i]:.5g}, E({series.t[j]:g}) = {series.mean[j]:.5g}")
 
 
-@check_kind("settles_to_window")
+@check_kind("settles_to_window", quantity="max_{t >= start} |E - plateau|")
 def settles_to_window(series: Series, *, start: float, plateau: list, max: float) -> Measurement:
     """From ``start`` on, E(t) stays within ``max`` of its plateau P (the time average over
     ``plateau`` = [a, b]): max_{t >= start} |E(t) - P| (spec 003 F1-7). The SE is that of E at the
@@ -205,7 +209,7 @@ def settles_to_window(series: Series, *, start: float, plateau: list, max: float
                        f"plateau {average[0]:.5g} over [{plateau[0]:g}, {plateau[1]:g}]; E = {series.mean[i]:.5g}")
 
 
-@check_kind("max_abs_value")
+@check_kind("max_abs_value", quantity="max_t |E|")
 def max_abs_value(series: Series, *, data: RunData, min: float | None = None, max: float | None = None,
                   start: float = 0.0, end: float | None = None, relative_to_initial: str | None = None,
                   floor: float = 0.0) -> Measurement:
@@ -222,10 +226,11 @@ def max_abs_value(series: Series, *, data: RunData, min: float | None = None, ma
     i = _nanargmax(values)
     se = float(series.sem[i]) / scale if np.isfinite(series.sem[i]) else None
     return Measurement(float(np.abs(series.mean[i]) / scale), se, float(series.t[i]), band,
-                       "; ".join(x for x in (f"E = {series.mean[i]:.4g}", detail) if x))
+                       "; ".join(x for x in (f"E = {series.mean[i]:.4g}", detail) if x),
+                       quantity="max_t |E| / scale" if relative_to_initial else None)
 
 
-@check_kind("abs_ratio_at")
+@check_kind("abs_ratio_at", quantity="|E| / |E_other|")
 def abs_ratio_at(series: Series, *, other: Series, min: float | None = None, max: float | None = None,
                  at: float | None = None) -> Measurement:
     """|E(t)| / |E_other(t)| at one time lies in [min, max] (e.g. RS1's drift at least 3x RS2's)."""
@@ -238,7 +243,7 @@ def abs_ratio_at(series: Series, *, other: Series, min: float | None = None, max
     return Measurement(float(ratio), se, float(series.t[i]), band, f"|E| = {a:.4g} vs {b:.4g}")
 
 
-@check_kind("max_relative_se")
+@check_kind("max_relative_se", quantity="max_t SE/|E|")
 def max_relative_se(series: Series, *, data: RunData, max: float, reference_paths: int | None = None) -> Measurement:
     """max_t SE(t) / |E(t)|, rescaled to ``reference_paths`` paths (x sqrt(paths / reference_paths)),
     is at most ``max``: the paper's "maximum relative Monte Carlo error" at its own path count."""
@@ -250,24 +255,25 @@ def max_relative_se(series: Series, *, data: RunData, max: float, reference_path
                        f"max SE/E = {rel[i]:.3g} at {data.paths} paths" + (f", = {rel[i] * factor:.3g} at {reference_paths}" if reference_paths else ""))
 
 
-@check_kind("reference_value")
+@check_kind("reference_value", quantity="reference value")
 def reference_value(series: Series, *, data: RunData, reference, min: float | None = None,
                     max: float | None = None) -> Measurement:
     """A reference value the system computes (e.g. ``equilibrium_mean:two_H`` by quadrature) lies in
     [min, max]: the paper's printed value, checked against the code's, never used in its place."""
-    return Measurement(data.reference(reference), None, None, Band(min, max), f"computed {reference}")
+    return Measurement(data.reference(reference), None, None, Band(min, max), "computed by the code",
+                       quantity=str(reference))
 
 
-@check_kind("all_finite")
+@check_kind("all_finite", quantity="most non-finite paths at one time", unit="paths")
 def all_finite(series: Series, *, data: RunData, max: int = 0) -> Measurement:
     """At most ``max`` paths (default none) went non-finite at any output time."""
     worst = int(np.max(data.nonfinite)) if data.nonfinite is not None else 0
     i = int(np.argmax(data.nonfinite)) if data.nonfinite is not None else 0
     return Measurement(float(worst), None, float(series.t[i]) if worst else None, Band(None, max),
-                       f"most non-finite paths at one time: {worst} of {data.paths}")
+                       f"of {data.paths}")
 
 
-@check_kind("nonfinite_fraction_at")
+@check_kind("nonfinite_fraction_at", quantity="fraction of paths non-finite")
 def nonfinite_fraction_at(series: Series, *, data: RunData, at: float | None = None, min: float | None = None,
                           max: float | None = None) -> Measurement:
     """The fraction of paths that are non-finite at one time (default: the final time) lies in [min, max]
@@ -279,7 +285,7 @@ def nonfinite_fraction_at(series: Series, *, data: RunData, at: float | None = N
     return Measurement(count / data.paths, None, float(series.t[i]), band, f"{count} of {data.paths} paths")
 
 
-@check_kind("diverged_by")
+@check_kind("diverged_by", quantity="time the run is declared diverged")
 def diverged_by(series: Series, *, data: RunData, at: float, mean_above: float = 1e6) -> Measurement:
     """The run is declared diverged no later than ``at``: the first output time where some path is
     non-finite or |E| exceeds ``mean_above`` (spec 003 pitfall 19); infinity when it never does."""
@@ -288,7 +294,7 @@ def diverged_by(series: Series, *, data: RunData, at: float, mean_above: float =
                        "never" if math.isinf(first) else f"first non-finite path or |E| > {mean_above:g} at t={first:g}")
 
 
-@check_kind("window_difference")
+@check_kind("window_difference", quantity="P - P_other")
 def window_difference(series: Series, *, other: Series, start: float, end: float, min: float | None = None,
                       max: float | None = None, reference=None, data: RunData) -> Measurement:
     """Compares the time averages P (over [start, end]) of this run and ``other``. Without
@@ -314,4 +320,5 @@ def window_difference(series: Series, *, other: Series, start: float, end: float
         return Measurement(p - q, se, None, band, f"P = {p:.5g}, P_other = {q:.5g}{how}")
     far = abs(q - ref) if math.isfinite(q) else math.inf
     return Measurement(far - abs(p - ref), se if math.isfinite(far) else None, None, band,
-                       f"|P - ref| = {abs(p - ref):.4g}, |P_other - ref| = {far:.4g} (ref {ref:.6g}){how}")
+                       f"|P - ref| = {abs(p - ref):.4g}, |P_other - ref| = {far:.4g} (ref {ref:.6g}){how}",
+                       quantity="|P_other - ref| - |P - ref|")

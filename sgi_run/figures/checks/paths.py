@@ -9,7 +9,7 @@ import math
 import numpy as np
 
 from sgi_run.core.errors import ConfigError
-from sgi_run.figures.checks.registry import check_kind
+from sgi_run.figures.checks.registry import OBSERVABLE, check_kind
 from sgi_run.figures.results import SOLVER_STATISTICS, Band, Measurement, RunData, Series
 from sgi_run.figures.statistics import SELECTION_RULES, _nanargmax, departure, select_path
 
@@ -57,7 +57,7 @@ def _chosen_paths(series: Series, data: RunData, kind: str, path: int, all_paths
     return [path], f"path {path}", ""
 
 
-@check_kind("path_deviation", choices={"select": SELECTION_RULES})
+@check_kind("path_deviation", choices={"select": SELECTION_RULES}, quantity="max_t |{x} - {x}(0)|")
 def path_deviation(series: Series, *, data: RunData, min: float | None = None, max: float | None = None,
                    reference: float | None = None, path: int = 0, start: float = 0.0,
                    end: float | None = None, relative: bool = False, norm_of: str | None = None,
@@ -84,14 +84,16 @@ def path_deviation(series: Series, *, data: RunData, min: float | None = None, m
             worst = (float(deviation[i]), i, p)
     value, i, p = worst
     x = np.linalg.norm(data.kept_view(norm_of, p), axis=-1) if norm_of else series.require_kept("path_deviation", p)
-    name = f"|{norm_of}|" if norm_of else "x"
-    origin = (f"{name}(0) = {x[0]:.17g}" if x.ndim == 1 else f"max |x(0)| = {np.max(np.abs(x[0])):.17g}") \
+    name = f"|{norm_of}|" if norm_of else OBSERVABLE    # the observable's name, filled in by evaluate
+    origin = (f"{name}(0) = {x[0]:.17g}" if x.ndim == 1 else f"max |{name}(0)| = {np.max(np.abs(x[0])):.17g}") \
         if reference is None else f"reference {reference:g}"
     where = note if len(paths) == 1 and not all_paths else f"{note}, the largest on path {p}"
-    return Measurement(value, None, float(series.t[i]), band, f"{where}; {origin}")
+    start_value = f"{name}(0)" if reference is None else "reference"
+    quantity = f"max_t |{name} - {start_value}|" + (f" / |{start_value}|" if relative else "")
+    return Measurement(value, None, float(series.t[i]), band, f"{where}; {origin}", quantity=quantity)
 
 
-@check_kind("solver_statistic", choices={"statistic": SOLVER_STATISTICS})
+@check_kind("solver_statistic", choices={"statistic": SOLVER_STATISTICS}, quantity="solver statistic")
 def solver_statistic(series: Series, *, data: RunData, statistic: str, min: float | None = None,
                      max: float | None = None) -> Measurement:
     """What the run's implicit solves did, over all its paths and steps (``statistic``: one of
@@ -102,10 +104,10 @@ def solver_statistic(series: Series, *, data: RunData, statistic: str, min: floa
     if math.isnan(value):
         raise ConfigError("checks.statistic", statistic, "a statistic of an implicit method's solves (this run's "
                           "method has none)")
-    return Measurement(value, None, None, Band(min, max), f"{SOLVER_STATISTICS[statistic]}; dt = {data.dt:g}")
+    return Measurement(value, None, None, Band(min, max), f"dt = {data.dt:g}", quantity=SOLVER_STATISTICS[statistic])
 
 
-@check_kind("path_deviation_ratio")
+@check_kind("path_deviation_ratio", quantity="max_t |{x} - {x}(0)| / that of the other run")
 def path_deviation_ratio(series: Series, *, other: Series, min: float | None = None, max: float | None = None,
                          reference: float | None = None, path: int = 0) -> Measurement:
     """One realisation of two runs (the same random numbers: same seed and path index): max_t |x(t) -
@@ -122,7 +124,7 @@ _STATISTICS = {"max": np.max, "min": np.min, "range": np.ptp, "max_abs": lambda 
                "min_abs": lambda x: np.min(np.abs(x))}
 
 
-@check_kind("path_difference")
+@check_kind("path_difference", quantity="max_t |{x} - {x}_other|")
 def path_difference(series: Series, *, other: Series, min: float | None = None, max: float | None = None,
                     path: int = 0, end: float | None = None) -> Measurement:
     """Two runs, one realisation each: max_t |x(t) - x_other(t)| along kept path ``path`` of both, over
@@ -142,7 +144,7 @@ def path_difference(series: Series, *, other: Series, min: float | None = None, 
     return Measurement(float(gap[i]), None, float(series.t[i]), band, f"path {path}, {n} output times")
 
 
-@check_kind("path_extent", choices={"statistic": _STATISTICS, "select": SELECTION_RULES})
+@check_kind("path_extent", choices={"statistic": _STATISTICS, "select": SELECTION_RULES}, quantity="{x}")
 def path_extent(series: Series, *, data: RunData, statistic: str, min: float | None = None, max: float | None = None,
                 path: int = 0, start: float = 0.0, end: float | None = None, norm_of: str | None = None,
                 select: str | None = None, other: RunData | None = None) -> Measurement:
@@ -170,11 +172,14 @@ def path_extent(series: Series, *, data: RunData, statistic: str, min: float | N
     i = {"max": np.argmax, "min": np.argmin, "max_abs": lambda v: np.argmax(np.abs(v)),
          "min_abs": lambda v: np.argmin(np.abs(v))}.get(statistic)
     t = float(series.t[inside][i(x)]) if i else None
+    name = f"|{norm_of}|" if norm_of else OBSERVABLE
+    quantity = {"max": f"max_t {name}", "min": f"min_t {name}", "range": f"max_t {name} - min_t {name}",
+                "max_abs": f"max_t |{name}|", "min_abs": f"min_t |{name}|"}[statistic]
     return Measurement(float(_STATISTICS[statistic](x)), None, t, band,
-                       f"{note}: {statistic}{f' of |{norm_of}|' if norm_of else ''}; values in [{x.min():.6g}, {x.max():.6g}]")
+                       f"{note}: values in [{x.min():.6g}, {x.max():.6g}]", quantity=quantity)
 
 
-@check_kind("path_period")
+@check_kind("path_period", quantity="mean period")
 def path_period(series: Series, *, min: float | None = None, max: float | None = None, path: int = 0,
                 start: float = 0.0, end: float | None = None) -> Measurement:
     """One realisation: the mean period of x(t) along kept path ``path``, from its upward crossings of
@@ -198,7 +203,7 @@ def path_period(series: Series, *, min: float | None = None, max: float | None =
 
 
 # --- the rigid body's kept paths on its momentum sphere (spec 002 Figs 1, 2) ----------------------------
-@check_kind("path_selection", choices={"select": SELECTION_RULES})
+@check_kind("path_selection", choices={"select": SELECTION_RULES}, unit="kept paths qualify")
 def path_selection(series: Series, *, data: RunData, select: str, other: RunData | None = None,
                    min: float | None = None, max: float | None = None, end: float | None = None) -> Measurement:
     """How many kept paths satisfy a selection rule's condition (statistics.SELECTION_RULES, over the output times

@@ -29,17 +29,25 @@ class CheckKind:
     shapes: Mapping[str, tuple[Callable[[object], bool], str]] = field(default_factory=dict)
     needs_system_method: str | None = None
     needs_integrator_method: str | None = None
+    quantity: str = ""       # what its value is, as a verdict line names it ("p", "E/exact"); a Measurement may say
+    unit: str = ""           # more ... and its unit ("SE", "paths"); every kind says one or the other
 
 
 CHECK_KINDS: dict[str, CheckKind] = {}
+# In a kind's ``quantity`` (and a measurement's detail), the name of the observable the check reads
+# ("max_t |{x} - {x}(0)|" of C1 reads "max_t |C1 - C1(0)|"); ``evaluate`` fills it in.
+OBSERVABLE = "{x}"
 
 
 def check_kind(name: str, study: bool = False, choices: Mapping[str, Collection] | None = None,
                shapes: Mapping[str, tuple[Callable[[object], bool], str]] | None = None,
-               needs_system_method: str | None = None, needs_integrator_method: str | None = None):
+               needs_system_method: str | None = None, needs_integrator_method: str | None = None,
+               quantity: str = "", unit: str = ""):
+    """Register a kind; ``quantity`` / ``unit``: what its value is and in what unit, so that a verdict line never
+    shows a bare number ("p = 0.91", "0.28 SE")."""
     def register(fn):
         CHECK_KINDS[name] = CheckKind(fn, study, choices or {}, shapes or {}, needs_system_method,
-                                      needs_integrator_method)
+                                      needs_integrator_method, quantity, unit)
         return fn
     return register
 
@@ -61,7 +69,7 @@ def _skip(t, series: Series, band: Band) -> Measurement:
 
 
 # --- evaluation -----------------------------------------------------------------------------------
-_NOT_PARAMETERS = ("id", "kind", "run", "runs", "criterion", "observable", "tolerance_se")
+_NOT_PARAMETERS = ("id", "kind", "run", "runs", "criterion", "observable", "tolerance_se", "by_construction")
 _FILLED_IN = ("series", "study", "data")   # supplied by evaluate, never written in a check
 
 
@@ -112,6 +120,9 @@ def validate(spec: Mapping, where: str) -> None:
     tolerance = spec.get("tolerance_se", 0)
     if not (isinstance(tolerance, (int, float)) and tolerance >= 0):
         raise ConfigError(f"{where}.tolerance_se", tolerance, "a number >= 0")
+    if not isinstance(spec.get("by_construction", False), bool):
+        raise ConfigError(f"{where}.by_construction", spec["by_construction"],
+                          "true (the check holds by how the run is set up: judged, but counted apart) or false")
     for name, p in signature.parameters.items():
         if name not in _FILLED_IN and p.default is inspect.Parameter.empty and name not in spec:
             raise ConfigError(f"{where}.{name}", None, f"a value ({kind} needs {name})")
@@ -139,6 +150,10 @@ def evaluate(spec: Mapping, run: str, data: RunData | Series | StudyData,
         if "data" in inspect.signature(fn).parameters:
             params["data"] = data
         m = fn(data.curve(observable), **params)
+    quantity, detail = record.quantity if m.quantity is None else m.quantity, m.skipped or m.detail
+    if not study:
+        name = spec.get("observable") or data.default or "x"
+        quantity, detail = quantity.replace(OBSERVABLE, name), detail.replace(OBSERVABLE, name)
     if m.skipped:
         verdict, margin = SKIP, None
     else:
@@ -149,4 +164,7 @@ def evaluate(spec: Mapping, run: str, data: RunData | Series | StudyData,
         verdict = PASS if inside else FAIL
     return CheckResult(id=spec["id"], kind=spec["kind"], run=run, criterion=spec.get("criterion", ""),
                        verdict=verdict, value=float(m.value), se=None if m.se is None else float(m.se),
-                       t=m.t, band=str(m.band), margin_se=margin, detail=m.skipped or m.detail, digits=m.band.digits())
+                       t=m.t, band=str(m.band), margin_se=margin, detail=detail, digits=m.band.digits(),
+                       quantity=quantity,
+                       unit=record.unit if m.unit is None else m.unit,
+                       by_construction=spec.get("by_construction", False))

@@ -20,7 +20,7 @@ def _no_snapshot(at, band: Band) -> Measurement:
     return Measurement(math.nan, None, at, band, skipped=f"the run stored no snapshot of the paths' states at {when} (plan.snapshots)")
 
 
-@check_kind("snapshot_variance")
+@check_kind("snapshot_variance", quantity="Var")
 def snapshot_variance(series: Series, *, data: RunData, coordinate: str, at: float | None = None, min: float | None = None,
                       max: float | None = None, reference=None) -> Measurement:
     """Var(coordinate) over the paths' states at snapshot time ``at``, minus ``reference``, lies in
@@ -32,10 +32,11 @@ def snapshot_variance(series: Series, *, data: RunData, coordinate: str, at: flo
     var, m4 = np.var(x, ddof=1), np.mean((x - x.mean()) ** 4)
     ref = data.reference(reference)
     return Measurement(float(var - ref), float(np.sqrt(builtins.max(m4 - var**2, 0.0) / x.size)), at, band,
-                       f"Var({coordinate}) = {var:.5g} over {x.size} paths")
+                       f"Var({coordinate}) = {var:.5g} over {x.size} paths",
+                       quantity=f"Var({coordinate})" + (" - reference" if reference is not None else ""))
 
 
-@check_kind("constraint_residual")
+@check_kind("constraint_residual", quantity="largest constraint residual")
 def constraint_residual(series: Series, *, data: RunData, at: float | None = None, max: float = 1e-12) -> Measurement:
     """The largest constraint residual over the finite paths at snapshot time ``at`` (the system's
     ``constraint_residual``, e.g. | |q| - 1 | and |q . p| on the sphere) is at most ``max``."""
@@ -48,7 +49,7 @@ def constraint_residual(series: Series, *, data: RunData, at: float | None = Non
                        f"over {finite.size} finite paths")
 
 
-@check_kind("density_l1")
+@check_kind("density_l1", quantity="L1 distance of the histogram to the exact density")
 def density_l1(series: Series, *, data: RunData, coordinate: str, at: float | None = None, density: str, bins: int,
                range: list, period: float | None = None, base: float = 0.05, k: float = 3.0) -> Measurement:
     """L1 distance between the normalised histogram of ``coordinate`` at snapshot time ``at`` and the
@@ -65,7 +66,7 @@ def density_l1(series: Series, *, data: RunData, coordinate: str, at: float | No
                        f"{bins} bins, {n} paths, against {density}")
 
 
-@check_kind("ks_test")
+@check_kind("ks_test", quantity="p", unit="(Kolmogorov-Smirnov p-value)")
 def ks_test(series: Series, *, data: RunData, coordinate: str, at: float | None = None, cdf: str,
             period: float | None = None, min_p: float = 1e-3) -> Measurement:
     """Kolmogorov-Smirnov test of the paths' ``coordinate`` at snapshot time ``at`` against a system
@@ -93,7 +94,7 @@ def _degrees_text(above: int | None, at_most: int | None) -> str:
 
 
 @check_kind("spectrum_fraction", choices={"quantity": SPECTRUM_QUANTITIES},
-            needs_system_method="enstrophy_spectrum(state)")
+            needs_system_method="enstrophy_spectrum(state)", quantity="fraction of the spectrum")
 def spectrum_fraction(series: Series, *, data: RunData, quantity: str, at: float | None = None,
                       above: int | None = None, at_most: int | None = None, min: float | None = None,
                       max: float | None = None, path: int = 0) -> Measurement:
@@ -114,11 +115,12 @@ def spectrum_fraction(series: Series, *, data: RunData, quantity: str, at: float
     t = at if at is not None else (data.snapshot_times[-1] if data.snapshot_times else None)
     return Measurement(part / total if total > 0 else math.nan, None, t, band,
                        f"path {path}: {quantity} in {_degrees_text(above, at_most)} = {part:.4g} of {total:.6g} "
-                       f"(l = 0..{spectrum.size - 1})")
+                       f"(l = 0..{spectrum.size - 1})",
+                       quantity=f"fraction of the {quantity} in {_degrees_text(above, at_most)}")
 
 
 # --- the heavy top's effective potential from a run's momenta (spec 002 section 2.8, Figs 3, 10, 13) -------
-@check_kind("effective_potential", choices={"statistic": POTENTIAL_STATISTICS})
+@check_kind("effective_potential", choices={"statistic": POTENTIAL_STATISTICS}, quantity="statistic of V")
 def effective_potential(series: Series, *, data: RunData, statistic: str, at: float | None = 0.0,
                         minus_at: float | None = None, absolute: bool = False, min: float | None = None,
                         max: float | None = None, path: int = 0, window: list | None = None) -> Measurement:
@@ -140,7 +142,16 @@ def effective_potential(series: Series, *, data: RunData, statistic: str, at: fl
         details.append(f"{statistic}(t={t:g}) = {values[-1]:.6g} (E' = {e_prime:.6g})")
     value = values[0] - values[1] if len(values) == 2 else values[0]
     value = abs(value) if absolute else value
-    return Measurement(float(value), None, float(series.t[series.index_at(at)]), band, f"path {path}: " + "; ".join(details))
+    what = _POTENTIAL_TEXT[statistic]
+    quantity = what if minus_at is None else f"{what} (t={at:g}) - {what} (t={minus_at:g})"
+    return Measurement(float(value), None, float(series.t[series.index_at(at)]), band, f"path {path}: " + "; ".join(details),
+                       quantity=f"|{quantity}|" if absolute else quantity)
+
+
+# How a verdict line names each of POTENTIAL_STATISTICS.
+_POTENTIAL_TEXT = {"argmin": "argmin_θ V(θ)", "min": "min_θ V(θ)", "root_low": "lower root of V(θ) = E'",
+                   "root_high": "upper root of V(θ) = E'", "depth": "E' - min_θ V(θ)",
+                   "min_curvature": "min V''(θ) over the window", "E_prime": "E'"}
 
 
 # --- a statistic over every kept path (spec 002 Figs 6-13: the fraction of seeds that ...) ------------------
@@ -148,7 +159,7 @@ PER_PATH = ("value", "change", "abs_change", "running_min", "running_max")
 ACROSS_PATHS = ("fraction_above", "fraction_below", "median")
 
 
-@check_kind("across_paths", choices={"per_path": PER_PATH, "statistic": ACROSS_PATHS})
+@check_kind("across_paths", choices={"per_path": PER_PATH, "statistic": ACROSS_PATHS}, quantity="statistic over the kept paths")
 def across_paths(series: Series, *, per_path: str, statistic: str, at: float | None = None, threshold: float = 0.0,
                  start: float = 0.0, min: float | None = None, max: float | None = None) -> Measurement:
     """A statistic over the run's kept paths, each path reduced to one number ``per_path``: x(at) (``value``),
@@ -175,9 +186,11 @@ def across_paths(series: Series, *, per_path: str, statistic: str, at: float | N
     else:
         value = float(np.mean(values > threshold if statistic == "fraction_above" else values < threshold))
         se = math.sqrt(value * (1 - value) / n) if 0 < value < 1 else None
+    quantity = (f"median of the paths' {per_path}" if statistic == "median" else
+                f"fraction of paths with {per_path} {'>' if statistic == 'fraction_above' else '<'} {threshold:g}")
     return Measurement(value, se, float(series.t[i]), band,
                        f"{per_path} over {n} kept paths: 5-95% [{np.percentile(values, 5):.4g}, "
-                       f"{np.percentile(values, 95):.4g}], median {np.median(values):.4g}")
+                       f"{np.percentile(values, 95):.4g}], median {np.median(values):.4g}", quantity=quantity)
 
 
 # --- the rigid body's kept paths on its momentum sphere (spec 002 Figs 1, 2) ----------------------------
@@ -196,7 +209,7 @@ def _largest_spread(data: RunData, times, view: str) -> tuple[float | None, str]
     return builtins.max(spreads.values()), ", ".join(f"spread({t:g}) = {v:.4g}" for t, v in spreads.items())
 
 
-@check_kind("ensemble_spread",
+@check_kind("ensemble_spread", quantity="spread",
             shapes={"at": (lambda v: _times(v, empty=False), "an output time or a list of them"),
                     "minus_at": (lambda v: _times(v, empty=True), "an output time, a list of them or null")})
 def spread_check(series: Series, *, data: RunData, at: float | list, minus_at: float | list | None = None,
@@ -214,14 +227,16 @@ def spread_check(series: Series, *, data: RunData, at: float | list, minus_at: f
     if value is None:
         return Measurement(math.nan, None, None, band, skipped=f"t={at} or {minus_at} is not an output time "
                            f"of this run (T={series.t[-1]:g})")
-    return Measurement(float(value), None, None, band, f"{text} ({len(data.kept[view])} kept paths)")
+    quantity = f"spread({at})" + (f" - spread({minus_at})" if minus_at is not None else "")
+    return Measurement(float(value), None, None, band, f"{text} ({len(data.kept[view])} kept paths)",
+                       quantity=quantity.replace("[", "max(").replace("]", ")"))
 
 
 # --- the solvability of the Cayley LGVI's implicit equations (spec 002 section 2.4, Fig. 14) ----------------
 SOLVABILITY_STATISTICS = ("norm_min", "norm_max", "max_abs_A", "max_abs_B", "max_iterations", "unconverged")
 
 
-@check_kind("solvability", choices={"statistic": SOLVABILITY_STATISTICS},
+@check_kind("solvability", choices={"statistic": SOLVABILITY_STATISTICS}, quantity="statistic of the solves",
             shapes={"increments": (valid_increments, 'a list of increment vectors, entries numbers or "D" / '
                                    '"-D" (+-the truncation bound), e.g. [[0, 0, 0], [D, D, D]]')},
             needs_integrator_method=SOLVABILITY_NEEDS)
@@ -244,4 +259,4 @@ def solvability(series: Series, *, data: RunData, statistic: str, increments: li
     points = maps[0].norm.size
     detail = "; ".join(f"{increment_text(w, data.increment_bound)}: {v:.9g}" for w, v in zip(increments, values))
     return Measurement(float(combine(values)), None, None, Band(min, max),
-                       f"{statistic} over {points} points each, dt = {data.dt:g}: {detail}")
+                       f"over {points} points each, dt = {data.dt:g}: {detail}", quantity=statistic)

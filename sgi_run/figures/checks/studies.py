@@ -24,7 +24,7 @@ def _dts_text(dts) -> str:
     return ", ".join(f"{d:g}" for d in dts)
 
 
-@check_kind("fitted_order", study=True, choices={"norm": ("terminal", "sup")})
+@check_kind("fitted_order", study=True, choices={"norm": ("terminal", "sup")}, quantity="fitted order")
 def fitted_order(study, *, min: float | None = None, max: float | None = None, norm: str = "terminal") -> Measurement:
     """The fitted order (least-squares slope of log|error| against log dt over the step sizes whose
     error is resolvable, |error| > plan.resolvable_se SE, 2 by default) lies in [min, max]. Its SE is read off the 95% path-bootstrap
@@ -39,7 +39,7 @@ def fitted_order(study, *, min: float | None = None, max: float | None = None, n
         if not math.isfinite(order):
             return Measurement(math.nan, None, None, band, skipped=note or "no order fitted")
         return Measurement(order, None, None, band, f"sup-in-time RMS errors; no bootstrap interval; fitted on dt = "
-                           f"{_dts_text(study.dts[resolvable])}")
+                           f"{_dts_text(study.dts[resolvable])}", quantity="fitted order (sup-in-time errors)")
     if not math.isfinite(study.order):
         return Measurement(math.nan, None, None, band, skipped=study.note or "no order fitted")
     low, high = study.order_ci
@@ -50,7 +50,7 @@ def fitted_order(study, *, min: float | None = None, max: float | None = None, n
                        f"{ci}; fitted on dt = {_dts_text(study.dts[study.resolvable])}")
 
 
-@check_kind("resolved_levels", study=True)
+@check_kind("resolved_levels", study=True, unit="step sizes resolvable")
 def resolved_levels(study, *, min: float | None = None, max: float | None = None) -> Measurement:
     """How many step sizes have an error resolvable above the Monte Carlo noise (|error| > plan.resolvable_se
     SE): the ones the order is fitted on (spec 004: at least three at reduced fidelity). SKIP when the
@@ -63,7 +63,7 @@ def resolved_levels(study, *, min: float | None = None, max: float | None = None
                        f"resolved at dt = {_dts_text(resolved) or 'none'} (|error| > {study.resolvable_se:g} SE)")
 
 
-@check_kind("error_at", study=True)
+@check_kind("error_at", study=True, quantity="error")
 def error_at(study, *, dt: float, min: float | None = None, max: float | None = None,
              absolute: bool = False) -> Measurement:
     """The error at step size ``dt`` (strong: the RMS error; weak: the signed error of the mean, its
@@ -75,11 +75,13 @@ def error_at(study, *, dt: float, min: float | None = None, max: float | None = 
                            skipped=f"dt={dt:g} is not a step size of this study (dts: {_dts_text(study.dts)})")
     error, se = float(study.error[i]), float(study.se[i])
     resolved = "" if study.resolvable[i] else ", not resolvable"
+    what = ("RMS error" if study.error_kind == "strong" else "error of the mean") + f" at dt={study.dts[i]:g}"
     return Measurement(abs(error) if absolute else error, se, None, band,
-                       f"at dt={study.dts[i]:g}; |error| = {abs(error) / se if se > 0 else math.inf:.1f} SE{resolved}")
+                       f"|error| = {abs(error) / se if se > 0 else math.inf:.1f} SE{resolved}",
+                       quantity=f"|{what}|" if absolute else what)
 
 
-@check_kind("errors_decrease", study=True)
+@check_kind("errors_decrease", study=True, quantity="largest rise of |error| to a finer step", unit="SE")
 def errors_decrease(study, *, k: float = 2.0) -> Measurement:
     """|error| never grows from one step size to the next finer one by more than k standard errors of
     the difference, sqrt(se_i^2 + se_j^2) (which overstates it for errors on shared paths, so a rise

@@ -23,6 +23,17 @@ def test_path_deviation_pass_and_fail():
     assert check("path_deviation", kept(ROUNDOFF), min=1e-11, max=1e-6).verdict == FAIL
 
 
+def test_a_path_checks_value_names_the_observable_it_reads():
+    from sgi_run.figures.results import RunData
+    data = RunData({"H": kept(ROUNDOFF), "C1": kept(DRIFT)}, "H")
+    drift = evaluate({"id": "c", "kind": "path_deviation", "observable": "C1", "max": 1e-12}, "run", data)
+    assert drift.measured().startswith("max_t |C1 - C1(0)| = 1e-09 at t=100 (band <= 1e-12")
+    energy = evaluate({"id": "c", "kind": "path_extent", "statistic": "min", "min": 0}, "run", data)
+    assert energy.measured().startswith("min_t H = ")
+    relative = check("path_deviation", kept(DRIFT), reference=1, relative=True, max=1)
+    assert relative.measured().startswith("max_t |x - reference| / |reference| = 1e-09")
+
+
 def test_path_deviation_from_a_number_and_over_a_window():
     offset = kept(np.full_like(T, 1.5))
     assert check("path_deviation", offset, max=1e-12).verdict == PASS          # from x(0): constant

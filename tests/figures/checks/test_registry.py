@@ -1,16 +1,66 @@
 """The registry, validate and evaluate: refusals of bad specs in one line, kinds that do not fit the run,
 and how a result shows its verdict, value and band."""
+import numpy as np
 import pytest
 
 from sgi_run.core.errors import ConfigError
 from sgi_run.figures.checks import evaluate, validate
-from sgi_run.figures.results import PASS
-from tests.figures.checks.helpers import EXACT, WEAK, check, series, study
+from sgi_run.figures.results import FAIL, PASS, CheckResult, RunData, counts_text, verdict_counts
+from tests.figures.checks.helpers import EXACT, WEAK, T, check, series, study
 
 
 def test_result_line_names_verdict_value_se_and_band():
     line = check("ratio_at", series(EXACT * 1.1), min=0.95, max=1.15).line()
-    assert line.startswith("PASS  c [run]: 1.1 ± ") and "band [0.95, 1.15]" in line
+    assert line.startswith("PASS  c [run]: E/exact = 1.1 ± ") and "band [0.95, 1.15]" in line
+
+
+def test_every_kind_says_what_its_value_is():
+    """A verdict line never shows a bare number: each kind names its value or its unit (or both)."""
+    from sgi_run.figures.checks import CHECK_KINDS
+    unnamed = [name for name, record in CHECK_KINDS.items() if not (record.quantity or record.unit)]
+    assert not unnamed
+
+
+def test_a_value_in_standard_errors_and_a_p_value_say_so():
+    at_zero = check("agrees_with_exact", series(EXACT + 2e-3 * (T == 0)))
+    assert at_zero.measured().startswith("max_t |E - exact| = 2 SE at t=0 (band <= 4")
+    from scipy import stats
+    x = stats.norm.ppf((np.arange(400) + 0.5) / 400)
+    data = RunData({"H": series(EXACT)}, "H", _Normal(), lambda t: {"x": x})
+    result = evaluate({"id": "c", "kind": "ks_test", "coordinate": "x", "cdf": "cdf_x", "at": 0}, "run", data)
+    assert result.measured().startswith("p = 1 (Kolmogorov-Smirnov p-value) at t=0 (band >= 0.001")
+
+
+class _Normal:
+    @staticmethod
+    def cdf_x(x):
+        from scipy import stats
+        return stats.norm.cdf(x)
+
+
+def test_a_value_a_record_keeps_as_null_reads_back_as_nan():
+    import math
+    result = check("ratio_at", series(EXACT * 1.1), min=0.95, max=1.15)
+    back = CheckResult(**{**result.as_dict(), "value": None})
+    assert math.isnan(back.value) and back.measured().startswith("E/exact = nan ± ")
+
+
+def test_by_construction_is_judged_but_counted_apart():
+    spec = {"id": "c", "kind": "ratio_at", "min": 2.0, "by_construction": True}
+    validate(spec, "test")
+    failed = evaluate(spec, "run", series(EXACT * 1.1))
+    passed = check("ratio_at", series(EXACT * 1.1), min=0.95)
+    assert failed.verdict == FAIL and failed.by_construction and not passed.by_construction
+    counts = verdict_counts([failed, passed, passed.as_dict()])
+    assert counts == {"PASS": 2, "FAIL": 0, "SKIP": 0, "by construction": 1, "by construction FAIL": 1}
+    assert counts_text(counts) == "2 PASS, 0 FAIL, 0 SKIP; 1 by construction (1 FAIL)"
+
+
+@pytest.mark.parametrize("value", ["yes", 1, None])
+def test_by_construction_other_than_true_or_false_is_refused_in_one_line(value):
+    with pytest.raises(ConfigError) as err:
+        validate({"id": "c", "kind": "ratio_at", "by_construction": value}, "test")
+    assert str(err.value).startswith(f"test.by_construction={value!r}") and "\n" not in str(err.value)
 
 
 @pytest.mark.parametrize("spec, key", [

@@ -115,6 +115,7 @@ def test_effective_potential_of_the_heavy_top_from_a_runs_momenta():
               "absolute": True, "min": 0.01}
     result = evaluate(change, "run", run)
     assert result.verdict == PASS and result.value == pytest.approx(0.1)
+    assert result.measured().startswith("|E' (t=20) - E' (t=0)| = 0.1 at t=20 (band >= 0.01")
     assert evaluate({**change, "min": 0.2}, "run", run).verdict == FAIL
     assert evaluate({**change, "at": 500}, "run", run).verdict == SKIP
     with pytest.raises(ConfigError, match="statistic"):

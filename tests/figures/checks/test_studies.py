@@ -48,7 +48,8 @@ def test_fitted_order_of_the_sup_in_time_errors():
 def test_error_at_one_step_size_with_its_se():
     ok = check("error_at", study(WEAK, se=[3e-4] * 4), dt=0.25, min=-3.8e-3, max=-1.8e-3)
     assert ok.verdict == PASS and ok.value == pytest.approx(-2.8e-3) and ok.se == pytest.approx(3e-4)
-    assert ok.margin_se == pytest.approx(1e-3 / 3e-4) and "at dt=0.25; |error| = 9.3 SE" in ok.detail
+    assert ok.margin_se == pytest.approx(1e-3 / 3e-4) and "|error| = 9.3 SE" in ok.detail
+    assert ok.measured().startswith("error of the mean at dt=0.25 = -0.0028 ± 0.0003 (band")
     assert check("error_at", study(WEAK), dt=0.25, min=-2.775e-3, max=-2.765e-3).verdict == FAIL
     assert check("error_at", study(WEAK), dt=0.25, min=-2.775e-3, max=-2.765e-3, tolerance_se=0.5).verdict == PASS
     absolute = check("error_at", study(WEAK), dt=0.0625, max=2e-4, absolute=True)
