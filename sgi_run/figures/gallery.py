@@ -78,6 +78,15 @@ def at_papers_counts(r: dict) -> bool:
     return r["fidelity"] == "paper" or bool(r.get("papers_counts"))
 
 
+def verdict_counts(checks: list[dict]) -> dict[str, int]:
+    """PASS, FAIL and SKIP counted over checks (their ``verdict``); a check that holds by construction
+    (``"by_construction": true``) is counted apart, not among the PASSes."""
+    counts = {"PASS": 0, "FAIL": 0, "SKIP": 0, "by construction": 0}
+    for check in checks:
+        counts["by construction" if check.get("by_construction") else check["verdict"]] += 1
+    return counts
+
+
 def fidelity_label(r: dict) -> str:
     """The fidelity a contents line names: "paper counts" where the profile's counts are the paper's."""
     return "paper counts" if at_papers_counts(r) else r["fidelity"]
@@ -105,8 +114,8 @@ def _figure_html(r: dict, paper_result: str | None = None) -> str:
     checks = "".join(
         f'<li><span class="{c["verdict"]}">{c["verdict"]}</span> {e(c["id"])} [{e(c["run"])}]: '
         f"{e(CheckResult(**c).measured())}<br><small>{e(c['criterion'])}</small></li>" for c in r["checks"])
-    counts = {v: sum(c["verdict"] == v for c in r["checks"]) for v in ("PASS", "FAIL", "SKIP")}
-    summary = ", ".join(f'<span class="{v}">{n} {v}</span>' for v, n in counts.items() if n)
+    counts = verdict_counts(r["checks"])
+    summary = ", ".join(f'<span class="{v.split()[0]}">{n} {v}</span>' for v, n in counts.items() if n)
     runs = "; ".join(dict.fromkeys(row["label"] for row in r["table"] + studies))
     note = f"<p>{e(r['note'])}</p>" if r.get("note") else ""
     label, title = heading(r)
@@ -146,7 +155,9 @@ def status_table(records: list[dict], experiments=()) -> str:
             rows.append([exp.label, f"not computed here{reduced}", counts, "", "", "", "", ""])
             continue
         made = r.get("provenance", {})
-        counts = {v: sum(c["verdict"] == v for c in r["checks"]) for v in ("PASS", "FAIL", "SKIP")}
+        counts = verdict_counts(r["checks"])
+        if not counts["by construction"]:
+            del counts["by construction"]
         link = f"[{heading(r)[0]}]({paper}/{figure}.png)"
         rows.append([link, r["fidelity"], "yes" if at_papers_counts(r) else "no",
                      ", ".join(f"{n} {v}" for v, n in counts.items()),
