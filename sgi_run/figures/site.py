@@ -205,8 +205,8 @@ def _provenance_section(record: dict) -> list[str]:
             ("runs (cached)", f"{made['runs']} ({made.get('cached_runs', 0)} taken from the run cache)"
              if "runs" in made else ""),
             ("numerics code digest", made.get("numerics_code", "")), ("JAX", made.get("jax_version", "")),
-            ("command", made.get("command", ""))]
-    lines = ["## Provenance", "", "| | |", "|---|---|"]
+            ("command, as recorded", made.get("command", ""))]
+    lines = ["## Provenance", "", "| what made it | |", "|---|---|"]
     lines += [f"| {what} | {plain(value)} |" for what, value in rows if value]
     return lines + [""]
 

@@ -83,6 +83,7 @@ def page_text(html: str) -> str:
     return re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", html))
 
 
+@pytest.mark.slow       # the strict build, about 3 s, shared by the module's tests that read the site
 def test_a_figure_page_has_its_command_verdicts_provenance_and_files(built):
     out, record, checks, records = built
     page = (out / "papers" / "luesink_2023" / "fig4" / "index.html").read_text()
@@ -101,6 +102,7 @@ def test_a_figure_page_has_its_command_verdicts_provenance_and_files(built):
     assert r'<span class="arithmatex">\(\pi\cdot\gamma\)</span>' in page      # the caption's TeX, for MathJax
 
 
+@pytest.mark.slow       # the strict build, about 3 s, shared by the module's tests that read the site
 def test_the_fidelity_is_named_and_paper_counts_are_never_called_reduced(built):
     out = built[0]
     reduced = page_text((out / "papers" / "kraus_tyranowski_2021" / "fig4_2" / "index.html").read_text())
@@ -111,6 +113,7 @@ def test_the_fidelity_is_named_and_paper_counts_are_never_called_reduced(built):
     assert "reduced fidelity" not in same
 
 
+@pytest.mark.slow       # the strict build, about 3 s, shared by the module's tests that read the site
 def test_a_figure_without_a_record_has_a_placeholder_page(built, experiments):
     out = built[0]
     exp = next(e for e in experiments if (e.paper, e.figure) == ("luesink_2023", "fig5"))
@@ -119,6 +122,7 @@ def test_a_figure_without_a_record_has_a_placeholder_page(built, experiments):
     assert "sgi-figures --fidelity paper --only luesink_2023/fig5" in text
 
 
+@pytest.mark.slow       # the strict build, about 3 s, shared by the module's tests that read the site
 def test_a_papers_page_is_its_text_and_a_grid_of_its_figures(built, experiments):
     out = built[0]
     page = (out / "papers" / "luesink_2023" / "index.html").read_text()
@@ -127,6 +131,7 @@ def test_a_papers_page_is_its_text_and_a_grid_of_its_figures(built, experiments)
     assert page.count('class="sgi-card"') == sum(e.paper == "luesink_2023" for e in experiments)
 
 
+@pytest.mark.slow       # the strict build, about 3 s, shared by the module's tests that read the site
 def test_the_home_page_has_the_readmes_two_commands(built):
     readme = (ROOT / "README.md").read_text()
     commands = re.search(r"```sh\n(make run .*?)```", readme, re.S).group(1).splitlines()
@@ -136,6 +141,7 @@ def test_the_home_page_has_the_readmes_two_commands(built):
         assert re.sub(r"\s+", " ", command) in home
 
 
+@pytest.mark.slow       # the strict build, about 3 s, shared by the module's tests that read the site
 def test_the_site_loads_nothing_from_the_network(built):
     """No script, stylesheet, font, image or frame from an http(s) or protocol-relative URL, in any page or
     stylesheet (links a reader follows are allowed)."""
