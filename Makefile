@@ -7,7 +7,7 @@ FIGURE ?=
 # Test processes (pytest-xdist), each pinned to its own core (tests/conftest.py).
 TEST_WORKERS ?= 2
 
-.PHONY: run test test-fast figures bench bench-figures clean
+.PHONY: run test test-fast figures docs bench bench-figures clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -33,6 +33,11 @@ test-fast: $(VENV)/.installed
 figures: $(VENV)/.installed
 	$(BIN)/sgi-figures --fidelity $(FIDELITY) $(if $(FIGURE),--only $(FIGURE))
 
+## docs: the documentation site in site/ (open site/index.html): every figure a page, from gallery/paper and
+## outputs/figures; strict, so a broken link fails it. NO_MKDOCS_2_WARNING: the material theme's notice about MkDocs 2
+docs: $(VENV)/.installed
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+
 ## bench: throughput benchmarks, path-steps/s against paths beside the generator bound (on JAX's device),
 ## the engine's overhead on a matrix state, one Zeitlin su(128) IsoMP step,
 ## the Dask executor's scaling and the memory of 10^5..10^7-path runs; outputs/bench/
@@ -51,4 +56,4 @@ bench-figures: $(VENV)/.installed
 	$(BIN)/python benchmarks/figures_wall_time.py --fidelity $(FIDELITY) $(if $(FIGURE),--only $(FIGURE))
 
 clean:
-	rm -rf $(VENV) outputs/runs outputs/figures outputs/bench
+	rm -rf $(VENV) outputs/runs outputs/figures outputs/bench site

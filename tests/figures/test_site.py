@@ -1,0 +1,157 @@
+"""The documentation site (``make docs``): the figure pages written from the records (sgi_run/figures/site.py),
+built strictly with mkdocs from a few records, and the built site loads nothing from the network."""
+import json
+import re
+import shutil
+
+import pytest
+import yaml
+
+from sgi_run.figures import site
+from sgi_run.figures.experiment import discover
+from tests.conftest import ROOT
+
+pytestmark = pytest.mark.xdist_group("docs_site")
+GALLERY = ROOT / "gallery" / "paper"
+
+
+def copy_record(source_dir, paper, figure, target_dir, **changes):
+    """A committed figure's five files in ``target_dir``, its record changed by ``changes``."""
+    (target_dir / paper).mkdir(parents=True, exist_ok=True)
+    record = json.loads((source_dir / paper / f"{figure}.json").read_text())
+    for name in record["files"].values():
+        shutil.copy(source_dir / paper / name, target_dir / paper / name)
+    record.update(changes)
+    (target_dir / paper / f"{figure}.json").write_text(json.dumps(record))
+    return record
+
+
+def test_the_record_at_the_papers_counts_wins_over_an_earlier_directorys(tmp_path):
+    copy_record(GALLERY, "luesink_2023", "fig4", tmp_path / "reduced", fidelity="reduced", papers_counts=False)
+    copy_record(GALLERY, "luesink_2023", "fig4", tmp_path / "paper")
+    copy_record(GALLERY, "luesink_2023", "fig5", tmp_path / "reduced", fidelity="reduced", papers_counts=False)
+    figures = {f.figure: f for f in site.collect([tmp_path / "reduced", tmp_path / "paper"], root=tmp_path)}
+    assert (figures["fig4"].record["fidelity"], figures["fig4"].source) == ("paper", "paper")
+    assert (figures["fig5"].record["fidelity"], figures["fig5"].source) == ("reduced", "reduced")
+
+
+def test_a_check_by_construction_is_a_badge_apart_from_the_passes():
+    checks = [{"verdict": "PASS"}, {"verdict": "PASS", "by_construction": True}, {"verdict": "FAIL"},
+              {"verdict": "SKIP"}]
+    badges = site.badges(site.verdict_counts(checks))
+    assert "1 PASS" in badges and "1 by construction" in badges and "2 PASS" not in badges and "1 FAIL" in badges
+
+
+def test_a_caption_keeps_its_math_and_emphasis_and_shows_html_as_text():
+    assert site.caption_markdown(r"*Top:* $a < b$ and x < y & z") == r"*Top:* $a < b$ and x &lt; y &amp; z"
+    assert site.plain("a_b *c* |d| $e$") == r"a\_b \*c\* \|d\| \$e\$"
+
+
+@pytest.fixture(scope="module")
+def experiments():
+    return discover(ROOT / "experiments")
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    """The site built strictly (a warning fails it) from a few records: Luesink Figure 4 at the paper's
+    counts with one check by construction and one FAIL; Kraus & Tyranowski Figure 4.2 at reduced fidelity;
+    Figure 4.3 at a profile named reduced whose counts are the paper's; every other figure has no record."""
+    from mkdocs.commands.build import build
+    from mkdocs.config import load_config
+
+    records = tmp_path_factory.mktemp("records")
+    fig4 = json.loads((GALLERY / "luesink_2023" / "fig4.json").read_text())
+    checks = [dict(c) for c in fig4["checks"]]
+    checks[0]["by_construction"] = True
+    checks[1] = {**checks[1], "verdict": "FAIL"}
+    copy_record(GALLERY, "luesink_2023", "fig4", records, checks=checks)
+    copy_record(GALLERY, "kraus_tyranowski_2021", "fig4_2", records, fidelity="reduced", papers_counts=False)
+    copy_record(GALLERY, "kraus_tyranowski_2021", "fig4_3", records, fidelity="reduced", papers_counts=True)
+    out = tmp_path_factory.mktemp("site")
+    extra = yaml.safe_load((ROOT / "mkdocs.yml").read_text())["extra"]
+    config = load_config(str(ROOT / "mkdocs.yml"), site_dir=str(out), strict=True,
+                         extra={**extra, "figure_records": [str(records)]})
+    config.plugins.on_startup(command="build", dirty=False)
+    try:
+        build(config)       # strict: raises mkdocs.exceptions.Abort on any warning
+    finally:
+        config.plugins.on_shutdown()
+    return out, fig4, checks, records
+
+
+def page_text(html: str) -> str:
+    return re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", html))
+
+
+@pytest.mark.slow       # the strict build, about 3 s, shared by the module's tests that read the site
+def test_a_figure_page_has_its_command_verdicts_provenance_and_files(built):
+    out, record, checks, records = built
+    page = (out / "papers" / "luesink_2023" / "fig4" / "index.html").read_text()
+    text = page_text(page)
+    assert "sgi-figures --fidelity paper --only luesink_2023/fig4" in text
+    passes = sum(c["verdict"] == "PASS" and not c.get("by_construction") for c in checks)
+    assert f"{passes} PASS" in text and "1 FAIL" in text and "1 by construction" in text
+    made = record["provenance"]
+    for value in (made["commit"], made["date_utc"], made["device"], f"{made['compute_wall_time_s']:.0f} s"):
+        assert value in text, value
+    assert "Computed at the paper's counts" in text
+    for name in record["files"].values():
+        assert f'href="../files/{name}"' in page, name
+        assert (out / "papers" / "luesink_2023" / "files" / name).read_bytes() == (records / "luesink_2023" / name).read_bytes()
+    assert re.search(r'<a href="../files/fig4.png"[^>]*><img[^>]*class="sgi-figure"', page)
+    assert r'<span class="arithmatex">\(\pi\cdot\gamma\)</span>' in page      # the caption's TeX, for MathJax
+
+
+@pytest.mark.slow       # the strict build, about 3 s, shared by the module's tests that read the site
+def test_the_fidelity_is_named_and_paper_counts_are_never_called_reduced(built):
+    out = built[0]
+    reduced = page_text((out / "papers" / "kraus_tyranowski_2021" / "fig4_2" / "index.html").read_text())
+    assert "Computed at reduced fidelity, not the paper's counts" in reduced
+    assert "The paper's counts: plan.paths=" in reduced
+    same = page_text((out / "papers" / "kraus_tyranowski_2021" / "fig4_3" / "index.html").read_text())
+    assert "the paper's counts (the reduced profile, whose counts are the paper's)" in same
+    assert "reduced fidelity" not in same
+
+
+@pytest.mark.slow       # the strict build, about 3 s, shared by the module's tests that read the site
+def test_a_figure_without_a_record_has_a_placeholder_page(built, experiments):
+    out = built[0]
+    exp = next(e for e in experiments if (e.paper, e.figure) == ("luesink_2023", "fig5"))
+    text = page_text((out / "papers" / "luesink_2023" / "fig5" / "index.html").read_text())
+    assert "Not computed here" in text and exp.title in text
+    assert "sgi-figures --fidelity paper --only luesink_2023/fig5" in text
+
+
+@pytest.mark.slow       # the strict build, about 3 s, shared by the module's tests that read the site
+def test_a_papers_page_is_its_text_and_a_grid_of_its_figures(built, experiments):
+    out = built[0]
+    page = (out / "papers" / "luesink_2023" / "index.html").read_text()
+    assert "Casimir preserving stochastic Lie-Poisson integrators" in page      # docs/papers/luesink_2023.md
+    assert re.search(r'<a href="fig4/"><img[^>]*src="files/fig4.png"', page)      # the thumbnail, to its page
+    assert page.count('class="sgi-card"') == sum(e.paper == "luesink_2023" for e in experiments)
+
+
+@pytest.mark.slow       # the strict build, about 3 s, shared by the module's tests that read the site
+def test_the_home_page_has_the_readmes_two_commands(built):
+    readme = (ROOT / "README.md").read_text()
+    commands = re.search(r"```sh\n(make run .*?)```", readme, re.S).group(1).splitlines()
+    assert [c.split()[:2] for c in commands] == [["make", "run"], ["make", "test"]]
+    home = page_text((built[0] / "index.html").read_text().replace("&gt;", ">"))
+    for command in commands:
+        assert re.sub(r"\s+", " ", command) in home
+
+
+@pytest.mark.slow       # the strict build, about 3 s, shared by the module's tests that read the site
+def test_the_site_loads_nothing_from_the_network(built):
+    """No script, stylesheet, font, image or frame from an http(s) or protocol-relative URL, in any page or
+    stylesheet (links a reader follows are allowed)."""
+    out = built[0]
+    pages = sorted(out.rglob("*.html"))
+    assert len(pages) > 50
+    loads = re.compile(r"<(?:script|link|img|iframe|source|audio|video)\b[^>]*?\b(?:src|href)=[\"']?(?:https?:)?//", re.I)
+    for page in pages:
+        assert not loads.search(page.read_text()), page.relative_to(out)
+    for sheet in sorted(out.rglob("*.css")):
+        assert not re.search(r"(?:url\(\s*[\"']?|@import\s+[\"'])(?:https?:)?//", sheet.read_text()), sheet
+    assert (out / "javascripts" / "mathjax" / "tex-svg.js").stat().st_size > 10**6
