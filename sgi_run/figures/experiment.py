@@ -13,6 +13,7 @@ from __future__ import annotations
 import csv
 import dataclasses
 import datetime
+import hashlib
 import json
 import math
 import re
@@ -518,6 +519,7 @@ def make_figure(exp: Experiment, fidelity: str, output_dir, runs_root: str | Non
               "files": {k: p.name for k, p in files.items()}, "sgi_run_version": __version__,
               "papers_counts": exp.at_papers_counts(fidelity),
               "run_config_hashes": {run_id: config_hash(cfg) for run_id, cfg in configs.items()},
+              "experiment_digest": experiment_digest(exp),
               "provenance": _provenance(exp, fidelity, results, time.perf_counter() - started, command)}
     write_record(files["json"], record)
     return FigureOutcome(exp, fidelity, table, verdicts, files, studies)
@@ -553,10 +555,18 @@ def figure_files(exp: Experiment, output_dir) -> dict[str, Path]:
             "checks": out / f"{exp.figure}_checks.md", "json": out / f"{exp.figure}.json"}
 
 
+def experiment_digest(exp: Experiment) -> str:
+    """A digest of the experiment file's content (its YAML as data: comments and layout aside): its panels, checks,
+    bands, captions."""
+    data = yaml.safe_load(exp.path.read_text())
+    return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()
+
+
 def kept_record(exp: Experiment, fidelity: str, output_dir, configs: dict, cache: str) -> dict | None:
     """The figure's record already in ``output_dir`` when it was made from exactly these runs (the same config
-    of every run) and the cache policy reuses it: ``reuse`` keeps it whatever numerics code made it (its
-    provenance names the commit), ``refresh_stale`` only from today's numerics code, ``off`` never. A figure
+    of every run) and exactly this experiment file (``experiment_digest``: an edited band or panel makes the figure
+    again, from the cached runs), and the cache policy reuses it: ``reuse`` keeps it whatever numerics code made it
+    (its provenance names the commit), ``refresh_stale`` only from today's numerics code, ``off`` never. A figure
     computed in an earlier session (a GPU window) is then not recomputed, e.g. from ``gallery/paper``."""
     from sgi_run.provenance import code_digest
 
@@ -567,7 +577,8 @@ def kept_record(exp: Experiment, fidelity: str, output_dir, configs: dict, cache
         record = read_record(files["json"])
     except (OSError, ValueError):
         return None
-    same_runs = record.get("run_config_hashes") == {run_id: config_hash(cfg) for run_id, cfg in configs.items()}
+    same_runs = (record.get("run_config_hashes") == {run_id: config_hash(cfg) for run_id, cfg in configs.items()}
+                 and record.get("experiment_digest") == experiment_digest(exp))
     same_code = record.get("provenance", {}).get("numerics_code") == code_digest()
     return record if same_runs and record.get("fidelity") == fidelity and (same_code or cache == "reuse") else None
 

@@ -184,6 +184,16 @@ def test_a_figure_whose_runs_changed_or_cache_off_is_made_again(tmp_path):
     assert experiment.kept_record(exp, "smoke", tmp_path / "out", configs, "off") is None
     other = experiment.compose_runs(exp, "reduced", str(tmp_path / "runs"))
     assert experiment.kept_record(exp, "reduced", tmp_path / "out", other, "reuse") is None
+    # An experiment file whose checks or panels changed (same runs): its verdicts and drawing are made again.
+    edited = tmp_path / "fig4_5.yaml"
+    edited.write_text(exp.path.read_text().replace("bins: 50,", "bins: 40,", 1))
+    assert edited.read_text() != exp.path.read_text()
+    changed = experiment.load(edited)
+    assert experiment.kept_record(changed, "smoke", tmp_path / "out", configs, "reuse") is None
+    commented = tmp_path / "comment" / "fig4_5.yaml"       # a comment alone changes nothing
+    commented.parent.mkdir()
+    commented.write_text("# a remark\n" + exp.path.read_text())
+    assert experiment.kept_record(experiment.load(commented), "smoke", tmp_path / "out", configs, "reuse") is not None
 
 
 def test_an_archive_that_is_not_one_is_refused_in_one_line(tmp_path, capsys):
