@@ -221,8 +221,10 @@ def draw(exp, data: dict[str, RunData], table: list[dict], fidelity: str, path: 
         for artist in [*ax.lines, *ax.collections]:
             if _points(artist) > RASTERIZE_POINTS:
                 artist.set_rasterized(True)
-    for suffix in (".pdf", ".svg"):
-        fig.savefig(path.with_suffix(suffix), dpi=PNG_DPI, metadata=_VECTOR_METADATA[suffix])
+    # Text as text in the SVG (a glyph's outline repeated for every character made it 2-3x the size).
+    with plt.rc_context({"svg.fonttype": "none"}):
+        for suffix in (".pdf", ".svg"):
+            fig.savefig(path.with_suffix(suffix), dpi=DPI, metadata=_VECTOR_METADATA[suffix])   # DPI: their images
     plt.close(fig)
     return compact_png(path)
 
