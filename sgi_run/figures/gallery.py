@@ -18,7 +18,9 @@ PAPER_RESULTS = Path("gallery/paper")
 _STYLE = """
 body { font-family: sans-serif; margin: 2em; max-width: 1400px; color: #222; }
 .figure { display: flex; gap: 2em; align-items: flex-start; flex-wrap: wrap; }
-.figure img { max-width: 720px; width: 100%; border: 1px solid #ccc; }
+.figure img { width: 100%; border: 1px solid #ccc; }
+.figure > a { flex: 1 1 640px; min-width: 0; }
+.files, .command { font-size: 0.85em; } .command code { white-space: pre-wrap; }
 .caption { max-width: 560px; font-size: 0.95em; }
 .fidelity { padding: 0.4em 0.6em; background: #fff6d5; border-left: 4px solid #e0b000; }
 .fidelity.paper { background: #e6f4e6; border-color: #3a3; }
@@ -117,16 +119,19 @@ def _figure_html(r: dict, paper_result: str | None = None) -> str:
     note = f"<p>{e(r['note'])}</p>" if r.get("note") else ""
     label, title = heading(r)
     caption = "Caption (not a figure of the paper)" if r.get("diagnostic") else "Paper caption"
+    files = " · ".join(f'<a href="{e(r["_dir"])}/{e(name)}">{e(name)}</a>' for name in r["files"].values())
     return f"""
 <section id="{e(r['paper'])}-{e(r['figure'])}">
 <h2>{e(title)}</h2>
 {_fidelity_note(r, paper_result)}
 <div class="figure">
-  <img src="{e(r['_dir'])}/{e(r['files']['png'])}" alt="{e(label)}">
+  <a href="{e(r['_dir'])}/{e(r['files']['png'])}" title="the figure at full size"><img src="{e(r['_dir'])}/{e(r['files']['png'])}" alt="{e(label)}"></a>
   <div class="caption"><p><b>{caption}</b> ({e(r.get('source', ''))}):</p><p>{e(r['caption'])}</p>
   <p><b>Runs drawn here:</b> {e(runs)}.</p>{note}</div>
 </div>
 {tables}
+<p class="command">Made by: <code>{e((r.get("provenance") or {}).get("command") or "")}</code></p>
+<p class="files">Files: {files}</p>
 <p>Checks: {summary}</p>
 <ul class="checks">{checks}</ul>
 </section>"""
@@ -190,7 +195,9 @@ def build(output_dir, experiments=(), paper_results=None) -> Path:
     page = (f"<!doctype html>\n<html><head><meta charset='utf-8'><title>sgi-run figures</title>"
             f"<style>{_STYLE}</style></head><body>\n<h1>sgi-run: paper figures</h1>\n"
             f"<p>Bands and ± values are Monte Carlo standard errors (SE). A check's margin says how many SE "
-            f"its value lies inside (+) or outside (−) the acceptance band.</p><ul>{toc}</ul>{body}\n</body></html>\n")
+            f"its value lies inside (+) or outside (−) the acceptance band. A quick view of this directory: "
+            f"<code>make docs</code> builds the documentation site, where each figure has its page with the "
+            f"captions' mathematics rendered.</p><ul>{toc}</ul>{body}\n</body></html>\n")
     index = output_dir / "index.html"
     index.write_text(page)
     return index
