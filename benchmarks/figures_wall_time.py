@@ -36,14 +36,16 @@ def _figure_record(figures_dir: Path, paper: str, figure: str) -> dict:
 
 def _row(exp, record: dict, watch, status: int) -> dict:
     """A figure's row: its runs, its verdicts and its ``throughput_timing.Stopwatch``."""
-    verdicts = [c["verdict"] for c in record.get("checks", [])]
+    from sgi_run.figures.results import BY_CONSTRUCTION, verdict_counts
+
+    counts = verdict_counts(record.get("checks", []))      # a check that holds by construction is counted apart
     # A study has a row per step size: one entry per run. A run another figure computed is reused from the
     # run cache, and its recorded wall time is that figure's.
     runs = {r["run"]: {"run": r["run"], "wall_s": float(r["wall_time_s"]), "cached": bool(r["cached"])}
             for r in record.get("table", []) + record.get("convergence", [])}
     return {"paper": exp.paper, "figure": exp.figure, "label": exp.label, "exit_status": status,
             "runs": list(runs.values()), "wall_s": watch.wall, "cpu_s": watch.cpu, "other_processes_cores": watch.others,
-            "PASS": verdicts.count("PASS"), "FAIL": verdicts.count("FAIL"), "SKIP": verdicts.count("SKIP")}
+            **{k: counts[k] for k in ("PASS", "FAIL", "SKIP")}, "by_construction": counts[BY_CONSTRUCTION]}
 
 
 def _computed(row: dict) -> tuple[int, int, float]:
@@ -65,18 +67,19 @@ def markdown(report: dict) -> str:
              "(compilation included); the rest of a figure's wall time is drawing, checks and I/O. A run an earlier "
              "figure computed is reused from the run cache (\"reused\").", "",
              "| paper | figure | runs computed | reused | wall s | runs s | CPU s | other load (cores) | PASS | FAIL "
-             "| SKIP |", "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             "| SKIP | by construction |", "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
         load = "?" if r["other_processes_cores"] is None else f"{r['other_processes_cores']:.2f}"
         status = "" if r["exit_status"] == 0 else f" (exit {r['exit_status']})"
         computed, reused, runs_s = _computed(r)
         lines.append(f"| {r['paper']} | {r['figure']}{status} | {computed} | {reused} | {r['wall_s']:.1f} | "
-                     f"{runs_s:.1f} | {r['cpu_s']:.0f} | {load} | {r['PASS']} | {r['FAIL']} | {r['SKIP']} |")
-    checks = {k: sum(r[k] for r in rows) for k in ("PASS", "FAIL", "SKIP")}
+                     f"{runs_s:.1f} | {r['cpu_s']:.0f} | {load} | {r['PASS']} | {r['FAIL']} | {r['SKIP']} | "
+                     f"{r.get('by_construction', 0)} |")
+    checks = {k: sum(r.get(k, 0) for r in rows) for k in ("PASS", "FAIL", "SKIP", "by_construction")}
     computed, reused, runs_s = (sum(x) for x in zip(*map(_computed, rows))) if rows else (0, 0, 0.0)
     lines += [f"| **all** | **{len(rows)} figures** | {computed} | {reused} | **{total:.0f}** ({total / 60:.1f} min) "
               f"| {runs_s:.0f} | {sum(r['cpu_s'] for r in rows):.0f} | | {checks['PASS']} | {checks['FAIL']} "
-              f"| {checks['SKIP']} |", ""]
+              f"| {checks['SKIP']} | {checks['by_construction']} |", ""]
     slowest = sorted(rows, key=lambda r: -r["wall_s"])[:5]
     lines.append("Slowest: " + ", ".join(f"{r['paper']}/{r['figure']} {r['wall_s']:.0f} s" for r in slowest) + ".")
     return "\n".join(lines) + "\n"
