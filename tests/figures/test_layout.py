@@ -98,3 +98,29 @@ def test_every_title_label_and_axis_text_of_an_experiment_is_valid_mathtext(exp)
         assert text.count("$") % 2 == 0, text
         for formula in text.split("$")[1::2]:
             parser.parse(f"${formula}$")
+
+
+def test_the_first_eight_styles_stay_apart_when_printed_in_grey():
+    """Each style's legend sample (a short line with its markers) rendered, converted to grey as a printer would, and
+    compared pixel by pixel: every pair differs in a visible share of its pixels."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from sgi_run.figures.layout import MARKERS, style
+
+    def grey_sample(n: int) -> np.ndarray:
+        fig, ax = plt.subplots(figsize=(1.6, 0.4), dpi=100)
+        ax.plot(np.linspace(0, 1, 61), np.zeros(61), lw=1.2, **style(n).line(61))
+        ax.set_axis_off()
+        fig.canvas.draw()
+        rgb = np.asarray(fig.canvas.buffer_rgba())[..., :3] / 255.0
+        plt.close(fig)
+        return rgb @ np.array([0.299, 0.587, 0.114])     # the luma a grey printer keeps
+
+    samples = [grey_sample(n) for n in range(len(MARKERS))]
+    for i in range(len(samples)):
+        for j in range(i):
+            differ = np.mean(np.abs(samples[i] - samples[j]) > 0.25)
+            assert differ > 0.01, f"styles {i} and {j} look alike in grey ({differ:.3%} of pixels differ)"
