@@ -20,7 +20,8 @@ body { font-family: sans-serif; margin: 2em; max-width: 1400px; color: #222; }
 .figure { display: flex; gap: 2em; align-items: flex-start; flex-wrap: wrap; }
 .figure img { width: 100%; border: 1px solid #ccc; }
 .figure > a { flex: 1 1 640px; min-width: 0; }
-.files, .command { font-size: 0.85em; } .command code { white-space: pre-wrap; }
+.files, .command { font-size: 0.85em; overflow-wrap: anywhere; } .command code { white-space: pre-wrap; }
+.wide { overflow-x: auto; max-width: 100%; } ul.checks { overflow-wrap: anywhere; }
 .caption { max-width: 560px; font-size: 0.95em; }
 .fidelity { padding: 0.4em 0.6em; background: #fff6d5; border-left: 4px solid #e0b000; }
 .fidelity.paper { background: #e6f4e6; border-color: #3a3; }
@@ -97,7 +98,9 @@ def _table_html(header: list[str], cells: list[list[str]]) -> str:
         return ""
     e = html.escape
     rows = "".join("<tr>" + "".join(f"<td>{e(c)}</td>" for c in row) + "</tr>" for row in cells)
-    return "<table><tr>" + "".join(f"<th>{e(h)}</th>" for h in header) + f"</tr>{rows}</table>"
+    # In a container of its own that scrolls sideways: a wide table never widens the page (800 px windows).
+    return ('<div class="wide"><table><tr>' + "".join(f"<th>{e(h)}</th>" for h in header)
+            + f"</tr>{rows}</table></div>")
 
 
 def _apart(check: dict) -> str:
