@@ -35,6 +35,7 @@ import jax.numpy as jnp
 
 from sgi_run.core.errors import ConfigError, require
 from sgi_run.systems.canonical import CanonicalSystem, HamiltonianParts
+from sgi_run.systems.langevin import LangevinSystem, _quad
 
 # The functions a formula may call, by the name it calls them, with their number of arguments.
 FUNCTIONS = {"sin": 1, "cos": 1, "tan": 1, "exp": 1, "log": 1, "sqrt": 1, "tanh": 1, "sinh": 1, "cosh": 1,
@@ -180,84 +181,19 @@ def free_names(expression) -> set[str]:
     return {s.name for s in expression.free_symbols}
 
 
-# --- the canonical formula system --------------------------------------------------------------------
+# --- formula systems ---------------------------------------------------------------------------------
 def _as_floats(value):
     if isinstance(value, (list, tuple)):
         return tuple(float(v) for v in value)
     return float(value)
 
 
-@dataclasses.dataclass(frozen=True)
-class FormulaSystem(CanonicalSystem):
-    r"""A canonical system whose :math:`H`, :math:`h_i`, :math:`F` and :math:`f_i` are formulas of the config.
-
-    ``noise_forcing`` is a field here (the formulas :math:`f_i`, one per noise: a text for ``dof`` 1, else a
-    list of ``dof`` texts), so the base's method of that name is replaced by ``noise_forcing_values``,
-    which ``parts`` calls. ``parameters`` is gathered from the config's other keys (``gather_parameters``),
-    never given as a key itself."""
+class _Formulas:
+    """What every formula system shares: its named parameters (the config's keys that are not fields,
+    gathered into the field ``parameters``), their checks, and its formulas compiled once, at construction."""
 
     open_parameters: ClassVar[bool] = True
 
-    H: Formula = "(p**2 + q**2)/2"
-    noise: tuple[Formula, ...] = ("0.1*p",)
-    F: Formula | tuple[Formula, ...] | None = None
-    noise_forcing: tuple[Formula | tuple[Formula, ...], ...] | None = None
-    dof: int = 1
-    q0: float | tuple[float, ...] = 1.0
-    p0: float | tuple[float, ...] = 0.0
-    parameters: tuple[tuple[str, float], ...] = ()
-
-    def __post_init__(self):
-        for name in ("q0", "p0"):
-            object.__setattr__(self, name, _as_floats(getattr(self, name)))
-        require("dof", self.dof, isinstance(self.dof, int) and 1 <= self.dof <= 1000, "an integer from 1 to 1000")
-        qs, ps = state_symbols(self.dof)
-        values = dict(self.parameters)
-        for name, value in self.parameters:
-            require(name, value, name.isidentifier() and not keyword.iskeyword(name) and not name.startswith("_")
-                    and name not in reserved_names(self.dof),
-                    f"a parameter named as a formula names it (not one of {sorted(reserved_names(self.dof))})")
-        names = qs + ps + list(values)
-        used = set()
-
-        def compiled(key, text):
-            expression = parse(key, text, names)
-            used.update(free_names(expression))
-            return jax_function(expression, names)
-
-        noise = (self.noise,) if isinstance(self.noise, str) else self.noise
-        require("noise", self.noise, isinstance(noise, tuple) and len(noise) > 0,
-                "a list of one or more noise Hamiltonians h_i")
-        hamiltonian = compiled("H", self.H)
-        noise_hamiltonians = [compiled("noise", h) for h in noise]
-        forcing = None if self.F is None else self._per_dof("F", self.F, compiled)
-        noise_forcing = None
-        if self.noise_forcing is not None:
-            require("noise_forcing", self.noise_forcing, len(self.noise_forcing) == len(noise),
-                    f"one forcing f_i per noise Hamiltonian ({len(noise)}), or null")
-            noise_forcing = [self._per_dof("noise_forcing", f, compiled) for f in self.noise_forcing]
-        for name, value in self.parameters:
-            require(name, value, name in used,
-                    f"a key of custom ({', '.join(f.name for f in dataclasses.fields(self) if f.name != 'parameters')}) "
-                    f"or a parameter its formulas use ({', '.join(sorted(used & set(values))) or 'none'})")
-        # Not fields: derived from them, so equality, hashing and pickling (__reduce__) see the texts alone.
-        object.__setattr__(self, "_functions", (hamiltonian, noise_hamiltonians, forcing, noise_forcing))
-        object.__setattr__(self, "_values", tuple(values.values()))
-
-    def _per_dof(self, key, formulas, compiled):
-        texts = (formulas,) if not isinstance(formulas, (list, tuple)) else tuple(formulas)
-        require(key, formulas, len(texts) == self.dof,
-                f"{'a formula' if self.dof == 1 else f'a list of {self.dof} formulas'} (one per degree of freedom)")
-        return [compiled(key, text) for text in texts]
-
-    def __reduce__(self):
-        return type(self), tuple(getattr(self, f.name) for f in dataclasses.fields(self))
-
-    @property
-    def noises(self) -> int:
-        return len(self._functions[1])
-
-    # --- config ------------------------------------------------------------------------------
     @classmethod
     def gather_parameters(cls, config: Mapping) -> dict:
         """The config's keys that are not fields, gathered into ``parameters`` (each a finite number)."""
@@ -271,6 +207,91 @@ class FormulaSystem(CanonicalSystem):
             require(name, value, finite, "a finite number (a parameter a formula uses)")
         gathered = {k: v for k, v in config.items() if k in fields}
         return gathered | {"parameters": tuple((k, float(v)) for k, v in sorted(named.items()))}
+
+    def _compiler(self, symbols: Sequence[str]):
+        """(compile, finish): ``compile(key, text)`` is the text's JAX function of the symbols and the
+        parameters' values; ``finish()`` refuses a parameter no compiled formula used, and keeps the values."""
+        require("dof", self.dof, isinstance(self.dof, int) and 1 <= self.dof <= 1000, "an integer from 1 to 1000")
+        values = dict(self.parameters)
+        reserved = reserved_names(self.dof)
+        for name, value in self.parameters:
+            require(name, value, name.isidentifier() and not keyword.iskeyword(name) and not name.startswith("_")
+                    and name not in reserved, f"a parameter named as a formula names it (not one of {sorted(reserved)})")
+        names, used = list(symbols) + list(values), set()
+
+        def compile(key, text):
+            expression = parse(key, text, names)
+            used.update(free_names(expression))
+            return jax_function(expression, names)
+
+        def finish():
+            keys = ", ".join(f.name for f in dataclasses.fields(self) if f.name != "parameters")
+            for name, value in self.parameters:
+                require(name, value, name in used, f"a key of {self.config_name} ({keys}) or a parameter its formulas "
+                        f"use ({', '.join(sorted(used & set(values))) or 'none'})")
+            object.__setattr__(self, "_values", tuple(values.values()))
+
+        return compile, finish
+
+    def __reduce__(self):
+        # Rebuilt from its texts: the compiled functions are generated code, which pickle cannot carry.
+        return type(self), tuple(getattr(self, f.name) for f in dataclasses.fields(self))
+
+    def _per_dof(self, key, formulas, compile):
+        texts = (formulas,) if not isinstance(formulas, (list, tuple)) else tuple(formulas)
+        require(key, formulas, len(texts) == self.dof,
+                f"{'a formula' if self.dof == 1 else f'a list of {self.dof} formulas'} (one per degree of freedom)")
+        return [compile(key, text) for text in texts]
+
+    def _initial(self):
+        q0 = jnp.broadcast_to(jnp.asarray(self.q0, dtype=jnp.float64), (self.dof,))
+        p0 = jnp.broadcast_to(jnp.asarray(self.p0, dtype=jnp.float64), (self.dof,))
+        return jnp.concatenate([q0, p0])
+
+
+@dataclasses.dataclass(frozen=True)
+class FormulaSystem(_Formulas, CanonicalSystem):
+    r"""A canonical system whose :math:`H`, :math:`h_i`, :math:`F` and :math:`f_i` are formulas of the config.
+
+    ``noise_forcing`` is a field here (the formulas :math:`f_i`, one per noise: a text for ``dof`` 1, else a
+    list of ``dof`` texts), so the base's method of that name is replaced by ``noise_forcing_values``,
+    which ``parts`` calls. ``parameters`` is gathered from the config's other keys (``gather_parameters``),
+    never given as a key itself."""
+
+    config_name: ClassVar[str] = "custom"
+
+    H: Formula = "(p**2 + q**2)/2"
+    noise: tuple[Formula, ...] = ("0.1*p",)
+    F: Formula | tuple[Formula, ...] | None = None
+    noise_forcing: tuple[Formula | tuple[Formula, ...], ...] | None = None
+    dof: int = 1
+    q0: float | tuple[float, ...] = 1.0
+    p0: float | tuple[float, ...] = 0.0
+    parameters: tuple[tuple[str, float], ...] = ()
+
+    def __post_init__(self):
+        for name in ("q0", "p0"):
+            object.__setattr__(self, name, _as_floats(getattr(self, name)))
+        qs, ps = state_symbols(self.dof)
+        compile, finish = self._compiler(qs + ps)
+        noise = (self.noise,) if isinstance(self.noise, str) else self.noise
+        require("noise", self.noise, isinstance(noise, tuple) and len(noise) > 0,
+                "a list of one or more noise Hamiltonians h_i")
+        hamiltonian = compile("H", self.H)
+        noise_hamiltonians = [compile("noise", h) for h in noise]
+        forcing = None if self.F is None else self._per_dof("F", self.F, compile)
+        noise_forcing = None
+        if self.noise_forcing is not None:
+            require("noise_forcing", self.noise_forcing, len(self.noise_forcing) == len(noise),
+                    f"one forcing f_i per noise Hamiltonian ({len(noise)}), or null")
+            noise_forcing = [self._per_dof("noise_forcing", f, compile) for f in self.noise_forcing]
+        finish()
+        # Not fields: derived from them, so equality, hashing and pickling (__reduce__) see the texts alone.
+        object.__setattr__(self, "_functions", (hamiltonian, noise_hamiltonians, forcing, noise_forcing))
+
+    @property
+    def noises(self) -> int:
+        return len(self._functions[1])
 
     def check(self):
         for name in ("q0", "p0"):
@@ -307,6 +328,55 @@ class FormulaSystem(CanonicalSystem):
         return HamiltonianParts(dH_dq, dH_dp, self.forcing(q, p), dh_dq, dh_dp, self.noise_forcing_values(q, p))
 
     def initial_state(self, key):
-        q0 = jnp.broadcast_to(jnp.asarray(self.q0, dtype=jnp.float64), (self.dof,))
-        p0 = jnp.broadcast_to(jnp.asarray(self.p0, dtype=jnp.float64), (self.dof,))
-        return jnp.concatenate([q0, p0])
+        return self._initial()
+
+
+@dataclasses.dataclass(frozen=True)
+class LangevinFormulaSystem(_Formulas, LangevinSystem):
+    r"""A Langevin system (``langevin.py``: friction ``c``, inverse temperature ``beta``, diagonal ``mass``,
+    :math:`\sigma = \sqrt{2c/eta}`) whose potential :math:`U(q)` is a formula of the config; the splitting
+    integrators (SVIA/B/C) fit it as they fit the built-ins.
+
+    ``potential`` is a field here (the text), so the base's method of that name is ``potential_value``, which
+    ``hamiltonian`` and ``potential_force`` call. Its Boltzmann-Gibbs means (one degree of freedom) come
+    from quadrature of the formula, as the built-ins' do; None where the quadrature does not converge."""
+
+    config_name: ClassVar[str] = "custom_langevin"
+
+    potential: Formula = "q**2/2"
+    dof: int = 1
+    parameters: tuple[tuple[str, float], ...] = ()
+
+    def __post_init__(self):
+        super().__post_init__()
+        compile, finish = self._compiler(state_symbols(self.dof)[0])
+        function = compile("potential", self.potential)
+        finish()
+        object.__setattr__(self, "_potential", function)
+
+    @property
+    def noises(self) -> int:
+        return self.dof
+
+    def potential_value(self, q):
+        """U(q), a scalar."""
+        return jnp.asarray(self._potential(*(q[i] for i in range(self.dof)), *self._values), dtype=q.dtype)
+
+    def hamiltonian(self, q, p):
+        return self.kinetic_energy(q, p) + self.potential_value(q)
+
+    def potential_force(self, q):
+        return -jax.grad(self.potential_value)(q)
+
+    def mean_potential(self) -> float:
+        r""":math:`\langle U
+angle` under :math:`e^{-eta U}`, by quadrature over the line (one degree of
+        freedom), the weight shifted by U's least value on a grid so it stays O(1) for large beta."""
+        if self.dof != 1:
+            raise ArithmeticError("a Boltzmann-Gibbs mean by quadrature in one dimension only")
+        on_the_line = jax.jit(lambda x: self.potential_value(jnp.reshape(x, (1,))))
+        u = lambda x: float(on_the_line(x))
+        floor = float(jnp.min(jax.vmap(on_the_line)(jnp.linspace(-20.0, 20.0, 4001))))
+        weight = lambda x: math.exp(-self.beta * (u(x) - floor))
+        norm = _quad(weight, -math.inf, math.inf)
+        return _quad(lambda x: u(x) * weight(x), -math.inf, math.inf) / norm

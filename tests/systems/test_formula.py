@@ -130,7 +130,9 @@ def _pair(formula, builtin, overrides=()):
 
 
 PAIRS = [("kubo_formula", "kubo", ()), ("van_der_pol_formula", "van_der_pol", ()),
-         ("kubo_formula", "kubo", ("system.beta=0.3",)), ("van_der_pol_formula", "van_der_pol", ("system.sigma=0.4",))]
+         ("kubo_formula", "kubo", ("system.beta=0.3",)), ("van_der_pol_formula", "van_der_pol", ("system.sigma=0.4",)),
+         ("langevin_double_well_formula", "langevin_double_well", ()),
+         ("langevin_double_well_formula", "langevin_double_well", ("system.c=0.3", "system.beta=2", "system.mass=2"))]
 
 
 @pytest.mark.parametrize("formula, builtin, overrides", PAIRS)
@@ -144,8 +146,10 @@ def test_a_formula_file_has_the_builtin_fields(formula, builtin, overrides):
                                        rtol=1e-13, atol=1e-15, err_msg=field)
 
 
-@pytest.mark.parametrize("formula, builtin, overrides", PAIRS)
-@pytest.mark.parametrize("method", ["midpoint", "heun"])
+@pytest.mark.parametrize("formula, builtin, overrides, method", [
+    *[(*pair, method) for pair in PAIRS for method in ("midpoint", "heun")],
+    *[("langevin_double_well_formula", "langevin_double_well", overrides, method)
+      for overrides in ((), ("system.c=0.3", "system.beta=2")) for method in ("midpoint", "svia", "svic")]])
 def test_a_formula_file_steps_as_the_builtin(formula, builtin, overrides, method, make_integrator):
     """300 steps on the same Brownian increments: the same path to round-off."""
     integrator, dt, steps = make_integrator(method), 0.01, 300
@@ -187,3 +191,29 @@ def test_two_degrees_of_freedom():
                                rtol=1e-15)
     np.testing.assert_allclose(system.noise_fields(z), [[0, 0, -0.3, 0], [0, 0.3, 0, 0.1 * 0.5]], rtol=1e-15)
     np.testing.assert_array_equal(system.initial_state(None), [1.0, 0.5, 0.0, 0.0])
+
+
+@pytest.mark.parametrize("overrides", [(), ("system.beta=2",)])
+def test_the_langevin_formula_has_the_builtins_force_and_boltzmann_gibbs_means(overrides):
+    ours, theirs = _pair("langevin_double_well_formula", "langevin_double_well", overrides)
+    for q in (-1.7, 0.2, 1.3):
+        np.testing.assert_allclose(ours.potential_force(jnp.array([q])), theirs.potential_force(jnp.array([q])),
+                                   rtol=1e-15)
+    for observable in ("H", "two_H", "kinetic_temperature"):
+        assert ours.ergodic_mean(observable) == pytest.approx(theirs.ergodic_mean(observable), rel=1e-11)
+    assert ours.overdamped_svia_mean("two_H") == pytest.approx(theirs.overdamped_svia_mean("two_H"), rel=1e-11)
+
+
+def test_a_langevin_potential_is_a_formula_of_the_positions_alone():
+    with pytest.raises(ConfigError, match=r"^system.potential='q\*p' .*not the name 'p'"):
+        sgi_run.compose(["system=custom_langevin", "system.potential=q*p"])
+    cfg = sgi_run.compose(["system=custom_langevin", "+system.k=3", "system.potential='k*(1 - cos(q))'",
+                           "integrator=svia"])
+    np.testing.assert_allclose(build_system(cfg.system).potential_force(jnp.array([0.5])), [-3 * np.sin(0.5)],
+                               rtol=1e-15)
+
+
+def test_a_potential_that_does_not_confine_has_no_boltzmann_gibbs_mean():
+    """exp(-beta U) of U = -q^2 is not integrable: no reference, rather than a wrong one."""
+    system = build_system(sgi_run.compose(["system=custom_langevin", "system.potential=-q**2"]).system)
+    assert system.ergodic_mean("H") is None
