@@ -19,7 +19,11 @@ numbers is computed once in float64 (an exact ``10**10**9`` would never finish).
 ``FormulaSystem`` (config name ``custom``) is a canonical system of formulas: ``H``, ``noise`` (the
 noise Hamiltonians h_i), optional ``F`` and ``noise_forcing``, ``dof``, ``q0``, ``p0``; every other key of
 its config is a named parameter (``system.beta: 0.5``), overridden and swept like a built-in's, and a
-key no formula uses is refused.
+key no formula uses is refused. ``LangevinFormulaSystem`` (``custom_langevin``) is a Langevin system
+(``langevin.py``) whose ``potential`` U(q) is a formula.
+
+A run's numbers then depend on sympy's printing too (``1/10``, ``q**2``), which the code digest of cached
+runs (``provenance``) does not see: it is pinned by the environment, as JAX's own version is.
 """
 from __future__ import annotations
 

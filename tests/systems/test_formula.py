@@ -217,3 +217,30 @@ def test_a_potential_that_does_not_confine_has_no_boltzmann_gibbs_mean():
     """exp(-beta U) of U = -q^2 is not integrable: no reference, rather than a wrong one."""
     system = build_system(sgi_run.compose(["system=custom_langevin", "system.potential=-q**2"]).system)
     assert system.ergodic_mean("H") is None
+
+
+def _cli(tmp_path, *args):
+    import subprocess
+    import sys
+    return subprocess.run([sys.executable, "-m", "sgi_run.cli", *args, f"output_root={tmp_path}/runs"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=300)
+
+
+@pytest.mark.slow
+def test_a_formula_parameter_is_swept_and_cached_like_a_builtins(tmp_path):
+    out = _cli(tmp_path, "-m", "system=kubo_formula", "system.beta=0.3,0.5", "plan.paths=16", "plan.T=1")
+    assert out.returncode == 0, out.stderr
+    assert len(list((tmp_path / "runs" / "custom-midpoint").glob("*/ensemble.h5"))) == 2
+    again = _cli(tmp_path, "system=kubo_formula", "system.beta=0.3", "plan.paths=16", "plan.T=1")
+    assert again.returncode == 0 and "cached" in again.stdout
+
+
+def test_the_readmes_command_lines_compose(tmp_path):
+    """As a shell passes them: Hydra reads a quoted formula with parentheses and spaces as one value."""
+    out = _cli(tmp_path, "system=custom", "+system.omega=2", "system.H='p**2/2 + omega**2*q**2/2'",
+               "system.noise=[0.1*q]", "--cfg", "job")
+    assert out.returncode == 0, out.stderr
+    assert "H: p**2/2 + omega**2*q**2/2" in out.stdout and "omega: 2" in out.stdout
+    refused = _cli(tmp_path, "system=custom", "system.H='__import__(\"os\").system(\"echo hi\")'", "--cfg", "job")
+    assert refused.returncode != 0 and refused.stderr.count("\n") == 1 and "system.H=" in refused.stderr
+    assert "hi\n" not in refused.stdout
