@@ -188,12 +188,31 @@ def check_overrides(overrides: Sequence[str], source: ConfigSource = ConfigSourc
     base = _composed_groups(tuple(group_choices), source)
     for o in keyed:
         key = o.key_or_group
+        if _adds_a_parameter(base, o):
+            continue
         if (o.is_add() and not o.is_force_add()) or OmegaConf.select(base, key, default=_ABSENT) is _ABSENT:
             parent_key = key.rpartition(".")[0]
             parent = OmegaConf.select(base, parent_key) if parent_key else base
             known = sorted(parent.keys()) if isinstance(parent, DictConfig) else []
             where = f"'{parent_key}'" if parent_key else "the top level"
-            raise ConfigError(key, _values(o)[0], f"a known key; {where} has {known}")
+            absent = OmegaConf.select(base, key, default=_ABSENT) is _ABSENT
+            added = (f", or a parameter added with +{key}=<number>"
+                     if absent and parent_key == "system" and _open_parameters(base) else "")
+            raise ConfigError(key, _values(o)[0], f"a known key; {where} has {known}{added}")
+
+
+def _open_parameters(base: DictConfig) -> bool:
+    """Whether the chosen system takes parameters its class does not name (a formula system)."""
+    system = SYSTEMS.get(OmegaConf.select(base, "system.name", default=None))
+    return system is not None and system.open_parameters
+
+
+def _adds_a_parameter(base: DictConfig, override) -> bool:
+    """``+system.<name>=<value>`` on a system with open parameters, for a key its config does not have yet:
+    a parameter of its formulas (build_system refuses a value that is no number, or a name no formula uses)."""
+    group, _, name = override.key_or_group.partition(".")
+    return (override.is_add() and group == "system" and name.isidentifier() and _open_parameters(base)
+            and OmegaConf.select(base, override.key_or_group, default=_ABSENT) is _ABSENT)
 
 
 _ABSENT = object()
@@ -337,6 +356,10 @@ def build_system(cfg) -> System:
     cls = SYSTEMS[name]
     declared = _parameter_types(cls)
     cfg = cls.settle_defaults(cfg)
+    try:
+        cfg = cls.gather_parameters(cfg)
+    except ConfigError as err:
+        raise err.under("system") from None
     unknown = sorted(set(cfg) - set(cls.parameter_names()))
     if unknown:
         raise ConfigError(f"system.{unknown[0]}", cfg[unknown[0]], f"a parameter of {name}: {cls.parameter_names()}")
@@ -353,6 +376,26 @@ def _finite(v) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
+def _formula_text(v) -> bool:
+    return isinstance(v, str) or _finite(v)
+
+
+def _as_text(v) -> str:
+    return v if isinstance(v, str) else repr(v)
+
+
+def _formulas(v, depth: int) -> bool:
+    """A non-empty list of formulas, or (depth 2) of formulas and lists of formulas."""
+    inner = (lambda x: _formula_text(x) or _formulas(x, 1)) if depth == 2 else _formula_text
+    return isinstance(v, (list, tuple)) and len(v) > 0 and all(inner(x) for x in v)
+
+
+def _formula_or_list(v):
+    if v is None:
+        return None
+    return _as_text(v) if _formula_text(v) else tuple(_as_text(x) for x in v)
+
+
 # Parameter types a system may declare -> (accepts, converts, what is allowed). Integers become floats:
 # `system.q0=2` arrives as an int, and an integer initial state is one jax.jacfwd (Newton) refuses.
 _PARAMETER_TYPES = {
@@ -366,6 +409,19 @@ _PARAMETER_TYPES = {
             isinstance(row, (list, tuple)) and len(row) > 0 and all(_finite(x) for x in row) for row in v)),
         lambda v: None if v is None else tuple(tuple(float(x) for x in row) for row in v),
         "a matrix as a list of rows of finite numbers, or null"),
+    # A formula system's (systems.formula): a formula is text, or a number YAML read (F: 0) as its text.
+    "Formula": (_formula_text, _as_text, "a formula (text)"),
+    "tuple[Formula, ...]": (lambda v: _formulas(v, 1), lambda v: tuple(_as_text(x) for x in v),
+                            "a list of formulas (texts)"),
+    "Formula | tuple[Formula, ...] | None": (
+        lambda v: v is None or _formula_text(v) or _formulas(v, 1), _formula_or_list,
+        "a formula, a list of formulas (one per degree of freedom), or null"),
+    "tuple[Formula | tuple[Formula, ...], ...] | None": (
+        lambda v: v is None or _formulas(v, 2), lambda v: None if v is None else tuple(_formula_or_list(x) for x in v),
+        "a list with a formula (or a list of formulas, one per degree of freedom) per noise, or null"),
+    "tuple[tuple[str, float], ...]": (     # gathered by FormulaSystem.gather_parameters, never typed in
+        lambda v: isinstance(v, tuple) and all(isinstance(k, str) and _finite(x) for k, x in v),
+        lambda v: v, "named finite numbers"),
     "int": (lambda v: isinstance(v, int) and not isinstance(v, bool), int, "an integer"),
     "bool": (lambda v: isinstance(v, bool), bool, "true or false"),
     "str": (lambda v: isinstance(v, str), str, "a string"),

@@ -29,6 +29,9 @@ class System:
     noises: ClassVar[int] = 1
     # z' = M(xi) z exactly, from a deterministic z0: the linear oracle gives each method's moments.
     linear: ClassVar[bool] = False
+    # Parameters beyond the dataclass's fields, gathered by gather_parameters (a formula system's named
+    # numbers): its config may add one with +system.<name>=<value>.
+    open_parameters: ClassVar[bool] = False
 
     @property
     def space(self) -> StateSpace:
@@ -63,6 +66,13 @@ class System:
     def settle_defaults(cls, parameters: dict) -> dict:
         """The parameters with any ``auto`` default settled to the number it stands for, given the others
         (the config hash hashes that number). None by default; a system with one overrides this."""
+        return parameters
+
+    @classmethod
+    def gather_parameters(cls, parameters: dict) -> dict:
+        """The config's keys as the dataclass's fields. A system whose parameters its class does not fix
+        (a formula system: any name its formulas use) gathers them into a field here; the others take the
+        keys as they are, and a key that is not a field is refused."""
         return parameters
 
     @classmethod
