@@ -324,8 +324,8 @@ def test_an_unreadable_value_names_its_key_and_value_only(overrides, start):
 
 
 @pytest.mark.parametrize("overrides, message", [
-    (["plan.dt=0.3"], "plan.dt=0.3 is not allowed: one that fits the default plan.T=100.0 (a whole multiple of dt = 0.3), "
-                      "or set plan.T too"),
+    (["plan.dt=0.3"], "plan.dt=0.3 is not allowed: one that fits the default plan.T=100.0 (a whole multiple of "
+                      "plan.dt = 0.3 (or a plan.dt that divides it)), or set plan.T too"),
     (["plan=convergence", "plan.T=0.1"], "plan.T=0.1 is not allowed: one that fits the default plan.dts=0.125 "
                                          "(step sizes that divide T = 0.1), or set plan.dts too"),
     (["system=heavy_top"], "system='heavy_top' is not allowed: one that fits the default integrator='midpoint' "

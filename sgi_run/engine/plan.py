@@ -128,13 +128,16 @@ class Plan:
                 is_int(self.brownian_refine) and self.brownian_refine >= 1, "an integer >= 1")
         steps = _ratio(self.T, self.dt)
         require("plan.dt", self.dt, steps * self.brownian_refine < MAX_INDEX,
-                f"at least T / 2^32 = {self.T / (MAX_INDEX / self.brownian_refine):.3g} (steps are addressed by 32-bit "
-                f"indices; T / dt = {steps:.3g} steps{' of ' + str(self.brownian_refine) + ' fine steps' if self.brownian_refine > 1 else ''})")
-        require("plan.T", self.T, _whole_ratio(self.T, self.dt) is not None, f"a whole multiple of dt = {self.dt}")
+                f"at least plan.T / 2^32 = {self.T / (MAX_INDEX / self.brownian_refine):.3g}, or a smaller plan.T or "
+                f"plan.brownian_refine (steps "
+                f"are addressed by 32-bit indices; T / dt = {steps:.3g} steps"
+                f"{' of ' + str(self.brownian_refine) + ' fine steps' if self.brownian_refine > 1 else ''})")
+        require("plan.T", self.T, _whole_ratio(self.T, self.dt) is not None,
+                f"a whole multiple of plan.dt = {self.dt} (or a plan.dt that divides it)")
         require("plan.output_dt", self.output_dt, is_num(self.output_dt) and self.output_dt > 0
-                and _whole_ratio(self.output_dt, self.dt) is not None, f"a whole multiple of dt = {self.dt}")
+                and _whole_ratio(self.output_dt, self.dt) is not None, f"a whole multiple of plan.dt = {self.dt}")
         require("plan.output_dt", self.output_dt, _whole_ratio(self.T, self.output_dt) is not None,
-                f"a divisor of T = {self.T} (T must be a whole number of output intervals)")
+                f"a divisor of plan.T = {self.T} (T must be a whole number of output intervals)")
         require("plan.observables", self.observables,
                 len(self.observables) >= 1 and all(isinstance(n, str) for n in self.observables)
                 and len(set(self.observables)) == len(self.observables),
