@@ -355,7 +355,7 @@ class FigureOutcome:
     @classmethod
     def from_record(cls, exp: Experiment, record: dict, files: dict[str, Path]) -> FigureOutcome:
         """The outcome a figure's JSON record keeps (a figure kept, not made again: ``kept_record``)."""
-        return cls(exp, record["fidelity"], record["table"], [CheckResult(**c) for c in record["checks"]], files,
+        return cls(exp, record["fidelity"], record["table"], [CheckResult.from_record(c) for c in record["checks"]], files,
                    record.get("convergence", []))
 
 
@@ -542,8 +542,12 @@ def _provenance(exp: Experiment, fidelity: str, results: dict, wall_time_s: floa
             "compute_wall_time_s": round(sum(float(r.ensemble.attrs.get("wall_time_s", 0.0))
                                              for r in results.values()), 1),
             "cached_runs": sum(bool(r.cached) for r in results.values()), "runs": len(results),
-            "command": command or shlex.join(["sgi-figures", "--fidelity", fidelity, "--only",
-                                              f"{exp.paper}/{exp.figure}"])}
+            "command": command or figure_command(exp.paper, exp.figure, fidelity)}
+
+
+def figure_command(paper: str, figure: str, fidelity: str) -> str:
+    """The command that makes one figure (into ``outputs/figures``)."""
+    return shlex.join(["sgi-figures", "--fidelity", fidelity, "--only", f"{paper}/{figure}"])
 
 
 def figure_files(exp: Experiment, output_dir) -> dict[str, Path]:

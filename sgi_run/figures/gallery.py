@@ -6,12 +6,11 @@ in ``gallery/paper`` (``PAPER_RESULTS``); another gallery links them."""
 from __future__ import annotations
 
 import html
-import json
 import os
 from pathlib import Path
 
 from sgi_run.figures.results import BY_CONSTRUCTION, CheckResult, counts_text, verdict_counts
-from sgi_run.figures.experiment import STUDY_MD_HEADER, figure_order, md_cells, md_header, study_md_rows
+from sgi_run.figures.experiment import STUDY_MD_HEADER, figure_order, md_cells, md_header, read_record, study_md_rows
 
 PAPER_RESULTS = Path("gallery/paper")
 
@@ -33,14 +32,16 @@ ul.checks { font-family: monospace; font-size: 0.85em; }
 """
 
 
-def _records(output_dir: Path) -> list[dict]:
-    records = []
+def records(output_dir: Path) -> list[dict]:
+    """The figure records in ``output_dir`` (``<paper>/<figure>.json``), in the papers' order; ``_dir`` is each
+    one's paper directory. A JSON file that is no figure record is left out."""
+    found = []
     for path in sorted(output_dir.glob("*/*.json"), key=figure_order):
-        record = json.loads(path.read_text())
-        if "figure" in record and "checks" in record:
+        record = read_record(path)
+        if isinstance(record, dict) and {"paper", "figure", "checks", "files"} <= record.keys():
             record["_dir"] = path.parent.name
-            records.append(record)
-    return records
+            found.append(record)
+    return found
 
 
 def _fidelity_note(r: dict, paper_result: str | None = None) -> str:
@@ -114,7 +115,7 @@ def _figure_html(r: dict, paper_result: str | None = None) -> str:
     tables = _table_html(md_header(r.get("observable", "H"), r["table"]), [md_cells(row) for row in r["table"]]) + _table_html(STUDY_MD_HEADER, study_md_rows(studies))
     checks = "".join(
         f'<li><span class="{c["verdict"]}">{c["verdict"]}</span>{_apart(c)} {e(c["id"])} [{e(c["run"])}]: '
-        f"{e(CheckResult(**c).measured())}<br><small>{e(c['criterion'])}</small></li>" for c in r["checks"])
+        f"{e(CheckResult.from_record(c).measured())}<br><small>{e(c['criterion'])}</small></li>" for c in r["checks"])
     counts = verdict_counts(r["checks"])
     summary = ", ".join(f'<span class="{v}">{counts[v]} {v}</span>' for v in ("PASS", "FAIL", "SKIP") if counts[v])
     summary += f"; {counts[BY_CONSTRUCTION]} {BY_CONSTRUCTION}" if counts[BY_CONSTRUCTION] else ""
@@ -177,7 +178,7 @@ def _paper_results(output_dir: Path, paper_results) -> dict:
         return {}
     index = os.path.relpath(Path(paper_results).resolve() / "index.html", output_dir.resolve())
     return {(r["paper"], r["figure"]): f"{index}#{r['paper']}-{r['figure']}"
-            for r in _records(Path(paper_results)) if at_papers_counts(r)}
+            for r in records(Path(paper_results)) if at_papers_counts(r)}
 
 
 def build(output_dir, experiments=(), paper_results=None) -> Path:
@@ -186,15 +187,15 @@ def build(output_dir, experiments=(), paper_results=None) -> Path:
     the paper's counts links its record in ``paper_results`` where one is at them. Returns the index's path."""
     output_dir = Path(output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
-    records = _records(output_dir)
+    found = records(output_dir)
     links = _paper_results(output_dir, paper_results)
     (output_dir / "README.md").write_text(
         "# Paper figures in this directory\n\nWritten by `sgi-figures` from each figure's record "
         "(`<paper>/<figure>.json`: its table, checks and provenance). \"Runs' wall s\" is the sum of the runs' own "
-        "wall times as they were computed (compilation included).\n\n" + status_table(records, experiments))
-    body = "".join(_figure_html(r, links.get((r["paper"], r["figure"]))) for r in records) or "<p>No figures yet: run <code>sgi-figures</code>.</p>"
+        "wall times as they were computed (compilation included).\n\n" + status_table(found, experiments))
+    body = "".join(_figure_html(r, links.get((r["paper"], r["figure"]))) for r in found) or "<p>No figures yet: run <code>sgi-figures</code>.</p>"
     toc = "".join(f'<li><a href="#{html.escape(r["paper"])}-{html.escape(r["figure"])}">'
-                  f'{html.escape(heading(r)[1])}</a> ({fidelity_label(r)})</li>' for r in records)
+                  f'{html.escape(heading(r)[1])}</a> ({fidelity_label(r)})</li>' for r in found)
     page = (f"<!doctype html>\n<html><head><meta charset='utf-8'><title>sgi-run figures</title>"
             f"<style>{_STYLE}</style></head><body>\n<h1>sgi-run: paper figures</h1>\n"
             f"<p>Bands and ± values are Monte Carlo standard errors (SE). A check's margin says how many SE "

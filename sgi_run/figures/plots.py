@@ -138,7 +138,7 @@ def run_styles(exp) -> dict[str, CurveStyle]:
     return {run_id: style(n, exp.runs[run_id].colour) for run_id, n in numbers.items()}
 
 
-def _panel_axes(fig, exp, kinds, rows: int, columns: int, heights: list[float]):
+def _panel_axes(fig, kinds, rows: int, columns: int, heights: list[float]):
     grid = fig.add_gridspec(rows, columns, height_ratios=heights)
     return [fig.add_subplot(grid[i // columns, i % columns], projection=kind.projection)
             for i, kind in enumerate(kinds)]
@@ -154,7 +154,7 @@ def figure(exp, data: dict[str, RunData], table: list[dict], fidelity: str):
     base = [max(kinds[i].height for i in row) for row in cells]
     panel_width = AXES_WIDTH if columns == 1 else GRID_AXES_WIDTH
     fig = plt.figure(figsize=(columns * (panel_width + 4), sum(base) + 1.5), dpi=DPI)
-    axes = _panel_axes(fig, exp, kinds, rows, columns, base)
+    axes = _panel_axes(fig, kinds, rows, columns, base)
     bands = bars = 0
     for i, (ax, panel, kind) in enumerate(zip(axes, exp.panels, kinds)):
         by_position = {run_id: style(n) for n, run_id in enumerate(panel["runs"])}

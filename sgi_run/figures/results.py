@@ -242,6 +242,11 @@ class CheckResult:
     # checked against that rule): still judged (a FAIL is a bug), but counted apart from the other verdicts.
     by_construction: bool = False
 
+    @classmethod
+    def from_record(cls, check: dict) -> CheckResult:
+        """A check as a figure's record keeps it (``as_dict``), its keys that are no field of this version left out."""
+        return cls(**{k: v for k, v in check.items() if k in _CHECK_FIELDS})
+
     def __post_init__(self):
         # A record stores a non-finite value as null (strict JSON): read back, it is the NaN it stood for.
         if self.value is None:
@@ -265,6 +270,9 @@ class CheckResult:
 
     def as_dict(self) -> dict:
         return dataclasses.asdict(self)
+
+
+_CHECK_FIELDS = frozenset(f.name for f in dataclasses.fields(CheckResult))
 
 
 BY_CONSTRUCTION = "by construction"

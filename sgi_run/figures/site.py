@@ -9,19 +9,19 @@ kept at the papers' counts, then ``outputs/figures``, whatever ``sgi-figures`` m
 one, the record at the paper's counts wins, then the first directory's. A figure of ``experiments/`` with no
 record anywhere gets a page too: its caption, the command that makes it, and that it is not computed here.
 The HTML page ``sgi-figures`` writes beside the figures (``gallery.build``) is the quick look at one output
-directory; this module shares its notion of a record (``gallery.heading``, ``at_papers_counts``,
+directory; this module shares its notion of a record (``gallery.records``, ``heading``, ``at_papers_counts``,
 ``verdict_counts``).
 """
 from __future__ import annotations
 
 import dataclasses
 import html
-import json
 import re
-import shlex
 from pathlib import Path
 
-from sgi_run.figures.experiment import STUDY_MD_HEADER, Experiment, figure_order, md_cells, md_header, study_md_rows
+from sgi_run.figures import gallery
+from sgi_run.figures.experiment import (STUDY_MD_HEADER, Experiment, figure_command, figure_order, md_cells, md_header,
+                                         study_md_rows)
 from sgi_run.figures.gallery import at_papers_counts, heading
 from sgi_run.figures.results import BY_CONSTRUCTION, CheckResult, verdict_counts
 
@@ -87,19 +87,6 @@ class Figure:
         return {kind: path for kind, path in found.items() if path.is_file()}
 
 
-def _read_records(directory: Path) -> list[dict]:
-    records = []
-    for path in sorted(directory.glob("*/*.json"), key=figure_order):
-        try:
-            record = json.loads(path.read_text())
-        except (OSError, ValueError):
-            continue
-        if isinstance(record, dict) and {"paper", "figure", "checks", "files"} <= record.keys():
-            record["_directory"] = str(directory)
-            records.append(record)
-    return records
-
-
 def collect(record_dirs, experiments=(), root=None) -> list[Figure]:
     """Every figure to show, in the papers' order: each experiment's, and each record's whose experiment is
     not among ``experiments``. A figure's record is the first at the paper's counts found in ``record_dirs``
@@ -108,7 +95,8 @@ def collect(record_dirs, experiments=(), root=None) -> list[Figure]:
     candidates: dict[tuple[str, str], list[dict]] = {}
     for directory in record_dirs:
         if Path(directory).is_dir():
-            for record in _read_records(Path(directory)):
+            for record in gallery.records(Path(directory)):
+                record["_directory"] = str(directory)
                 candidates.setdefault((record["paper"], record["figure"]), []).append(record)
     by_id = {(e.paper, e.figure): e for e in experiments}
     figures = []
@@ -176,14 +164,9 @@ def _profile_text(profile: dict) -> str:
     return text + (f" (runs: {runs})" if runs else "")
 
 
-def reproduce_command(paper: str, figure: str, fidelity: str) -> str:
-    """The command that makes the figure again, into ``outputs/figures``."""
-    return shlex.join(["sgi-figures", "--fidelity", fidelity, "--only", f"{paper}/{figure}"])
-
-
 def _reproduce_section(figure: Figure, fidelity: str) -> list[str]:
     return ["## Reproduce it", "",
-            f"```sh\n{reproduce_command(figure.paper, figure.figure, fidelity)}\n```", "",
+            f"```sh\n{figure_command(figure.paper, figure.figure, fidelity)}\n```", "",
             f"writes `outputs/figures/{figure.paper}/{figure.figure}.png` and its table, checks and record "
             "(`--output gallery/paper` to replace the figure kept in the repository). Runs already in the run "
             "cache are not computed again.", ""]
@@ -218,13 +201,11 @@ def _checks_section(record: dict) -> list[str]:
     lines += ["| verdict | check | run | measured | criterion |", "|---|---|---|---|---|"]
     for check in record["checks"]:
         verdict = "by construction" if check.get("by_construction") else check["verdict"]
-        measured = CheckResult(**{k: v for k, v in check.items() if k in _CHECK_FIELDS}).measured()
+        measured = CheckResult.from_record(check).measured()
         lines.append(f"| {badge(verdict, verdict)} | `{check['id']}` | `{check['run']}` | "
                      f"{plain(measured)} | {plain(check['criterion'])} |")
     return lines + [""]
 
-
-_CHECK_FIELDS = {f.name for f in dataclasses.fields(CheckResult)}
 
 
 def _files_section(figure: Figure) -> list[str]:

@@ -338,7 +338,7 @@ class FormulaSystem(_Formulas, CanonicalSystem):
 @dataclasses.dataclass(frozen=True)
 class LangevinFormulaSystem(_Formulas, LangevinSystem):
     r"""A Langevin system (``langevin.py``: friction ``c``, inverse temperature ``beta``, diagonal ``mass``,
-    :math:`\sigma = \sqrt{2c/eta}`) whose potential :math:`U(q)` is a formula of the config; the splitting
+    :math:`\sigma = \sqrt{2c/\beta}`) whose potential :math:`U(q)` is a formula of the config; the splitting
     integrators (SVIA/B/C) fit it as they fit the built-ins.
 
     ``potential`` is a field here (the text), so the base's method of that name is ``potential_value``, which
@@ -373,8 +373,7 @@ class LangevinFormulaSystem(_Formulas, LangevinSystem):
         return -jax.grad(self.potential_value)(q)
 
     def mean_potential(self) -> float:
-        r""":math:`\langle U
-angle` under :math:`e^{-eta U}`, by quadrature over the line (one degree of
+        r""":math:`\langle U\rangle` under :math:`e^{-\beta U}`, by quadrature over the line (one degree of
         freedom), the weight shifted by U's least value on a grid so it stays O(1) for large beta."""
         if self.dof != 1:
             raise ArithmeticError("a Boltzmann-Gibbs mean by quadrature in one dimension only")
