@@ -48,7 +48,7 @@ def write_study(path: Path, run_dir: Path, sim, engine_result, ens: store.Ensemb
     ens.attrs |= {"error_kind": result.error_kind, "reference": result.reference, "samples": result.samples,
                   "observable": plan.observable if plan.error == "weak" else "state",
                   "reference_dt": plan.reference_dt or 0.0, "T": plan.T, "note": result.note,
-                  "resolvable_se": result.resolvable_se}
+                  "resolvable_se": result.resolvable_se, "invariants": list(result.invariants)}
     rows = table_rows_of(result, ens.attrs, summary.solver_counts(ens))
     write_tables(rows, run_dir, result, ens.attrs, summary.solver_lines(ens))
     plot(result, ens.attrs, run_dir / "convergence.png")
@@ -64,6 +64,10 @@ def _fill(f: h5py.File, result: ConvergenceResult) -> None:
     for name, data in per_dt.items():
         if data is not None:
             store.create_series(f, name, np.asarray(data), dts)
+    if result.drift_max is not None:
+        store.create_series(f, "invariant_drift", np.asarray(result.drift_max), dts,
+                            description="largest |I(z_k) - I(z_0)| over the paths and the step times, per invariant",
+                            invariants=list(result.invariants))
     store.create_series(f, "order_ci", np.asarray(result.order_ci))
     store.create_checked_dataset(f, "order", result.order)
 
@@ -89,7 +93,8 @@ def load(path) -> tuple[ConvergenceResult, dict]:
             order=float(data["order"]), order_ci=tuple(float(x) for x in data["order_ci"]),
             nonfinite=data["nonfinite_paths"], paths=int(attrs["paths"]), note=attrs["note"],
             sup_error=data.get("sup_error"), sup_se=data.get("sup_se"),
-            resolvable_se=float(attrs.get("resolvable_se", RESOLVABLE_SE)))   # files before the option: 2
+            resolvable_se=float(attrs.get("resolvable_se", RESOLVABLE_SE)),   # files before the option: 2
+            invariants=tuple(attrs.get("invariants", ())), drift_max=data.get("invariant_drift"))
     except KeyError as err:
         raise store.DamagedFile(f"{path}: missing {err.args[0]}") from None
     return result, attrs
@@ -103,8 +108,14 @@ def table_rows_of(r: ConvergenceResult, a: dict, solver_counts: dict) -> list[di
              "reference": r.reference, "observable": a["observable"], "dt": float(dt),
              "error": float(e), "se": float(s), "local_slope": float(slope), "resolvable": bool(ok),
              "nonfinite_paths": int(bad), "order": r.order, "order_ci_low": r.order_ci[0],
-             "order_ci_high": r.order_ci[1]}
-            for dt, e, s, slope, ok, bad in zip(r.dts, r.error, r.se, r.local_slopes, r.resolvable, r.nonfinite)]
+             "order_ci_high": r.order_ci[1]} | drift_cells(r, i)
+            for i, (dt, e, s, slope, ok, bad) in enumerate(zip(r.dts, r.error, r.se, r.local_slopes, r.resolvable,
+                                                                r.nonfinite))]
+
+
+def drift_cells(r: ConvergenceResult, level: int) -> dict:
+    """``drift_<invariant>``: the largest drift of each declared invariant at one step size (none unless recorded)."""
+    return {f"drift_{name}": float(r.drift_max[level, j]) for j, name in enumerate(r.invariants)}
 
 
 def order_text(r: ConvergenceResult) -> str:
@@ -121,12 +132,15 @@ def _slope_text(v: float) -> str:
 def write_tables(rows: list[dict], directory: Path, r: ConvergenceResult, attrs: dict, notes: list[str] = ()) -> None:
     """convergence.csv and convergence.md, then ``notes`` (``summary.solver_lines``) as summary.md has them."""
     with open(directory / "convergence.csv", "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=COLUMNS)
+        w = csv.DictWriter(f, fieldnames=COLUMNS + [f"drift_{name}" for name in r.invariants])
         w.writeheader()
         w.writerows(rows)
-    lines = [f"# {title(r, attrs)}", "", "| dt | error ± SE | local slope | resolvable |", "|---|---|---|---|"]
+    drifts = [f"drift_{name}" for name in r.invariants]
+    lines = [f"# {title(r, attrs)}", "",
+             "| dt | error ± SE | local slope | resolvable |" + "".join(f" largest drift of {n} |" for n in r.invariants),
+             "|---|---|---|---|" + "---|" * len(drifts)]
     lines += [f"| {row['dt']:g} | {row['error']:.4g} ± {row['se']:.2g} | {_slope_text(row['local_slope'])} | "
-              f"{'yes' if row['resolvable'] else 'no'} |" for row in rows]
+              f"{'yes' if row['resolvable'] else 'no'} |" + "".join(f" {row[d]:.3g} |" for d in drifts) for row in rows]
     lines += ["", order_text(r) + "."]
     if r.note:
         lines += ["", f"Note: {r.note}."]
@@ -139,11 +153,13 @@ def render(run):
     from rich.table import Table
     r = run.result
     table = Table(title=title(r, run.attrs))
-    for c in ("dt", "error", "± SE", "local slope", f"|error| > {r.resolvable_se:g} SE"):
+    for c in ("dt", "error", "± SE", "local slope", f"|error| > {r.resolvable_se:g} SE",
+              *(f"largest drift of {name}" for name in r.invariants)):
         table.add_column(c, justify="right")
     for row in run.summary:
         table.add_row(f"{row['dt']:g}", f"{row['error']:.4g}", f"{row['se']:.2g}",
-                      _slope_text(row["local_slope"]), "yes" if row["resolvable"] else "[yellow]no[/]")
+                      _slope_text(row["local_slope"]), "yes" if row["resolvable"] else "[yellow]no[/]",
+                      *(f"{row[f'drift_{name}']:.3g}" for name in r.invariants))
     caption = order_text(r)
     if r.note:
         caption += f"\n[yellow]{r.note}[/]"

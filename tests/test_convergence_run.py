@@ -204,3 +204,17 @@ def test_a_studys_unconverged_lock_step_path_steps_are_printed_and_tabled(runs_r
     counts = lambda run: [(r["unconverged_steps"], r["stagnated_steps"], r["path_steps"]) for r in run.summary]
     assert cached.cached and counts(cached) == counts(study) == [(200, 0, 200)] * 2
     assert summary.solver_lines(cached.ensemble) == [line]
+
+
+def test_the_invariants_drift_is_written_read_back_and_tabled(runs_root):
+    """plan.invariants=declared: convergence.h5 holds each step size's largest drift per invariant (read back by
+    ``load``), and the csv, md and terminal tables show it."""
+    cfg = sgi_run.compose(runs_root + SMALL + ["system.nu=0.0", "plan.invariants=declared"])
+    run = sgi_run.run(cfg)
+    result, attrs = load(run.run_dir)
+    assert result.invariants == ("H",) and list(attrs["invariants"]) == ["H"]
+    np.testing.assert_array_equal(result.drift_max, run.result.drift_max)
+    assert result.drift_max.shape == (2, 1) and np.all(result.drift_max < 1e-13)      # the midpoint rule keeps H
+    rows = list(csv.DictReader(open(run.run_dir / "convergence.csv")))
+    assert float(rows[1]["drift_H"]) == run.result.drift_max[1, 0]
+    assert "| largest drift of H |" in (run.run_dir / "convergence.md").read_text()

@@ -72,6 +72,11 @@ class ConvergenceResult:
     sup_error: np.ndarray | None = None
     sup_se: np.ndarray | None = None
     resolvable_se: float = RESOLVABLE_SE   # the threshold of ``resolvable`` (plan.resolvable_se)
+    # plan.invariants=declared: the system's invariants and, per step size, the largest drift of each over the
+    # paths and the level's step times, max |I(z_k) - I(z_0)| (levels, invariants); NaN where every path went
+    # non-finite.
+    invariants: tuple[str, ...] = ()
+    drift_max: np.ndarray | None = None
 
     def sup_fit(self) -> tuple[np.ndarray, float, str]:
         """The sup-in-time errors' resolvable points, their fitted order (no bootstrap) and its note; a strong
@@ -124,7 +129,9 @@ def _fit(dts, error, se, resampled_errors: Callable[[np.random.Generator], np.nd
 class Levels(System):
     """One path of a study: the system's state at every step size (``level<i>.<leaf>``), the reference
     (``reference.<leaf>`` for a fine run; the Brownian path ``W`` for the exact one), the coarse steps
-    taken ``k``, and the running sup of each level's squared distance to the reference."""
+    taken ``k``, the running sup of each level's squared distance to the reference and, with
+    ``plan.invariants=declared``, the invariants' initial values and each level's running sup of their
+    drift |I(z_k) - I(z_0)| over its step times."""
     inner: System
     plan: ConvergencePlan
     shared: bool                     # the levels share one Brownian path (Gaussian increments)
@@ -139,6 +146,15 @@ class Levels(System):
         return self.plan.error == "strong"
 
     @property
+    def invariant_names(self) -> tuple[str, ...]:
+        return self.inner.invariants() if self.plan.invariants == "declared" else ()
+
+    def invariant_values(self, z):
+        """(invariants,) the declared invariants of a state of the system."""
+        named = self.inner.observables()
+        return jnp.stack([named[name](z) for name in self.invariant_names])
+
+    @property
     def space(self) -> StateSpace:
         inner = self.inner.space.leaves
         leaves = [Leaf(f"level{i}.{leaf.name}", leaf.shape, leaf.dtype) for i in range(self.levels) for leaf in inner]
@@ -147,6 +163,9 @@ class Levels(System):
         elif self.strong:
             leaves += [Leaf("W", (self.inner.noises,))]
         leaves += [Leaf("k")] + ([Leaf("sup_sq_error", (self.levels,))] if self.strong else [])
+        if self.invariant_names:
+            count = len(self.invariant_names)
+            leaves += [Leaf("invariants0", (count,)), Leaf("sup_drift", (self.levels, count))]
         return StateSpace(tuple(leaves))
 
     def part(self, z, prefix: str):
@@ -165,6 +184,9 @@ class Levels(System):
             z["W"] = jnp.zeros(self.inner.noises)
         if self.strong:
             z["sup_sq_error"] = jnp.zeros(self.levels)
+        if self.invariant_names:
+            z["invariants0"] = self.invariant_values(z0)
+            z["sup_drift"] = jnp.zeros((self.levels, len(self.invariant_names)))
         return z
 
     def reference_state(self, z, t):
@@ -182,18 +204,19 @@ class Levels(System):
         t = lambda z: z["k"] * self.plan.dts[0]
         all_finite = lambda z: self.space.is_finite(z)
         paired = lambda f: (lambda z: jnp.where(all_finite(z), f(z), jnp.nan))
+        drift = {"sup_drift": paired(lambda z: z["sup_drift"])} if self.invariant_names else {}
         if self.strong:
             distance = self.inner.space.distance
             return {"sq_error": paired(lambda z: jnp.stack([
                         distance(self.part(z, f"level{i}"), self.reference_state(z, t(z))) ** 2 for i in levels])),
-                    "sup_sq_error": paired(lambda z: z["sup_sq_error"])}
+                    "sup_sq_error": paired(lambda z: z["sup_sq_error"])} | drift
         f = self.inner.observables()[self.plan.observable]
         values = lambda z: [f(self.part(z, f"level{i}")) for i in levels]
         if self.plan.reference == "fine" and self.shared:
-            return {"difference": paired(lambda z: jnp.stack(values(z)) - f(self.part(z, "reference")))}
+            return {"difference": paired(lambda z: jnp.stack(values(z)) - f(self.part(z, "reference")))} | drift
         if self.plan.reference == "fine":
-            return {"value": paired(lambda z: jnp.stack(values(z) + [f(self.part(z, "reference"))]))}
-        return {"value": paired(lambda z: jnp.stack(values(z)))}
+            return {"value": paired(lambda z: jnp.stack(values(z) + [f(self.part(z, "reference"))]))} | drift
+        return {"value": paired(lambda z: jnp.stack(values(z)))} | drift
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -256,14 +279,15 @@ class LockStep:
         z, (path, stats) = jax.lax.scan(one, z0, xi)
         return z, path, stats.over_steps()
 
-    def _level_steps(self, states, xi, reference_path):
+    def _level_steps(self, states, xi, reference_path, invariants0=None):
         """Every level's steps through one coarse step, in one program: a scan over the levels, each taking
         its own count of steps of its own size (a loop whose count is an argument), so the method's step is
         compiled once for all of them, not once per level. ``states`` are stacked over the levels; ``xi``
         holds every level's variables one level after another (level i's from ``starts[i]``): padding
         each level to the finest grid's count instead held levels x grid variables per path, most of a
         study's memory. For a strong study, each step's running sup of the squared distance to the
-        reference at that step's time. (states, sups, SolverStats)"""
+        reference at that step's time; given ``invariants0``, each level's running sup of the drift
+        |I(z) - I(z_0)| of the declared invariants through its steps. (states, sups, drifts, SolverStats)"""
         system, plan, n = self.levels.inner, self.plan, self.grid_steps
         refines = [self.refine(level_dt) for level_dt in plan.dts]
         counts = [n // r for r in refines]
@@ -272,20 +296,23 @@ class LockStep:
             z0, dt, count, r, start = inputs
 
             def one(j, carry):
-                z, sup, total = carry
+                z, sup, drift, total = carry
                 z, stats = self.integrator.advance(system, z, dt, xi[start + j])
                 if reference_path is not None:
                     target = jax.tree.map(lambda p: p[(j + 1) * r - 1], reference_path)
                     sup = jnp.maximum(sup, system.space.distance(z, target) ** 2)
-                return z, sup, total.merge(stats)
+                if invariants0 is not None:
+                    drift = jnp.maximum(drift, jnp.abs(self.levels.invariant_values(z) - invariants0))
+                return z, sup, drift, total.merge(stats)
 
-            z, sup, total = jax.lax.fori_loop(0, count, one, (z0, jnp.zeros(()), SolverStats.none()))
-            return None, (z, sup, total)
+            drift0 = jnp.zeros(() if invariants0 is None else invariants0.shape)
+            z, sup, drift, total = jax.lax.fori_loop(0, count, one, (z0, jnp.zeros(()), drift0, SolverStats.none()))
+            return None, (z, sup, drift, total)
 
         starts = np.cumsum([0] + counts[:-1])
         inputs = (states, jnp.asarray(plan.dts), jnp.asarray(counts), jnp.asarray(refines), jnp.asarray(starts))
-        _, (states, sups, stats) = jax.lax.scan(level, None, inputs)
-        return states, sups, stats.over_steps()
+        _, (states, sups, drifts, stats) = jax.lax.scan(level, None, inputs)
+        return states, sups, drifts, stats.over_steps()
 
     def advance(self, system: Levels, z, dt, xi):
         plan, n = self.plan, self.grid_steps
@@ -305,13 +332,16 @@ class LockStep:
             out["W"] = w[-1]
         levels = range(len(plan.dts))
         stacked = lambda parts: jax.tree.map(lambda *leaves: jnp.stack(leaves), *parts)
-        states, sups, stats = self._level_steps(stacked([system.part(z, f"level{i}") for i in levels]),
-                                                jnp.concatenate([variables(d, f"level{i}") for i, d in enumerate(plan.dts)]),
-                                                reference_path)
+        states, sups, drifts, stats = self._level_steps(
+            stacked([system.part(z, f"level{i}") for i in levels]),
+            jnp.concatenate([variables(d, f"level{i}") for i, d in enumerate(plan.dts)]), reference_path,
+            z["invariants0"] if system.invariant_names else None)
         for i in levels:
             out = system.with_part(out, f"level{i}", jax.tree.map(lambda leaf: leaf[i], states))
         if system.strong:
             out["sup_sq_error"] = jnp.maximum(z["sup_sq_error"], sups)
+        if system.invariant_names:
+            out["sup_drift"] = jnp.maximum(z["sup_drift"], drifts)
         out["k"] = z["k"] + 1
         return out, total.merge(stats)
 
@@ -383,7 +413,18 @@ def result_of(sim, ensemble) -> ConvergenceResult:
         sup = (np.sqrt(sup_mean), np.sqrt(sup_var / count) / (2 * np.sqrt(sup_mean)))
     return ConvergenceResult(plan.error, plan.reference, "shared" if levels.shared else "independent", dts,
                              error[:n_levels], se[:n_levels], resolvable, order, ci, nonfinite, plan.paths, note,
-                             *(sup or (None, None)), resolvable_se=plan.resolvable_se)
+                             *(sup or (None, None)), resolvable_se=plan.resolvable_se,
+                             invariants=levels.invariant_names, drift_max=_largest_drift(levels, per_path))
+
+
+def _largest_drift(levels: Levels, per_path) -> np.ndarray | None:
+    """(levels, invariants): the largest of the paths' running sups of each invariant's drift (NaN where no path
+    stayed finite), or None when the study records none."""
+    if not levels.invariant_names:
+        return None
+    drift = per_path["sup_drift"]                       # (paths, levels, invariants), NaN for a non-finite path
+    finite = np.isfinite(drift)
+    return np.where(finite.any(axis=0), np.max(np.where(finite, drift, -np.inf), axis=0), np.nan)
 
 
 def _pick(rng, v):

@@ -17,6 +17,7 @@ from sgi_run.core.errors import ConfigError, require
 from sgi_run.engine.plan import MAX_INDEX, Plan, _ratio, _whole_ratio, check_sharding
 
 ERRORS = ("strong", "weak")
+INVARIANTS = ("none", "declared")
 REFERENCES = ("exact", "fine", "auto")
 # Each bootstrap resample is a least-squares fit in Python; a 95% interval needs a few thousand.
 MAX_BOOTSTRAP = 100_000
@@ -48,6 +49,7 @@ class ConvergencePlan:
     checkpoint_every: int = 0       # a shard saves its progress every this many coarse steps (0: when finished)
     truncate: float | str | None = None   # null, a bound on |dW|, or log_dt: each level truncated after summing
     resolvable_se: float = 2.0      # the order is fitted on the errors above this many SEs (spec 004: 3 x 1.96)
+    invariants: str = "none"        # declared: each level's largest drift of every invariant the system declares
 
     def __post_init__(self):
         self.check()
@@ -98,6 +100,8 @@ class ConvergencePlan:
                 or (self.truncate in noise.TRUNCATION_RULES and coarsest < 1),
                 f"null, a number > 0 (the bound on |dW|) or a rule {list(noise.TRUNCATION_RULES)} (with every dt < 1)")
         check_sharding(self)
+        require("plan.invariants", self.invariants, self.invariants in INVARIANTS,
+                f"one of {list(INVARIANTS)} (declared: the largest drift of each invariant the system declares)")
         require("plan.resolvable_se", self.resolvable_se, is_num(self.resolvable_se) and self.resolvable_se > 0,
                 "a number > 0 (an error enters the fitted order when it exceeds this many standard errors)")
         require("plan.checkpoint_every", self.checkpoint_every,
@@ -121,6 +125,9 @@ class ConvergencePlan:
         if self.reference == "exact" and not exact:
             raise ConfigError("plan.reference", self.reference,
                               f"fine or auto: {type(system).__name__} has no {what}")
+        if self.invariants == "declared" and not system.invariants():
+            raise ConfigError("plan.invariants", self.invariants,
+                              f"none: {type(system).__name__} declares no invariant with these parameters")
         resolved = self.reference if self.reference != "auto" else ("exact" if exact else "fine")
         plan = dataclasses.replace(self, reference=resolved)
         if plan.grid_steps >= MAX_INDEX:
@@ -133,11 +140,11 @@ class ConvergencePlan:
     def grid_plan(self, observables) -> Plan:
         """The study as the engine runs it: paths stepped over the coarsest step (each step advances
         every level), statistics of ``observables`` at every coarse step, and every path's final values
-        (for the bootstrap)."""
+        (for the bootstrap, and for the largest drift of an invariant over the paths)."""
         coarsest = max(self.dts)
         return Plan(paths=self.paths, dt=coarsest, T=self.T, output_dt=coarsest, observables=tuple(observables),
                     keep_paths=0, seed=self.seed, shards=self.shards, shard_size=self.shard_size,
-                    time_average=(self.T, self.T) if self.bootstrap else None,
+                    time_average=(self.T, self.T) if self.bootstrap or self.invariants == "declared" else None,
                     checkpoint_every=self.checkpoint_every)
 
     @property

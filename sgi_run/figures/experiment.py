@@ -26,8 +26,9 @@ import numpy as np
 import yaml
 from omegaconf import DictConfig
 
-from sgi_run import __version__
+from sgi_run import __version__, work_precision
 from sgi_run.config import Setup, compose_setup, config_hash
+from sgi_run.convergence_run import drift_cells
 from sgi_run.core.errors import ConfigError, require
 from sgi_run.core.noise import truncation_bound
 from sgi_run.engine.linear_oracle import method_moments
@@ -184,6 +185,15 @@ def _override_list(value, key: str) -> tuple[str, ...]:
     return tuple(value)
 
 
+def _cost_profile(value, key: str) -> dict:
+    """How a work-precision figure times its methods at a profile: ``{paths: N, repeats: R}``."""
+    is_count = lambda v, least: isinstance(v, int) and not isinstance(v, bool) and v >= least
+    require(key, value, isinstance(value, dict) and set(value) == {"paths", "repeats"} and is_count(value["paths"], 1)
+            and is_count(value["repeats"], 2), "{paths: N >= 1, repeats: R >= 2}: the paths of each timed run and how "
+            "many times each is timed (a work_precision panel draws the timings)")
+    return dict(value)
+
+
 def load(path) -> Experiment:
     """Read and validate an experiment file; every refusal is one line naming the file and key."""
     path = Path(path)
@@ -214,6 +224,8 @@ def load(path) -> Experiment:
             _override_list(extra, k(f"fidelity.{name}.runs.{run_id}"))
         fidelity[name] = {"overrides": _override_list(profile.get("overrides"), k(f"fidelity.{name}.overrides")),
                           "runs": {r: tuple(v) for r, v in per_run.items()}}
+        if any(isinstance(p, dict) and p.get("quantity") == "work_precision" for p in data["panels"]):
+            fidelity[name]["cost"] = _cost_profile(profile.get("cost"), k(f"fidelity.{name}.cost"))
 
     common = _override_list(data["common"], k("common"))
     studies = _studies(common, runs, fidelity, k)
@@ -445,8 +457,9 @@ def _study_rows(spec: RunSpec, cfg, result: ConvergenceRun) -> list[dict]:
            "order_ci_high": float(r.order_ci[1]), "wall_time_s": float(a.get("wall_time_s", math.nan)),
            "cached": result.cached, "stale": result.stale}
     return [run | {"dt": float(dt), "error": float(e), "se": float(se), "resolvable": bool(ok),
-                   "local_slope": float(slope), "nonfinite_paths": int(bad)}
-            for dt, e, se, ok, slope, bad in zip(r.dts, r.error, r.se, r.resolvable, r.local_slopes, r.nonfinite)]
+                   "local_slope": float(slope), "nonfinite_paths": int(bad)} | drift_cells(r, i)
+            for i, (dt, e, se, ok, slope, bad) in enumerate(zip(r.dts, r.error, r.se, r.resolvable, r.local_slopes,
+                                                                r.nonfinite))]
 
 
 def _describe(cfg) -> str:
@@ -495,6 +508,19 @@ def make_figure(exp: Experiment, fidelity: str, output_dir, runs_root: str | Non
         log(f"    cached (computed in {seconds:.1f} s{stale}): {r.run_dir}" if r.cached
             else f"    ran in {seconds:.1f} s: {r.run_dir}")
 
+    timed = list(dict.fromkeys(run_id for panel in exp.panels if panel.get("quantity") == "work_precision"
+                               for run_id in panel["runs"]))
+    precision = []
+    if timed:
+        costs, path, reused = work_precision.measure(
+            {i: (composed[i][1].system, composed[i][1].integrator, composed[i][1].plan) for i in timed},
+            {i: config_hash(configs[i]) for i in timed}, **exp.fidelity[fidelity]["cost"],
+            root=configs[timed[0]].output_root, cache=cache or configs[timed[0]].cache, log=log)
+        log(f"    timings {'cached' if reused else 'kept'}: {path}")
+        for i in timed:
+            data[i] = dataclasses.replace(data[i], cost=costs[i])
+            precision += work_precision.rows(i, exp.runs[i].label, data[i].result, costs[i])
+
     table = [_table_row(exp, exp.runs[i], configs[i], results[i], data[i])
              for i in exp.runs if i not in exp.studies]
     studies = [row for i in exp.runs if i in exp.studies for row in _study_rows(exp.runs[i], configs[i], results[i])]
@@ -505,7 +531,7 @@ def make_figure(exp: Experiment, fidelity: str, output_dir, runs_root: str | Non
     files = figure_files(exp, output_dir)
     files["json"].parent.mkdir(parents=True, exist_ok=True)
     plots.draw(exp, data, [per_run[i] for i in exp.runs], fidelity, files["png"])
-    _write_table(exp, fidelity, table, files, studies)
+    _write_table(exp, fidelity, table, files, studies, precision)
     _write_checks(exp, fidelity, verdicts, files["checks"])
     record = {"paper": exp.paper, "figure": exp.figure, "title": exp.title, "paper_name": exp.paper_name,
               "name": exp.name, "label": exp.label, "heading": exp.heading, "diagnostic": exp.diagnostic,
@@ -514,7 +540,8 @@ def make_figure(exp: Experiment, fidelity: str, output_dir, runs_root: str | Non
               "fidelity_overrides": {name: {"overrides": list(p["overrides"]),
                                             "runs": {r: list(v) for r, v in p["runs"].items()}}
                                      for name, p in exp.fidelity.items()},
-              "table": table, "convergence": studies, "checks": [v.as_dict() for v in verdicts],
+              "table": table, "convergence": studies, "work_precision": precision,
+              "checks": [v.as_dict() for v in verdicts],
               "verdicts": verdict_counts(verdicts),
               "files": {k: p.name for k, p in files.items()}, "sgi_run_version": __version__,
               "papers_counts": exp.at_papers_counts(fidelity),
@@ -733,12 +760,40 @@ def _markdown(header: list[str], cells: list[list[str]]) -> list[str]:
     return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)] + ["| " + " | ".join(c) + " |" for c in cells]
 
 
-def _write_table(exp: Experiment, fidelity: str, table: list[dict], files: dict, studies: list[dict] = ()) -> None:
-    columns = list(dict.fromkeys((TABLE_COLUMNS if table else []) + (STUDY_COLUMNS if studies else [])))
+def work_precision_header(rows: list[dict]) -> list[str]:
+    drifts = [k[len("drift_"):] for k in (rows[0] if rows else {}) if k.startswith("drift_")]
+    return (["method", "Δt", "error ± SE", "wall time per path, median [fastest, slowest]", "path-steps/s",
+             "first call (compile + 1 run)"] + [f"largest drift of {name}" for name in drifts])
+
+
+def work_precision_md_rows(rows: list[dict]) -> list[list[str]]:
+    """Work-precision rows as text cells (the .md file, the gallery and the site): a method's label on its first
+    row only."""
+    cells, seen = [], set()
+    for row in rows:
+        first = row["run"] not in seen
+        seen.add(row["run"])
+        cells.append([row["label"] if first else "", f"{row['dt']:g}",
+                      f"{fmt(row['error'])} ± {fmt(row['se'], 2)}" + ("" if row["resolvable"] else " (not resolvable)"),
+                      f"{row['seconds_per_path']:.3g} s [{row['seconds_per_path_low']:.3g}, "
+                      f"{row['seconds_per_path_high']:.3g}]", f"{row['path_steps_per_s']:.3g}",
+                      f"{row['first_call_s']:.2f} s"]
+                     + [f"{_number(v):.2g}" for k, v in row.items() if k.startswith("drift_")])
+    return cells
+
+
+def _write_table(exp: Experiment, fidelity: str, table: list[dict], files: dict, studies: list[dict] = (),
+                 precision: list[dict] = ()) -> None:
+    # A study's row also holds its step size's drifts and, in a work-precision figure, its cost.
+    costs = {(row["run"], row["dt"]): {k: v for k, v in row.items() if k not in ("label", "error", "se", "resolvable")}
+             for row in precision}
+    studies_out = [row | costs.get((row["run"], row["dt"]), {}) for row in studies]
+    extra = [k for row in studies_out for k in row if k not in STUDY_COLUMNS]
+    columns = list(dict.fromkeys((TABLE_COLUMNS if table else []) + (STUDY_COLUMNS + extra if studies else [])))
     with open(files["csv"], "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=columns, restval="")
         w.writeheader()
-        w.writerows([*table, *studies])
+        w.writerows([*table, *studies_out])
     from sgi_run.figures.plots import horizon_text
 
     counts = " (the paper's counts)" if exp.at_papers_counts(fidelity) else ""
@@ -766,6 +821,13 @@ def _write_table(exp: Experiment, fidelity: str, table: list[dict], files: dict,
                   "slope is between a step size and the next coarser one; the fitted order is the least-squares slope "
                   "of log |error| over the resolvable step sizes, with its 95% path-bootstrap interval.", "",
                   *_markdown(STUDY_MD_HEADER, study_md_rows(studies)), ""]
+    if precision:
+        first = precision[0]
+        lines += [f"Work-precision: each step size's error (as above) against its cost, timed in one series on "
+                  f"{first['device']}: {first['timed_paths']} paths from 0 to T in one shard, compiled apart (first "
+                  f"call), then timed {first['repeats']} times in rounds that visit every method; the median per path "
+                  "with the fastest and slowest repeat. The largest drift of an invariant is over every path and step "
+                  "of the study.", "", *_markdown(work_precision_header(precision), work_precision_md_rows(precision)), ""]
     files["md"].write_text("\n".join(lines))
 
 

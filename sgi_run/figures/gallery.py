@@ -10,7 +10,8 @@ import os
 from pathlib import Path
 
 from sgi_run.figures.results import BY_CONSTRUCTION, CheckResult, counts_text, verdict_counts
-from sgi_run.figures.experiment import STUDY_MD_HEADER, figure_order, md_cells, md_header, read_record, study_md_rows
+from sgi_run.figures.experiment import (STUDY_MD_HEADER, figure_order, md_cells, md_header, read_record, study_md_rows,
+                                        work_precision_header, work_precision_md_rows)
 
 PAPER_RESULTS = Path("gallery/paper")
 
@@ -112,7 +113,10 @@ def _apart(check: dict) -> str:
 def _figure_html(r: dict, paper_result: str | None = None) -> str:
     e = html.escape
     studies = r.get("convergence", [])     # records written before convergence studies have none
-    tables = _table_html(md_header(r.get("observable", "H"), r["table"]), [md_cells(row) for row in r["table"]]) + _table_html(STUDY_MD_HEADER, study_md_rows(studies))
+    precision = r.get("work_precision", [])      # records written before work-precision figures have none
+    tables = (_table_html(md_header(r.get("observable", "H"), r["table"]), [md_cells(row) for row in r["table"]])
+              + _table_html(STUDY_MD_HEADER, study_md_rows(studies))
+              + _table_html(work_precision_header(precision), work_precision_md_rows(precision)))
     checks = "".join(
         f'<li><span class="{c["verdict"]}">{c["verdict"]}</span>{_apart(c)} {e(c["id"])} [{e(c["run"])}]: '
         f"{e(CheckResult.from_record(c).measured())}<br><small>{e(c['criterion'])}</small></li>" for c in r["checks"])

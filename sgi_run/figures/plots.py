@@ -31,6 +31,7 @@ from sgi_run.figures.results import RunData
 LEGEND_FONT = 7.5
 LEGEND_WRAP = 40     # characters per legend line
 FOOTER_WRAP = 170    # characters per footer line (at the narrowest figure)
+HEADING_CHARACTERS_PER_INCH = 12
 DPI = 130            # drawn and measured at this resolution (text extents depend on it)
 PNG_DPI = 200        # saved at this one: the gallery's full-size view stays sharp
 RASTERIZE_POINTS = 20000   # a curve with more points is an image inside the PDF and SVG (sizes stay ~1 MB)
@@ -172,8 +173,8 @@ def figure(exp, data: dict[str, RunData], table: list[dict], fidelity: str):
         if layout.legend == "panel":
             _legend(ax)
     shared = _shared_legend(fig, axes) if layout.legend == "shared" else None
-    fig.suptitle("\n".join(wrap(exp.heading, 95 * columns if columns > 1 else 95)), fontsize=10.5)
-    footer = footer_text(table, fidelity, bands, bars)
+    footer = "; ".join([footer_text(table, fidelity, bands, bars)] + list(dict.fromkeys(
+        filter(None, (kind.footer(panel, data) for panel, kind in zip(exp.panels, kinds) if kind.footer)))))
 
     # Size: the data area keeps its width and each row is at least as tall as its panels' legends.
     renderer = fig.canvas.get_renderer()
@@ -191,6 +192,8 @@ def figure(exp, data: dict[str, RunData], table: list[dict], fidelity: str):
     shared_width = extent(shared).width / fig.dpi + 0.3 if shared else 0.0
     width = sum(column_widths) + shared_width
     footer = "\n".join(textwrap.wrap(footer, int(FOOTER_WRAP * width / (AXES_WIDTH + 4))))
+    # The heading within the panels' width, beside the shared legend (at 10.5 pt about HEADING_CHARACTERS_PER_INCH characters an inch).
+    fig.suptitle("\n".join(wrap(exp.heading, min(95 * columns, int(HEADING_CHARACTERS_PER_INCH * (width - shared_width))))), fontsize=10.5)
     footer_in = 0.16 * (footer.count("\n") + 1) + 0.15
     title_in = 0.25 * (fig.get_suptitle().count("\n") + 1) + 0.25
     body = max(sum(heights) + 0.75 * len(heights), extent(shared).height / fig.dpi + 0.3 if shared else 0.0)

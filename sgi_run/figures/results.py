@@ -14,6 +14,7 @@ from sgi_run.core.errors import ConfigError
 
 if TYPE_CHECKING:
     from sgi_run.engine.convergence import ConvergenceResult
+    from sgi_run.work_precision import MethodCost
 
 PASS, FAIL, SKIP = "PASS", "FAIL", "SKIP"
 # What a run says of its implicit solves, over all its paths and steps.
@@ -167,6 +168,7 @@ class StudyData:
     result: ConvergenceResult
     observable: str = "state"    # a weak study's observable; "state" for a strong one
     T: float = math.nan          # the time the errors are measured at
+    cost: MethodCost | None = None   # its step sizes' timings, when a work-precision panel draws it
 
     @property
     def paths(self) -> int:

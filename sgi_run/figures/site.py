@@ -21,7 +21,7 @@ from pathlib import Path
 
 from sgi_run.figures import gallery
 from sgi_run.figures.experiment import (STUDY_MD_HEADER, Experiment, figure_command, figure_order, md_cells, md_header,
-                                         study_md_rows)
+                                         study_md_rows, work_precision_header, work_precision_md_rows)
 from sgi_run.figures.gallery import at_papers_counts, heading
 from sgi_run.figures.results import BY_CONSTRUCTION, CheckResult, verdict_counts
 
@@ -245,8 +245,14 @@ def figure_page(figure: Figure) -> str:
     lines += _reproduce_section(figure, r["fidelity"]) + _provenance_section(r)
     table = _markdown_table(md_header(r.get("observable", "H"), r["table"]), [md_cells(row) for row in r["table"]])
     studies = _markdown_table(STUDY_MD_HEADER, study_md_rows(r.get("convergence", [])))
+    precision = r.get("work_precision", [])
+    costs = _markdown_table(work_precision_header(precision), work_precision_md_rows(precision))
     if table or studies:
         lines += ["## Table", "", "Bands and ± values are Monte Carlo standard errors (SE).", "", *table, *studies]
+    if costs:
+        lines += ["## Work-precision", "", f"Each step size's error against its cost, every method timed in one series "
+                  f"on {precision[0]['device']} ({precision[0]['timed_paths']} paths, {precision[0]['repeats']} "
+                  "repeats; median per path [fastest, slowest]).", "", *costs]
     lines += _checks_section(r) + _files_section(figure)
     return "\n".join(lines)
 

@@ -54,6 +54,12 @@ class System:
         shape (a vector observable: every entry gets its own mean, variance and count)."""
         return {}
 
+    def invariants(self) -> tuple[str, ...]:
+        """The observables the exact flow conserves on every path, for these parameters (a Lie-Poisson system's
+        Casimirs; H where no forcing or noise changes it): a convergence study with ``plan.invariants=declared``
+        records each one's largest drift per step size. None by default."""
+        return ()
+
     def reference_mean(self, observable: str) -> Callable | None:
         """Exact E[observable](t) as a numpy function of t, where the system knows one."""
         return None

@@ -55,6 +55,10 @@ class Kubo(CanonicalSystem):
     def initial_state(self, key):
         return jnp.array([self.q0, self.p0])
 
+    def invariants(self) -> tuple[str, ...]:
+        """H without damping: the noise Hamiltonian is beta H, which Poisson-commutes with H."""
+        return ("H",) if self.nu == 0 else ()
+
     # --- exact solutions --------------------------------------------------------------------
     @property
     def omega(self) -> float:

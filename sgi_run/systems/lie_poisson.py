@@ -103,6 +103,10 @@ class LiePoissonSystem(System):
         return {name: (lambda z, name=name: self.algebra.casimirs(self.dual(z))[name])
                 for name in self.algebra.casimirs(self.dual(self.zero_state()))}
 
+    def invariants(self) -> tuple[str, ...]:
+        """The Casimirs: the coadjoint orbit is kept by the flow whatever h and the h_i are."""
+        return tuple(self.casimir_observables())
+
     def observables(self) -> dict[str, Callable]:
         """``H``, the Casimirs (``casimir_observables``), ``spectrum`` (matrix algebras; with at most COMPONENTS_MAX
         eigenvalues also each one, ``lambda1``, ...) and the components of every view with at most

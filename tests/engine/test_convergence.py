@@ -199,3 +199,29 @@ def test_the_levels_through_one_program_keep_every_number_to_round_off(system, i
     assert np.array_equal(a.nonfinite, b.nonfinite)
     for field in ("iterations", "max_iterations", "unconverged_steps", "stagnated_steps"):
         assert np.array_equal(getattr(ens_a.solver, field), getattr(ens_b.solver, field)), field
+
+
+# --- invariants (plan.invariants=declared) ---------------------------------------------------------------
+def test_a_study_records_the_largest_drift_of_each_declared_invariant(make_integrator):
+    """Undamped Kubo declares H: the midpoint rule keeps the quadratic H to round-off at every step size, Heun
+    lets it drift by O(dt) (its energy error per step is O(dt^2) with noise); the drift is the largest over the
+    paths and over every step, so it is at least the final time's."""
+    from sgi_run.engine.convergence import study
+    system = Kubo(beta=0.5, nu=0.0, q0=2.0, p0=0.0)
+    plan = ConvergencePlan(dts=[0.125, 0.0625], paths=50, T=1.0, bootstrap=0, invariants="declared")
+    kept = study(system, make_integrator("midpoint"), plan.fitted_to(system, make_integrator("midpoint")))[0]
+    heun, ensemble = study(system, make_integrator("heun"), plan.fitted_to(system, make_integrator("heun")))
+    assert kept.invariants == heun.invariants == ("H",) and kept.drift_max.shape == (2, 1)
+    assert np.all(kept.drift_max < 1e-13), kept.drift_max
+    assert np.all(heun.drift_max > 1e-3) and heun.drift_max[1, 0] < heun.drift_max[0, 0], heun.drift_max
+    # Every path's own running sup is stored: their largest is the drift reported.
+    per_path = np.asarray(ensemble.time_averages)[:, -2:]       # sup_drift's (levels x 1) entries come last
+    np.testing.assert_allclose(per_path.max(axis=0), heun.drift_max[:, 0], rtol=0)
+
+
+def test_invariants_declared_is_refused_for_a_system_that_declares_none(make_integrator):
+    with pytest.raises(ConfigError, match=r"^plan.invariants='declared' is not allowed: none: Kubo declares no "
+                                          r"invariant with these parameters"):
+        ConvergencePlan(**GOOD, invariants="declared").fitted_to(KUBO, make_integrator("midpoint"))
+    with pytest.raises(ConfigError, match=r"^plan.invariants='some'"):
+        ConvergencePlan(**GOOD, invariants="some")

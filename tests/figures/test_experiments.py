@@ -469,3 +469,17 @@ def test_a_profile_with_the_papers_counts_is_the_papers_figure():
     [fewer] = discover("experiments", ["fig4_1"])
     assert one_path.at_papers_counts("reduced") and one_path.at_papers_counts("paper")
     assert not fewer.at_papers_counts("reduced") and fewer.at_papers_counts("paper")
+
+
+@pytest.mark.parametrize("edit, key", [
+    (lambda s: s["fidelity"]["reduced"].pop("cost"), "fidelity.reduced.cost"),
+    (lambda s: s["fidelity"]["smoke"].update(cost={"paths": 10, "repeats": 1}), "fidelity.smoke.cost"),
+    (lambda s: s["fidelity"]["smoke"].update(cost={"paths": 0, "repeats": 2}), "fidelity.smoke.cost"),
+    (lambda s: s["fidelity"]["smoke"].update(cost={"paths": 10, "repeats": 2, "warmup": 1}), "fidelity.smoke.cost"),
+    (lambda s: s["panels"][1].update(invariant=None), "panels[1].invariant"),
+    (lambda s: s["checks"][1].pop("invariant"), "checks[1].invariant"),
+])
+def test_bad_work_precision_profiles_panels_and_checks_are_refused_in_one_line(tmp_path, edit, key):
+    with pytest.raises(ConfigError) as err:
+        load(_variant(tmp_path, edit, "gay_balmaz_wu/work_precision.yaml", "work_precision.yaml"))
+    assert str(err.value).startswith(f"work_precision.yaml:{key}=") and "\n" not in str(err.value)

@@ -94,3 +94,18 @@ def errors_decrease(study, *, k: float = 2.0) -> Measurement:
     i = _nanargmax(z)
     return Measurement(float(z[i]), None, None, Band(None, k),
                        f"largest rise |error|(dt={study.dts[i + 1]:g}) - |error|(dt={study.dts[i]:g}) = {rise[i]:.3g}")
+
+
+@check_kind("invariant_drift", study=True, quantity="largest drift")
+def invariant_drift(study, *, invariant: str, max: float) -> Measurement:
+    """The largest drift |I(z_k) - I(z_0)| of the declared invariant ``invariant`` over every path and step of
+    every step size (a study with ``plan.invariants=declared``) is at most ``max``: a method that keeps it exactly
+    keeps it to round-off. SKIP when the study recorded no such invariant."""
+    band = Band(None, max)
+    if invariant not in study.invariants:
+        recorded = list(study.invariants) or "none (plan.invariants=none)"
+        return Measurement(math.nan, None, None, band, skipped=f"the study recorded no drift of {invariant}: {recorded}")
+    drift = study.drift_max[:, study.invariants.index(invariant)]
+    i = _nanargmax(drift)
+    return Measurement(float(drift[i]), None, None, band, f"at dt={study.dts[i]:g}; per step size: "
+                       + ", ".join(f"{d:.2g}" for d in drift), quantity=f"largest drift of {invariant}")

@@ -37,6 +37,8 @@ class PanelKind:
     # at load where they have none (experiment._check_system_methods).
     needs_system_method: str | None = None
     needs_integrator_method: str | None = None
+    # (panel, data) -> what the figure's footer says of how the panel's values were measured ("" for nothing).
+    footer: Callable[..., str] | None = None
 
 
 # In the order an unknown kind's refusal lists them: the order of the imports below.
@@ -50,4 +52,4 @@ def register(kind: PanelKind) -> PanelKind:
 
 # Every kind's module registers it: imported here, the registry is full whenever it is read.
 from sgi_run.figures.panels import time, density, convergence, path, sphere, scan, field, potential, solvability  # noqa: E402, F401
-from sgi_run.figures.panels import joint_density  # noqa: E402, F401
+from sgi_run.figures.panels import joint_density, work_precision  # noqa: E402, F401

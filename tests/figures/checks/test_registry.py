@@ -81,7 +81,7 @@ def test_study_kinds_judge_studies_and_the_others_mean_curves():
                                           r"\(run mid is not a convergence study\): \['abs_ratio_at'"):
         evaluate(spec, "mid", series(EXACT))
     with pytest.raises(ConfigError, match=r"a check kind for a convergence study \(run srkw2 is one: plan=convergence\): "
-                                          r"\['error_at', 'errors_decrease', 'fitted_order', 'resolved_levels'\]"):
+                                          r"\['error_at', 'errors_decrease', 'fitted_order', 'invariant_drift', 'resolved_levels'\]"):
         evaluate({"id": "c", "kind": "ratio_at", "min": 1}, "srkw2", StudyData(study(WEAK)))
 
 

@@ -70,3 +70,14 @@ def test_errors_decrease_tolerates_noise_but_not_a_real_rise():
     rising = check("errors_decrease", study([1.2e-2, 2.8e-3, 3.5e-3, 1e-4]), k=2)
     assert rising.verdict == FAIL and rising.value == pytest.approx(7e-4 / math.hypot(1e-4, 1e-4))
     assert "|error|(dt=0.125) - |error|(dt=0.25)" in rising.detail
+
+
+def test_invariant_drift_pass_fail_and_skip_without_the_invariant():
+    import dataclasses
+    drifting = dataclasses.replace(study(WEAK), invariants=("C2",), drift_max=np.array([[3e-15], [1e-14], [2e-3], [1e-16]]))
+    fail = check("invariant_drift", drifting, invariant="C2", max=1e-12)
+    assert fail.verdict == FAIL and fail.value == 2e-3 and "at dt=0.125" in fail.detail
+    kept = dataclasses.replace(drifting, drift_max=np.array([[3e-15], [1e-14], [2e-15], [1e-16]]))
+    assert check("invariant_drift", kept, invariant="C2", max=1e-12).verdict == PASS
+    skipped = check("invariant_drift", study(WEAK), invariant="C2", max=1e-12)
+    assert skipped.verdict == SKIP and "recorded no drift of C2" in skipped.detail

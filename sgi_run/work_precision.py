@@ -1,0 +1,145 @@
+"""Work-precision: each method's errors (its convergence study, on the same Brownian paths as the others')
+against what it costs (``engine.cost``: every method timed in one series, in this process, on this device).
+
+The timings are kept in ``<output_root>/work_precision/<key>/cost.h5``, ``key`` a digest of exactly what
+they measure: the studies' config hashes, the paths and repeats timed, the device, the numerics code and
+JAX's version. So a series is reused only for exactly that (on another machine, or after a change of the
+code, it is measured again), and a series interrupted between rounds resumes from its last finished round.
+The file holds, per cell (a method at a step size): ``method``, ``dt``, ``paths``, ``steps``,
+``first_call_s`` (compilation and one run) and ``seconds`` (cells, rounds); its attributes say the device,
+``repeats`` and whether the series is ``complete``.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import math
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+import numpy as np
+
+from sgi_run import store
+from sgi_run.engine import cost
+
+FILE_NAME = "cost.h5"
+CACHE_MODES = ("reuse", "refresh_stale", "off")
+
+
+@dataclasses.dataclass(frozen=True)
+class MethodCost:
+    """One method's timings at each of its study's step sizes (coarse to fine)."""
+    dts: np.ndarray
+    paths: int                   # paths of each timed ensemble
+    steps: np.ndarray            # steps of each ensemble (T / dt)
+    first_call_s: np.ndarray     # compilation and one run, per step size
+    seconds: np.ndarray          # (step sizes, repeats): the timed runs
+    device: str
+
+    @property
+    def per_path_s(self) -> np.ndarray:
+        """Median wall time per path at each step size."""
+        return np.median(self.seconds, axis=1) / self.paths
+
+    @property
+    def per_path_range_s(self) -> tuple[np.ndarray, np.ndarray]:
+        """The fastest and the slowest repeat, per path: the spread of the timings."""
+        return self.seconds.min(axis=1) / self.paths, self.seconds.max(axis=1) / self.paths
+
+    @property
+    def path_steps_per_s(self) -> np.ndarray:
+        return self.paths * self.steps / np.median(self.seconds, axis=1)
+
+
+def series_key(study_hashes: Mapping[str, str], paths: int, repeats: int) -> str:
+    """The digest a series of timings is kept under: everything its numbers depend on."""
+    import jax
+
+    from sgi_run.engine import device
+    from sgi_run.provenance import code_digest
+
+    what = {"studies": dict(study_hashes), "paths": paths, "repeats": repeats, "device": device.describe(),
+            "numerics_code": code_digest(), "jax": jax.__version__}
+    return hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def _write(path: Path, cells: list[cost.Cell], timings: cost.Timings, repeats: int, device: str) -> None:
+    def fill(f):
+        # Fixed-length bytes: a variable-length string cannot carry HDF5's checksum filter.
+        store.create_checked_dataset(f, "method", np.array([c.method.encode() for c in cells]))
+        store.create_checked_dataset(f, "dt", np.array([c.dt for c in cells]))
+        store.create_checked_dataset(f, "paths", np.array([c.plan.paths for c in cells]))
+        store.create_checked_dataset(f, "steps", np.array([c.plan.steps for c in cells]))
+        store.create_checked_dataset(f, "first_call_s", timings.first_call_s, units="s",
+                                     description="compilation and one run of the cell")
+        store.create_checked_dataset(f, "seconds", timings.seconds, units="s",
+                                     description="wall time of each timed run, (cells, rounds)")
+        f.attrs.update({"device": device, "repeats": repeats, "complete": timings.seconds.shape[1] >= repeats})
+    path.parent.mkdir(parents=True, exist_ok=True)
+    store.replace_atomically(path, fill)
+
+
+def _read(path: Path, cells: list[cost.Cell]) -> tuple[cost.Timings, bool] | None:
+    """The series kept at ``path`` for exactly these cells (and whether it is complete); None if there is none
+    or it does not read back whole."""
+    try:
+        data, attrs, _ = store.checked_read(path)
+    except (FileNotFoundError, store.DamagedFile):
+        return None
+    methods = [m.decode() if isinstance(m, bytes) else str(m) for m in data["method"]]
+    if methods != [c.method for c in cells] or not np.array_equal(data["dt"], [c.dt for c in cells]):
+        return None
+    return cost.Timings(np.asarray(data["first_call_s"], float), np.asarray(data["seconds"], float)), bool(attrs["complete"])
+
+
+def measure(studies: Mapping[str, tuple], study_hashes: Mapping[str, str], paths: int, repeats: int, root,
+            cache: str = "reuse", log: Callable[[str], None] = print) -> tuple[dict[str, MethodCost], Path, bool]:
+    """Every study's cost per step size: ``studies`` maps a method (run id) to (system, integrator, its settled
+    ConvergencePlan). Kept under ``root``; reused (``cache`` reuse or refresh_stale) when it is the same
+    series. (costs by method, the file, whether it was reused whole)."""
+    from sgi_run.engine import device
+
+    path = Path(root) / "work_precision" / series_key(study_hashes, paths, repeats) / FILE_NAME
+    cells = [c for method, (system, integrator, plan) in studies.items()
+             for c in cost.cells_of(method, system, integrator, plan, paths)]
+    kept = _read(path, cells) if cache != "off" else None
+    reused = kept is not None and kept[1]
+    if reused:
+        timings = kept[0]
+    else:
+        log(f"timing {len(studies)} methods at {len(cells)} step sizes in all, {paths} paths, {repeats} repeats"
+            + (f" (resuming after round {kept[0].seconds.shape[1]})" if kept else "") + f": {path}")
+        where = device.describe()
+        timings = cost.measure(cells, repeats, kept[0] if kept else None,
+                               on_round=lambda t: _write(path, cells, t, repeats, where), log=log)
+    return _by_method(cells, timings, device.describe()), path, reused
+
+
+def _by_method(cells: list[cost.Cell], timings: cost.Timings, device: str) -> dict[str, MethodCost]:
+    out = {}
+    for method in dict.fromkeys(c.method for c in cells):
+        rows = [i for i, c in enumerate(cells) if c.method == method]
+        out[method] = MethodCost(np.array([cells[i].dt for i in rows]), cells[rows[0]].plan.paths,
+                                 np.array([cells[i].plan.steps for i in rows]), timings.first_call_s[rows],
+                                 timings.seconds[rows], device)
+    return out
+
+
+def rows(method: str, label: str, result, method_cost: MethodCost) -> list[dict]:
+    """The work-precision table's rows of one method: per step size its error ± SE (the study's), its cost
+    (median, fastest and slowest repeat per path; path-steps per second; the first call) and the largest drift
+    of each declared invariant."""
+    low, high = method_cost.per_path_range_s
+    out = []
+    for i, dt in enumerate(result.dts):
+        j = int(np.flatnonzero(np.isclose(method_cost.dts, dt, rtol=1e-12))[0])
+        out.append({"run": method, "label": label, "dt": float(dt), "error": float(result.error[i]),
+                    "se": float(result.se[i]), "resolvable": bool(result.resolvable[i]),
+                    "seconds_per_path": float(method_cost.per_path_s[j]), "seconds_per_path_low": float(low[j]),
+                    "seconds_per_path_high": float(high[j]), "path_steps_per_s": float(method_cost.path_steps_per_s[j]),
+                    "first_call_s": float(method_cost.first_call_s[j]), "timed_paths": method_cost.paths,
+                    "repeats": int(method_cost.seconds.shape[1]), "device": method_cost.device}
+                   | {f"drift_{name}": (float(result.drift_max[i, k]) if result.drift_max is not None else math.nan)
+                      for k, name in enumerate(result.invariants)})
+    return out
