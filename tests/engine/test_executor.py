@@ -99,12 +99,16 @@ def test_a_dask_run_equals_the_local_run(cluster, tmp_path, overrides):
 
 @pytest.mark.slow
 def test_a_convergence_study_on_dask_equals_the_local_one(cluster, tmp_path):
+    """Its errors and, over shards run apart, the largest drift of each invariant (a work-precision study's)."""
     overrides = ["integrator=heun", "plan=convergence", "plan.paths=400", "plan.shard_size=100", "plan.T=1",
-                 "plan.dts=[0.1,0.05]", "plan.reference=fine", "plan.bootstrap=0"]
+                 "plan.dts=[0.1,0.05]", "plan.reference=fine", "plan.bootstrap=0", "system.nu=0",
+                 "plan.invariants=declared"]
     local = sgi_run.run(sgi_run.compose(overrides + [f"output_root={tmp_path}/local", "progress=off"]))
     on_dask = sgi_run.run(sgi_run.compose(overrides + DASK + [f"output_root={tmp_path}/dask", "progress=off"]))
     np.testing.assert_array_equal(local.result.error, on_dask.result.error)
     np.testing.assert_array_equal(local.result.se, on_dask.result.se)
+    np.testing.assert_array_equal(local.result.drift_max, on_dask.result.drift_max)
+    assert local.result.invariants == ("H",) and np.all(local.result.drift_max > 0)
 
 
 @pytest.mark.slow
