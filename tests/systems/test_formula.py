@@ -452,3 +452,13 @@ def test_the_lie_poisson_formula_config_refuses_in_one_line(overrides, key, word
         sgi_run.compose([*args, "integrator=tmk"] if not any(a.startswith("integrator=") for a in args) else args)
     message = str(err.value)
     assert err.value.key == key and "\n" not in message and words in message, message
+
+
+def test_the_documented_lie_poisson_command_lines_compose():
+    """README.md's and conf/system/custom_lie_poisson.yaml's examples, as Hydra reads them."""
+    sgi_run.compose(["system=custom_lie_poisson", "system.h='pi1**2/2 + pi2**2 + pi3**2/4'", "integrator=tmk"])
+    sgi_run.compose(["system=rigid_body_formula", "system.inertia=[1,2,3]", "integrator=tmk"])
+    cfg = sgi_run.compose(["system=custom_lie_poisson", "system.algebra='so(4)'", "system.pi0=null",
+                           "system.m0=[1,0,0,0,0,1]", "system.h='m12**2 + m13**2/2 + m14**2/3 + m23**2/4 + m24**2/5 "
+                           "+ m34**2/6'", "system.noise=[0.1*m12]", "integrator=isomp"])
+    assert build_system(cfg.system).algebra.name == "so(4)"
