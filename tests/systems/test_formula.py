@@ -442,6 +442,7 @@ def test_the_lie_poisson_formula_system_pickles_by_its_texts():
     (["system=rigid_body_formula", "+system.zeta=[1,2]"], "system.zeta",
      "a parameter its formulas use (inertia (inertia1 .. inertia3), noise_amplitude)"),
     (["system=rigid_body_formula", "+system.pi=[1,2]"], "system.pi", "a parameter named as a formula names it"),
+    (["system=heavy_top_formula", "+system.gamma=[1,2]"], "system.gamma", "gamma1 is also the state's"),
     (["system=heavy_top_formula", "+system.algebra_name=so3"], "system.algebra_name", "the key algebra"),
     (["system=heavy_top_formula", "integrator=isomp"], "integrator", "on se3"),
     (["system=heavy_top_formula", "system.R0=null"], "system.R0", "a known key"),
