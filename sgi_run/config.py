@@ -409,6 +409,9 @@ _PARAMETER_TYPES = {
             isinstance(row, (list, tuple)) and len(row) > 0 and all(_finite(x) for x in row) for row in v)),
         lambda v: None if v is None else tuple(tuple(float(x) for x in row) for row in v),
         "a matrix as a list of rows of finite numbers, or null"),
+    "tuple[float, ...] | None": (
+        lambda v: v is None or (isinstance(v, (list, tuple)) and len(v) > 0 and all(_finite(x) for x in v)),
+        lambda v: None if v is None else tuple(float(x) for x in v), "a list of finite numbers, or null"),
     # A formula system's (systems.formula): a formula is text, or a number YAML read (F: 0) as its text.
     "Formula": (_formula_text, _as_text, "a formula (text)"),
     "tuple[Formula, ...]": (lambda v: _formulas(v, 1), lambda v: tuple(_as_text(x) for x in v),
@@ -419,9 +422,11 @@ _PARAMETER_TYPES = {
     "tuple[Formula | tuple[Formula, ...], ...] | None": (
         lambda v: v is None or _formulas(v, 2), lambda v: None if v is None else tuple(_formula_or_list(x) for x in v),
         "a list with a formula (or a list of formulas, one per degree of freedom) per noise, or null"),
-    "tuple[tuple[str, float], ...]": (     # gathered by FormulaSystem.gather_parameters, never typed in
-        lambda v: isinstance(v, tuple) and all(isinstance(k, str) and _finite(x) for k, x in v),
-        lambda v: v, "named finite numbers"),
+    # Gathered by a formula system's gather_parameters (systems.formula), never typed in: numbers or lists of them.
+    "tuple[tuple[str, float | tuple[float, ...]], ...]": (
+        lambda v: isinstance(v, tuple) and all(isinstance(k, str) and (_finite(x) or (
+            isinstance(x, tuple) and len(x) > 0 and all(_finite(y) for y in x))) for k, x in v),
+        lambda v: v, "named finite numbers or lists of finite numbers"),
     "int": (lambda v: isinstance(v, int) and not isinstance(v, bool), int, "an integer"),
     "bool": (lambda v: isinstance(v, bool), bool, "true or false"),
     "str": (lambda v: isinstance(v, str), str, "a string"),

@@ -19,8 +19,12 @@ numbers is computed once in float64 (an exact ``10**10**9`` would never finish).
 ``FormulaSystem`` (config name ``custom``) is a canonical system of formulas: ``H``, ``noise`` (the
 noise Hamiltonians h_i), optional ``F`` and ``noise_forcing``, ``dof``, ``q0``, ``p0``; every other key of
 its config is a named parameter (``system.beta: 0.5``), overridden and swept like a built-in's, and a
-key no formula uses is refused. ``LangevinFormulaSystem`` (``custom_langevin``) is a Langevin system
-(``langevin.py``) whose ``potential`` U(q) is a formula.
+key no formula uses is refused. A parameter that is a list of n numbers (``inertia: [2, 1, 2/3]``, as the
+built-ins' tuples) gives the formulas ``inertia1 .. inertian``. ``LangevinFormulaSystem``
+(``custom_langevin``) is a Langevin system (``langevin.py``) whose ``potential`` U(q) is a formula.
+``LiePoissonFormulaSystem`` (``custom_lie_poisson``) is a Lie-Poisson system (``lie_poisson.py``) whose
+``h`` and noise Hamiltonians are formulas in the coordinates of its ``algebra`` (so3, se3, so(n), su(N)):
+``rigid_body_formula.yaml`` and ``heavy_top_formula.yaml`` restate the built-ins with their keys.
 
 A run's numbers then depend on sympy's printing too (``1/10``, ``q**2``), which the code digest of cached
 runs (``provenance``) does not see: it is pinned by the environment, as JAX's own version is.
@@ -29,17 +33,23 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import functools
 import keyword
 import math
+import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import ClassVar
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
+from sgi_run.core import lie
 from sgi_run.core.errors import ConfigError, require
+from sgi_run.core.space import Leaf, StateSpace
 from sgi_run.systems.canonical import CanonicalSystem, HamiltonianParts
 from sgi_run.systems.langevin import LangevinSystem, _quad
+from sgi_run.systems.lie_poisson import LiePoissonSystem
 
 # The functions a formula may call, by the name it calls them, with their number of arguments.
 FUNCTIONS = {"sin": 1, "cos": 1, "tan": 1, "exp": 1, "log": 1, "sqrt": 1, "tanh": 1, "sinh": 1, "cosh": 1,
@@ -60,12 +70,6 @@ def state_symbols(dof: int) -> tuple[list[str], list[str]]:
     if dof == 1:
         return ["q"], ["p"]
     return [f"q{i}" for i in range(1, dof + 1)], [f"p{i}" for i in range(1, dof + 1)]
-
-
-def reserved_names(dof: int) -> set[str]:
-    """Names a parameter cannot take: the state's symbols, the functions and the constants."""
-    qs, ps = state_symbols(dof)
-    return set(qs) | set(ps) | set(FUNCTIONS) | set(CONSTANTS)
 
 
 def _allowed(names: Sequence[str]) -> str:
@@ -192,50 +196,110 @@ def _as_floats(value):
     return float(value)
 
 
+def _finite(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+# The most numbers a list parameter may have (each is a symbol of every formula's generated function).
+MAX_VECTOR = 1000
+
+
+def parameter_symbols(name: str, value) -> list[str]:
+    """The formula symbols of a parameter: its name for a number, ``<name>1 .. <name>n`` for a list of n
+    numbers (``inertia: [2, 1, 2/3]`` gives ``inertia1``, ``inertia2``, ``inertia3``, as the built-ins' tuples)."""
+    return [f"{name}{i}" for i in range(1, len(value) + 1)] if isinstance(value, tuple) else [name]
+
+
+def _shown(name: str, value) -> str:
+    symbols = parameter_symbols(name, value)
+    return name if len(symbols) == 1 else f"{name} ({symbols[0]} .. {symbols[-1]})"
+
+
 class _Formulas:
     """What every formula system shares: its named parameters (the config's keys that are not fields,
-    gathered into the field ``parameters``), their checks, and its formulas compiled once, at construction."""
+    gathered into the field ``parameters``), their checks, and its formulas compiled once, at construction.
+
+    ``KEYS``: a config key whose field has another name (config key -> field), where the key's own name is
+    taken by the base class (a Lie-Poisson system's ``algebra`` is the algebra itself, its text is
+    ``algebra_name``)."""
 
     open_parameters: ClassVar[bool] = True
+    KEYS: ClassVar[Mapping[str, str]] = {}
 
     @classmethod
     def gather_parameters(cls, config: Mapping) -> dict:
-        """The config's keys that are not fields, gathered into ``parameters`` (each a finite number)."""
+        """The config's keys that are not fields, gathered into ``parameters`` (each a finite number or a
+        list of finite numbers)."""
+        for key, field in cls.KEYS.items():
+            if field in config:
+                raise ConfigError(field, config[field], f"the key {key} (system.{key}), not {field}")
+        config = {cls.KEYS.get(k, k): v for k, v in config.items()}
         fields = {f.name for f in dataclasses.fields(cls)}
         if "parameters" in config:
             raise ConfigError("parameters", config["parameters"],
                               "the parameters as keys of their own (system.beta: 0.5), not a mapping")
         named = {k: v for k, v in config.items() if k not in fields}
         for name, value in named.items():
-            finite = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-            require(name, value, finite, "a finite number (a parameter a formula uses)")
+            vector = isinstance(value, (list, tuple)) and 1 <= len(value) <= MAX_VECTOR and all(map(_finite, value))
+            require(name, value, _finite(value) or vector,
+                    f"a finite number, or a list of 1 to {MAX_VECTOR} finite numbers (a parameter a formula uses: "
+                    f"a list's are {name}1, {name}2, ...)")
         gathered = {k: v for k, v in config.items() if k in fields}
-        return gathered | {"parameters": tuple((k, float(v)) for k, v in sorted(named.items()))}
+        return gathered | {"parameters": tuple((k, _as_floats(v)) for k, v in sorted(named.items()))}
 
-    def _compiler(self, symbols: Sequence[str]):
-        """(compile, finish): ``compile(key, text)`` is the text's JAX function of the symbols and the
-        parameters' values; ``finish()`` refuses a parameter no compiled formula used, and keeps the values."""
+    def _check_dof(self):
         require("dof", self.dof, isinstance(self.dof, int) and 1 <= self.dof <= 1000, "an integer from 1 to 1000")
-        values = dict(self.parameters)
-        reserved = reserved_names(self.dof)
+
+    def _compiler(self, symbols: Sequence[str], reserved: Sequence[str] = ()):
+        """(compile, finish): ``compile(key, text)`` is the text's JAX function of the symbols and the
+        parameters' values (a list parameter's one by one); ``finish()`` refuses a parameter no compiled
+        formula used, and keeps the values. A parameter's symbols cannot be the state's symbols, ``reserved``
+        (names the formulas cannot use, as the Langevin momenta), a function, a constant, or another's."""
+        # A list given from Python (the config's are tuples already) as a tuple: the field is hashed.
+        object.__setattr__(self, "parameters", tuple((name, _as_floats(value)) for name, value in self.parameters))
+        taken = set(symbols) | set(reserved) | set(FUNCTIONS) | set(CONSTANTS)
+        owners, values = {}, {}     # each parameter's symbol -> its parameter's name, its number
         for name, value in self.parameters:
             require(name, value, name.isidentifier() and not keyword.iskeyword(name) and not name.startswith("_")
-                    and name not in reserved, f"a parameter named as a formula names it (not one of {sorted(reserved)})")
+                    and name not in taken, f"a parameter named as a formula names it (not one of {sorted(taken)})")
+            for symbol, number in zip(parameter_symbols(name, value), value if isinstance(value, tuple) else (value,)):
+                owner = "the state's or a function's" if symbol in taken else f"{owners[symbol]}'s" if symbol in owners else None
+                require(name, value, owner is None, f"a parameter whose formula symbols are its own ({symbol} is "
+                        f"also {owner})")
+                owners[symbol], values[symbol] = name, number
         names, used = list(symbols) + list(values), set()
 
         def compile(key, text):
-            expression = parse(key, text, names)
-            used.update(free_names(expression))
+            try:
+                expression = parse(key, text, names)
+            except ConfigError:
+                self._refuse_misshapen(text, names)
+                raise
+            used.update(owners[name] for name in free_names(expression) if name in owners)
             return jax_function(expression, names)
 
         def finish():
-            keys = ", ".join(f.name for f in dataclasses.fields(self) if f.name != "parameters")
+            keys = ", ".join({v: k for k, v in self.KEYS.items()}.get(f.name, f.name)
+                             for f in dataclasses.fields(self) if f.name != "parameters")
+            shown = ", ".join(_shown(name, value) for name, value in self.parameters if name in used)
             for name, value in self.parameters:
                 require(name, value, name in used, f"a key of {self.config_name} ({keys}) or a parameter its formulas "
-                        f"use ({', '.join(sorted(used & set(values))) or 'none'})")
+                        f"use ({shown or 'none'})")
             object.__setattr__(self, "_values", tuple(values.values()))
 
         return compile, finish
+
+    def _refuse_misshapen(self, text, names):
+        """A formula that names a list parameter's entries (inertia1) where it is a number, or a number parameter
+        where it is a list, is refused on the parameter's key: that key was typed (system.inertia=2), not the
+        formula's."""
+        unknown = set(re.findall(r"[A-Za-z_]\w*", text if isinstance(text, str) else "")) - set(names)
+        for name, value in self.parameters:
+            if isinstance(value, tuple):
+                require(name, value, name not in unknown, f"a number: the formulas use {name}")
+            else:
+                entries = sorted(u for u in unknown if re.fullmatch(rf"{re.escape(name)}\d+", u))
+                require(name, value, not entries, f"a list of numbers: the formulas use {', '.join(entries)}")
 
     def __reduce__(self):
         # Rebuilt from its texts: the compiled functions are generated code, which pickle cannot carry.
@@ -271,11 +335,12 @@ class FormulaSystem(_Formulas, CanonicalSystem):
     dof: int = 1
     q0: float | tuple[float, ...] = 1.0
     p0: float | tuple[float, ...] = 0.0
-    parameters: tuple[tuple[str, float], ...] = ()
+    parameters: tuple[tuple[str, float | tuple[float, ...]], ...] = ()
 
     def __post_init__(self):
         for name in ("q0", "p0"):
             object.__setattr__(self, name, _as_floats(getattr(self, name)))
+        self._check_dof()
         qs, ps = state_symbols(self.dof)
         compile, finish = self._compiler(qs + ps)
         noise = (self.noise,) if isinstance(self.noise, str) else self.noise
@@ -349,11 +414,13 @@ class LangevinFormulaSystem(_Formulas, LangevinSystem):
 
     potential: Formula = "q**2/2"
     dof: int = 1
-    parameters: tuple[tuple[str, float], ...] = ()
+    parameters: tuple[tuple[str, float | tuple[float, ...]], ...] = ()
 
     def __post_init__(self):
+        self._check_dof()
         super().__post_init__()
-        compile, finish = self._compiler(state_symbols(self.dof)[0])
+        positions, momenta = state_symbols(self.dof)
+        compile, finish = self._compiler(positions, reserved=momenta)
         function = compile("potential", self.potential)
         finish()
         object.__setattr__(self, "_potential", function)
@@ -383,3 +450,218 @@ class LangevinFormulaSystem(_Formulas, LangevinSystem):
         weight = lambda x: math.exp(-self.beta * (u(x) - floor))
         norm = _quad(weight, -math.inf, math.inf)
         return _quad(lambda x: u(x) * weight(x), -math.inf, math.inf) / norm
+
+
+# --- Lie-Poisson formula systems ---------------------------------------------------------------------------
+# The largest so(n), su(N) a formula system takes: its formulas name each of the matrix's coordinates (255 for
+# su(16)); a larger algebra is a class's (zeitlin.py, su(N) up to 256).
+MATRIX_MAX = 16
+ALGEBRAS = f"so3, se3, so(n) or su(N) (n, N from 2 to {MATRIX_MAX})"
+_MATRIX = re.compile(r"(so|su)\((\d{1,3})\)")
+
+
+@dataclasses.dataclass(frozen=True)
+class _Chart:
+    """An algebra named by its text, with the coordinates its formulas are written in: their symbols, their
+    values at a dual element, the state's leaves and the keys of the initial state. ``kind`` is ``so3``
+    (R^3, as ``rigid_body``), ``se3`` (two 3-vectors, as ``heavy_top``), ``so`` or ``su`` (n x n matrices)."""
+    kind: str
+    n: int = 3
+
+    @classmethod
+    def of(cls, text) -> _Chart:
+        compact = "".join(text.split()).lower() if isinstance(text, str) else None
+        if compact in ("so3", "se3"):
+            return cls(compact)
+        matched = _MATRIX.fullmatch(compact or "")
+        require("algebra", text, matched is not None and 2 <= int(matched[2]) <= MATRIX_MAX, f"one of {ALGEBRAS}")
+        return cls(matched[1], int(matched[2]))
+
+    @property
+    def algebra(self):
+        if self.kind in ("so3", "se3"):
+            return lie.SO3() if self.kind == "so3" else lie.SE3()
+        return lie.MatrixAlgebra(self.n, complex=self.kind == "su")
+
+    @functools.cached_property
+    def entries(self) -> tuple[tuple[int, int, bool], ...]:
+        """A matrix's coordinates as (row, column, imaginary part?), row by row: so(n) the entries above the
+        diagonal; su(N) the real and imaginary parts of those and the imaginary diagonal (traceless)."""
+        if self.kind == "so":
+            return tuple((i, j, False) for i in range(self.n) for j in range(i + 1, self.n))
+        return tuple((i, j, imaginary) for i in range(self.n) for j in range(i, self.n)
+                     for imaginary in ((True,) if i == j else (False, True)))
+
+    @functools.cached_property
+    def symbols(self) -> tuple[str, ...]:
+        """so3: pi1, pi2, pi3; se3: those and gamma1, gamma2, gamma3; so(n): m12, m13, .., m23, ..; su(N): re12,
+        im12, .., im11, im22, ..; from n = 10 the indices are apart (m1_10), so no two read the same."""
+        if self.kind in ("so3", "se3"):
+            return tuple(f"{v}{k}" for v in ("pi", "gamma")[: 1 if self.kind == "so3" else 2] for k in (1, 2, 3))
+        sep = "_" if self.n >= 10 else ""
+        part = lambda imaginary: "m" if self.kind == "so" else ("im" if imaginary else "re")
+        return tuple(f"{part(imaginary)}{i + 1}{sep}{j + 1}" for i, j, imaginary in self.entries)
+
+    @property
+    def initial_keys(self) -> tuple[str, ...]:
+        return {"so3": ("pi0",), "se3": ("pi0", "gamma0")}.get(self.kind, ("m0",))
+
+    def initial_sizes(self) -> tuple[int, ...]:
+        return (3,) * len(self.initial_keys) if self.kind in ("so3", "se3") else (len(self.symbols),)
+
+    @property
+    def space(self) -> StateSpace:
+        if self.kind in ("so3", "se3"):
+            leaves = tuple(Leaf(name, (3,)) for name in ("pi", "gamma")[: len(self.initial_keys)])
+            return StateSpace(leaves, bare=len(leaves) == 1)
+        return StateSpace((Leaf("M", (self.n, self.n), "complex128" if self.kind == "su" else "float64"),), bare=True)
+
+    def values(self, mu) -> list:
+        """The coordinates' values at the dual element ``mu`` (real scalars)."""
+        if self.kind == "so3":
+            return [mu[k] for k in range(3)]
+        if self.kind == "se3":
+            return [v[k] for v in mu for k in range(3)]
+        rows, cols, imaginary = (np.asarray(c) for c in zip(*self.entries))
+        x = mu[rows, cols]
+        x = jnp.where(imaginary, jnp.imag(x), jnp.real(x)) if self.kind == "su" else x
+        return [x[k] for k in range(len(self.entries))]
+
+    def matrix(self, values) -> np.ndarray:
+        """The so(n) or su(N) matrix of coordinates' values (the inverse of ``values``)."""
+        m = np.zeros((self.n, self.n), complex if self.kind == "su" else float)
+        for (i, j, imaginary), v in zip(self.entries, values):
+            if i == j:
+                m[i, i] = 1j * v
+            elif imaginary:
+                m[i, j] += 1j * v
+                m[j, i] += 1j * v
+            else:
+                m[i, j] += v
+                m[j, i] -= v
+        return m
+
+
+@dataclasses.dataclass(frozen=True)
+class LiePoissonFormulaSystem(_Formulas, LiePoissonSystem):
+    r"""A Lie-Poisson system (``lie_poisson.py``) whose Hamiltonian :math:`h` and noise Hamiltonians
+    :math:`h_i` are formulas of the config, on the algebra its text names (config key ``algebra``):
+
+    - ``so3``: :math:`\pi\in\mathbb R^3` (state leaf ``pi``, as ``rigid_body``), symbols ``pi1 pi2 pi3``,
+      initial ``pi0``; Casimir C2 = :math:`|\pi|^2`.
+    - ``se3``: :math:`(\pi, \gamma)` (leaves ``pi``, ``gamma``, as ``heavy_top``), symbols ``pi1..pi3``,
+      ``gamma1..gamma3``, initial ``pi0``, ``gamma0``; Casimirs C1 = :math:`\pi\cdot\gamma`, C2 = :math:`|\gamma|^2`.
+    - ``so(n)``: the real antisymmetric n x n matrix M (leaf ``M``), symbols ``m12, m13, .., m23, ..``
+      (:math:`M_{ij}` above the diagonal, :math:`M_{ji} = -M_{ij}`), initial ``m0``: their values in that order.
+    - ``su(N)``: the skew-Hermitian traceless M (complex leaf ``M``), symbols ``reij``, ``imij`` for i < j
+      (:math:`M_{ij} = re_{ij} + i\,im_{ij}`, :math:`M_{ji} = -re_{ij} + i\,im_{ij}`) and ``imkk`` on the
+      diagonal (:math:`M_{kk} = i\,im_{kk}`, summing to 0), row by row (``re12 im12 re13 im13 .. im22 ..``
+      with ``im11`` first); initial ``m0``: their values in that order.
+
+    From n = 10 the indices are apart, ``m1_10``. Every symbol is real, so a formula of them is a real
+    function of the matrix: its gradient for the pairing comes from ``jax.grad`` and the projection on the
+    algebra (the base's ``gradient``), so a formula in the entries above the diagonal means what it says.
+    The Casimirs (:math:`\mathrm{tr}(M^{2k})`, :math:`\mathrm{tr}((iM)^k)`) are the algebra's, real, and
+    ``isomp`` keeps them on the matrix algebras (so3 by hat included) as on the built-ins.
+
+    ``algebra`` is the config key, ``algebra_name`` its field: the base's ``algebra`` is the Lie algebra
+    itself, which the integrators use. The state carries no attitude (the built-ins' ``R0``): a formula
+    system integrates the momentum alone, as papers 001 and 004 do (``lgvi_cayley`` fits so3 and se3 without
+    it). Observables: ``H``, the Casimirs, and each coordinate by its symbol."""
+
+    config_name: ClassVar[str] = "custom_lie_poisson"
+    KEYS: ClassVar[Mapping[str, str]] = {"algebra": "algebra_name"}
+
+    algebra_name: str = "so3"
+    h: Formula = "pi1**2/4 + pi2**2/2 + 3*pi3**2/4"
+    noise: tuple[Formula, ...] = ("pi1**2/20", "pi2**2/20", "pi3**2/20")
+    pi0: tuple[float, ...] | None = (0.8912073600614354, 0.0, 0.4535961214255773)
+    gamma0: tuple[float, ...] | None = None
+    m0: tuple[float, ...] | None = None
+    parameters: tuple[tuple[str, float | tuple[float, ...]], ...] = ()
+
+    def __post_init__(self):
+        for name in ("pi0", "gamma0", "m0"):
+            value = getattr(self, name)
+            if isinstance(value, (list, tuple)):
+                object.__setattr__(self, name, _as_floats(value))
+        chart = _Chart.of(self.algebra_name)
+        compile, finish = self._compiler(chart.symbols)
+        noise = (self.noise,) if isinstance(self.noise, str) else self.noise
+        require("noise", self.noise, isinstance(noise, tuple) and len(noise) > 0,
+                "a list of one or more noise Hamiltonians h_i")
+        hamiltonian = compile("h", self.h)
+        noise_hamiltonians = [compile("noise", h) for h in noise]
+        finish()
+        # Not fields: derived from them, so equality, hashing and pickling (__reduce__) see the texts alone.
+        object.__setattr__(self, "_chart", chart)
+        object.__setattr__(self, "_functions", (hamiltonian, noise_hamiltonians))
+
+    def check(self):
+        chart = self._chart
+        for key, size in zip(chart.initial_keys, chart.initial_sizes()):
+            value, symbols = getattr(self, key), chart.symbols if key == "m0" else None
+            coordinates = (f"{symbols[0]}, {symbols[1]}, .., {symbols[-1]}" if len(symbols) > 3
+                           else ", ".join(symbols)) if symbols else None
+            require(key, value, isinstance(value, tuple) and len(value) == size,
+                    f"{size} numbers: the initial {'pi' if key == 'pi0' else 'gamma' if key == 'gamma0' else 'M'} "
+                    f"on {chart.algebra.name}" + (f" ({coordinates}, in that order)" if coordinates else ""))
+        for key in ("pi0", "gamma0", "m0"):
+            if key not in chart.initial_keys:
+                require(key, getattr(self, key), getattr(self, key) is None,
+                        f"null with algebra {chart.algebra.name} (its initial state is {', '.join(chart.initial_keys)})")
+        if chart.kind == "su":
+            diagonal = [v for (i, j, _), v in zip(chart.entries, self.m0) if i == j]
+            require("m0", self.m0, abs(sum(diagonal)) <= 1e-12 * max(1.0, *map(abs, diagonal)),
+                    f"an su({chart.n}) matrix: its imaginary diagonal im11 + .. + im{chart.n}{chart.n} sums to 0 "
+                    f"(traceless), not {sum(diagonal):.3g}")
+
+    @property
+    def noises(self) -> int:
+        return len(self._functions[1])
+
+    @property
+    def algebra(self):
+        return self._chart.algebra
+
+    @property
+    def space(self) -> StateSpace:
+        return self._chart.space
+
+    # --- physics -----------------------------------------------------------------------------
+    def _call(self, function, mu):
+        # A constant formula is a Python number; every symbol is real, so the value is too (float64).
+        return jnp.asarray(function(*self._chart.values(mu), *self._values), dtype=jnp.float64)
+
+    def hamiltonian(self, mu):
+        return self._call(self._functions[0], mu)
+
+    def noise_hamiltonians(self, mu):
+        return jnp.stack([self._call(h, mu) for h in self._functions[1]])
+
+    def dual(self, z):
+        return (z["pi"], z["gamma"]) if self._chart.kind == "se3" else z
+
+    def state(self, mu, attitude=None):
+        """The state of a dual element; ``attitude`` (``lgvi_cayley`` passes the state's) is None here."""
+        return {"pi": mu[0], "gamma": mu[1]} if self._chart.kind == "se3" else mu
+
+    def attitude(self, z):
+        return None
+
+    def initial_state(self, key):
+        chart = self._chart
+        if chart.kind in ("so3", "se3"):
+            return self.state(tuple(jnp.asarray(getattr(self, k), dtype=jnp.float64) for k in chart.initial_keys)
+                              if chart.kind == "se3" else jnp.asarray(self.pi0, dtype=jnp.float64))
+        # As typed: an su(N) diagonal that sums to 0 at round-off (check) stays so, as every step's commutators
+        # keep the trace; subtracting it would move the entries the user gave.
+        return jnp.asarray(chart.matrix(self.m0))
+
+    def observables(self) -> dict[str, Callable]:
+        """The base's (``H``, the Casimirs, the spectrum on a matrix algebra, the components of ``pi`` and
+        ``gamma``), and each matrix coordinate by its symbol (``m12``, ``re12``, ``im11``)."""
+        named = super().observables()
+        if self._chart.kind in ("so", "su"):
+            named |= {s: (lambda z, k=k: self._chart.values(self.dual(z))[k]) for k, s in enumerate(self._chart.symbols)}
+        return named

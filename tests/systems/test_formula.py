@@ -10,7 +10,8 @@ import pytest
 import sgi_run
 from sgi_run.config import build_system
 from sgi_run.core.errors import ConfigError
-from sgi_run.systems.formula import FormulaSystem, jax_function, parse
+from sgi_run.systems import LiePoissonSystem
+from sgi_run.systems.formula import FormulaSystem, LiePoissonFormulaSystem, jax_function, parse
 
 NAMES = ["q", "p", "beta"]
 
@@ -244,3 +245,221 @@ def test_the_readmes_command_lines_compose(tmp_path):
     refused = _cli(tmp_path, "system=custom", "system.H='__import__(\"os\").system(\"echo hi\")'", "--cfg", "job")
     assert refused.returncode != 0 and refused.stderr.count("\n") == 1 and "system.H=" in refused.stderr
     assert "hi\n" not in refused.stdout
+
+
+# --- Lie-Poisson systems of formulas (system=custom_lie_poisson) --------------------------------------------------
+LP_PAIRS = [("rigid_body_formula", "rigid_body", ()), ("heavy_top_formula", "heavy_top", ()),
+            ("rigid_body_formula", "rigid_body", ("system.inertia=[1.0,2.0,3.0]", "system.noise_amplitude=0.3")),
+            ("heavy_top_formula", "heavy_top", ("system.inertia=[4.0,2.0,1.0]", "system.chi=[0.1,0.2,1.0]",
+                                                "system.alpha=[0.1,0.0,0.2]", "system.gravity_sign=1"))]
+LP_METHODS = ("tmk", "lp_midpoint", "lp_trapezoidal", "isomp", "lgvi_cayley")
+
+
+def _random_states(system, count=4, seed=0):
+    """States near the initial one (each leaf perturbed), for fields compared away from t = 0."""
+    rng, z0 = np.random.default_rng(seed), system.initial_state(None)
+    return [jax.tree.map(lambda x: x + rng.normal(size=x.shape), z0) for _ in range(count)]
+
+
+def _assert_trees_close(a, b, **tolerance):
+    jax.tree.map(lambda x, y: np.testing.assert_allclose(x, y, **tolerance), a, b)
+
+
+@pytest.mark.parametrize("formula, builtin, overrides", LP_PAIRS)
+def test_a_lie_poisson_formula_file_has_the_builtin_fields(formula, builtin, overrides):
+    ours, theirs = _pair(formula, builtin, ("integrator=tmk", *overrides))
+    assert ours.noises == theirs.noises and type(ours.algebra) is type(theirs.algebra)
+    assert ours.space.leaves == theirs.space.leaves and ours.space.bare == theirs.space.bare
+    _assert_trees_close(ours.initial_state(None), theirs.initial_state(None), rtol=0, atol=0)
+    dw = jnp.array([0.3, -0.2, 0.5])[: ours.noises]
+    for z in _random_states(ours):
+        mu = ours.dual(z)
+        _assert_trees_close(ours.drift(mu), theirs.drift(mu), rtol=1e-13, atol=1e-15)
+        _assert_trees_close(ours.noise_action(z, dw), theirs.noise_action(z, dw), rtol=1e-13, atol=1e-15)
+        np.testing.assert_allclose(ours.energy(z), theirs.energy(z), rtol=1e-14)
+        np.testing.assert_allclose(ours.noise_hamiltonians(mu), theirs.noise_hamiltonians(mu), rtol=1e-14, atol=1e-16)
+        for name, f in theirs.casimir_observables().items():
+            assert float(ours.observables()[name](z)) == float(f(z))
+
+
+@pytest.mark.parametrize("formula, builtin, overrides", LP_PAIRS[:2] + LP_PAIRS[3:])
+@pytest.mark.parametrize("method", LP_METHODS)
+def test_a_lie_poisson_formula_file_steps_as_the_builtin(formula, builtin, overrides, method, make_integrator):
+    """100 steps on the same Brownian increments with every Lie-Poisson integrator that fits: the same path to
+    round-off (isomp needs a matrix form, which se(3) has not: refused for both)."""
+    integrator, dt, steps = make_integrator(method), 0.02, 100
+    ours, theirs = _pair(formula, builtin, ("integrator=tmk", *overrides))
+    if method == "isomp" and builtin == "heavy_top":
+        for system in (ours, theirs):
+            with pytest.raises(ConfigError, match="se3"):
+                integrator.check_fits(system)
+        return
+    dw = np.sqrt(dt) * np.random.default_rng(1).normal(size=(steps, 1, ours.noises))
+
+    def path(system):
+        integrator.check_fits(system)
+        step = lambda z, xi: (integrator.step(system, z, dt, xi)[0],) * 2
+        return jax.jit(lambda z0: jax.lax.scan(step, z0, jnp.asarray(dw))[1])(system.initial_state(None))
+
+    _assert_trees_close(path(ours), path(theirs), rtol=1e-13, atol=1e-14)
+
+
+def test_a_run_of_rigid_body_formula_is_the_run_of_rigid_body(runs_root):
+    """Through the whole pipeline (config, engine, statistics) at the same seed."""
+    common = runs_root + ["integrator=tmk", "plan.dt=0.05", "plan.T=2", "plan.output_dt=1", "plan.paths=64",
+                          "plan.observables=[H,C2,pi1]", "cache=off"]
+    ours, theirs = (sgi_run.run(sgi_run.compose([f"system={name}", *common])).ensemble
+                    for name in ("rigid_body_formula", "rigid_body"))
+    for name in ("H", "C2", "pi1"):
+        np.testing.assert_allclose(ours.mean(name), theirs.mean(name), rtol=1e-13, atol=1e-15)
+    np.testing.assert_allclose(ours.paths["pi"], theirs.paths["pi"], rtol=1e-13, atol=1e-14)
+
+
+def test_a_vector_parameter_override_is_the_builtin_with_that_parameter():
+    ours, theirs = _pair("rigid_body_formula", "rigid_body", ("integrator=tmk", "system.inertia=[1.0,2.0,3.0]"))
+    assert dict(ours.parameters)["inertia"] == (1.0, 2.0, 3.0) == theirs.inertia
+    z = jnp.array([0.7, -1.3, 0.4])
+    np.testing.assert_allclose(ours.drift(z), theirs.drift(z), rtol=1e-15)
+    assert not np.allclose(ours.drift(z), _pair("rigid_body_formula", "rigid_body", ("integrator=tmk",))[0].drift(z))
+
+
+def test_a_vector_parameter_in_a_canonical_formula():
+    """A list parameter is its entries k1 .. kn in every formula system (the same parameter code)."""
+    system = FormulaSystem(H="p**2/2 + k1*q**2/2", noise=("k2*p",), parameters=(("k", [4.0, 0.5]),))
+    assert system.parameters == (("k", (4.0, 0.5)),)
+    np.testing.assert_allclose(system.drift(jnp.array([0.5, 1.0])), [1.0, -2.0], rtol=1e-15)
+    cfg = sgi_run.compose(["system=custom", "+system.k=[4,0.5]", "system.H='p**2/2 + k1*q**2/2'", "system.noise=[k2*p]"])
+    assert build_system(cfg.system) == system
+
+
+def _so4():
+    """so(4) written as formulas: Manakov's system (manakov.py) with n = 4, its moments d_ij = 1 .. 6."""
+    from sgi_run.systems import Manakov
+    builtin = Manakov(n=4, noise_amplitude=0.3)
+    upper = np.asarray(builtin.initial_state(None))[np.triu_indices(4, 1)]
+    pairs = ["12", "13", "14", "23", "24", "34"]
+    ours = LiePoissonFormulaSystem(algebra_name="so(4)", h=" + ".join(f"m{ij}**2/{d}" for d, ij in enumerate(pairs, 1)),
+                                   noise=tuple(f"a*m{ij}**2" for ij in pairs), pi0=None, m0=tuple(upper),
+                                   parameters=(("a", 0.3),))
+    return ours, builtin
+
+
+class _WeightedSU3(LiePoissonSystem):
+    """A hand-written su(3) system, H = 1/2 sum W_ij |M_ij|^2 and one noise h_1 = c Im M_11 + Re M_23."""
+    W = np.array([[1.0, 2.0, 3.0], [2.0, 0.5, 4.0], [3.0, 4.0, 2.0]])
+
+    @property
+    def algebra(self):
+        from sgi_run.core import lie
+        return lie.MatrixAlgebra(3, complex=True)
+
+    def hamiltonian(self, mu):
+        return 0.5 * jnp.sum(jnp.asarray(self.W) * jnp.abs(mu) ** 2)
+
+    def noise_hamiltonians(self, mu):
+        return jnp.stack([0.2 * jnp.imag(mu[0, 0]) + jnp.real(mu[1, 2])])
+
+
+def _su3():
+    ours = LiePoissonFormulaSystem(
+        algebra_name="su(3)", h="im11**2/2 + im22**2/4 + im33**2 + 2*(re12**2 + im12**2) + 3*(re13**2 + im13**2) "
+                                "+ 4*(re23**2 + im23**2)", noise=("c*im11 + re23",), pi0=None,
+        m0=(0.3, 1.0, 0.5, 0.2, 0.5, -0.1, 0.4, 1.0, -0.2), parameters=(("c", 0.2),))
+    return ours, _WeightedSU3()
+
+
+def test_the_matrix_coordinates_and_initial_state():
+    ours, _ = _so4()
+    assert ours._chart.symbols == ("m12", "m13", "m14", "m23", "m24", "m34")
+    assert LiePoissonFormulaSystem(algebra_name="so(10)", h="m1_10", noise=("m9_10",), pi0=None)._chart.symbols[8] == "m1_10"
+    su3, _ = _su3()
+    assert su3._chart.symbols == ("im11", "re12", "im12", "re13", "im13", "im22", "re23", "im23", "im33")
+    m = np.asarray(su3.initial_state(None))
+    np.testing.assert_array_equal(m, [[0.3j, 1 + 0.5j, 0.2 + 0.5j], [-1 + 0.5j, -0.1j, 0.4 + 1j],
+                                      [-0.2 + 0.5j, -0.4 + 1j, -0.2j]])
+    names = su3.observables()
+    assert float(names["re23"](m)) == 0.4 and float(names["im33"](m)) == -0.2
+
+
+@pytest.mark.parametrize("systems", [_so4, _su3], ids=["so4", "su3"])
+def test_a_matrix_formula_system_has_the_hand_written_fields(systems):
+    """so(4) as Manakov's n = 4, su(3) as a hand-written system: a formula in the coordinates above the
+    diagonal has the gradient of the matrix function it restates. H and the Casimirs are real."""
+    ours, theirs = systems()
+    ours.check()
+    dw = jnp.array([0.3, -0.2, 0.5, 0.1, -0.4, 0.2])[: ours.noises]
+    rng = np.random.default_rng(2)
+    for _ in range(3):
+        x = rng.normal(size=(ours.algebra.n,) * 2) + (1j * rng.normal(size=(3, 3)) if ours.algebra.complex else 0)
+        z = ours.algebra.project(jnp.asarray(x))
+        np.testing.assert_allclose(ours.energy(z), theirs.energy(z), rtol=1e-14)
+        np.testing.assert_allclose(ours.drift(z), theirs.drift(z), rtol=1e-13, atol=1e-14)
+        np.testing.assert_allclose(ours.noise_action(z, dw), theirs.noise_action(z, dw), rtol=1e-13, atol=1e-14)
+        assert ours.energy(z).dtype == jnp.float64
+        assert all(jnp.asarray(c).dtype == jnp.float64 for c in ours.algebra.casimirs(z).values())
+
+
+@pytest.mark.parametrize("systems", [_so4, _su3], ids=["so4", "su3"])
+def test_the_casimirs_of_a_matrix_formula_system_stay_under_isomp(systems, make_integrator):
+    ours, _ = systems()
+    integrator, dt, steps = make_integrator("isomp"), 0.02, 100
+    integrator.check_fits(ours)
+    dw = np.sqrt(dt) * np.random.default_rng(1).normal(size=(steps, 1, ours.noises))
+    step = lambda z, xi: (integrator.step(ours, z, dt, xi)[0],) * 2
+    z0 = ours.initial_state(None)
+    zs = jax.jit(lambda z: jax.lax.scan(step, z, jnp.asarray(dw))[1])(z0)
+    for name, f in ours.casimir_observables().items():
+        np.testing.assert_allclose(jax.vmap(f)(zs), f(z0), rtol=1e-13, err_msg=name)
+    assert np.ptp(np.asarray(jax.vmap(ours.energy)(zs))) > 1e-6        # the noise moves the energy
+
+
+def test_the_lie_poisson_formula_system_pickles_by_its_texts():
+    for system in (build_system(sgi_run.compose(["system=heavy_top_formula", "integrator=tmk"]).system), _su3()[0]):
+        again = pickle.loads(pickle.dumps(system))
+        assert again == system and hash(again) == hash(system)
+        z = system.initial_state(None)
+        _assert_trees_close(again.drift(again.dual(z)), system.drift(system.dual(z)), rtol=0, atol=0)
+    assert _su3()[0] != _so4()[0]
+
+
+@pytest.mark.parametrize("overrides, key, words", [
+    (["system.algebra='sp(4)'"], "system.algebra", "one of so3, se3, so(n) or su(N)"),
+    (["system.algebra='so(17)'"], "system.algebra", "from 2 to 16"),
+    (["system.h=pi1*gamma1"], "system.h", "not the name 'gamma1'"),                # a symbol of se3 on so3
+    (["system.h='sqrt(-1)*pi1'"], "system.h", "not a complex"),                      # not real
+    (["system.noise=[]"], "system.noise", "a list of formulas"),
+    (["system.pi0=[1,2]"], "system.pi0", "3 numbers: the initial pi on so3"),
+    (["system.gamma0=[1,2,3]"], "system.gamma0", "null with algebra so3"),
+    (["system.algebra=se3", "system.h=pi1*gamma3"], "system.gamma0", "3 numbers: the initial gamma on se3"),
+    (["system.algebra='so(4)'", "system.h=m12**2", "system.noise=[m34]"], "system.m0",
+     "6 numbers: the initial M on so(4) (m12, m13, .., m34, in that order)"),
+    (["system.algebra='su(2)'", "system.h=im11**2", "system.noise=[re12]", "system.pi0=null",
+      "system.m0=[1,0,0,1]"], "system.m0", "sums to 0 (traceless)"),
+    (["system=rigid_body_formula", "system.inertia=[1,abc,3]"], "system.inertia", "a list of 1 to 1000 finite numbers"),
+    (["system=rigid_body_formula", "system.inertia=2"], "system.inertia", "a list of numbers: the formulas use inertia1"),
+    (["system=rigid_body_formula", "system.noise_amplitude=[1,2]"], "system.noise_amplitude", "a number"),
+    (["system=rigid_body_formula", "+system.inertia1=2"], "system.inertia1", "inertia1 is also inertia's"),
+    (["system=rigid_body_formula", "+system.zeta=[1,2]"], "system.zeta",
+     "a parameter its formulas use (inertia (inertia1 .. inertia3), noise_amplitude)"),
+    (["system=rigid_body_formula", "+system.pi=[1,2]"], "system.pi", "a parameter named as a formula names it"),
+    (["system=heavy_top_formula", "+system.gamma=[1,2]"], "system.gamma", "gamma1 is also the state's"),
+    (["system=heavy_top_formula", "+system.algebra_name=so3"], "system.algebra_name", "the key algebra"),
+    (["system=heavy_top_formula", "integrator=isomp"], "integrator", "on se3"),
+    (["system=heavy_top_formula", "system.R0=null"], "system.R0", "a known key"),
+])
+def test_the_lie_poisson_formula_config_refuses_in_one_line(overrides, key, words):
+    args = overrides if overrides[0].startswith("system=") else ["system=custom_lie_poisson", *overrides]
+    with pytest.raises(ConfigError) as err:
+        sgi_run.compose([*args, "integrator=tmk"] if not any(a.startswith("integrator=") for a in args) else args)
+    message = str(err.value)
+    assert err.value.key == key and "\n" not in message and words in message, message
+
+
+def test_the_documented_lie_poisson_command_lines_compose():
+    """README.md's and conf/system/custom_lie_poisson.yaml's examples, as Hydra reads them."""
+    sgi_run.compose(["system=custom_lie_poisson", "system.h='pi1**2/2 + pi2**2 + pi3**2/4'", "integrator=tmk"])
+    sgi_run.compose(["system=rigid_body_formula", "system.inertia=[1,2,3]", "integrator=tmk"])
+    cfg = sgi_run.compose(["system=custom_lie_poisson", "system.algebra='so(4)'", "system.pi0=null",
+                           "system.m0=[1,0,0,0,0,1]", "system.h='m12**2 + m13**2/2 + m14**2/3 + m23**2/4 + m24**2/5 "
+                           "+ m34**2/6'", "system.noise=[0.1*m12]", "integrator=isomp"])
+    assert build_system(cfg.system).algebra.name == "so(4)"
