@@ -143,3 +143,40 @@ def rows(method: str, label: str, result, method_cost: MethodCost) -> list[dict]
                    | {f"drift_{name}": (float(result.drift_max[i, k]) if result.drift_max is not None else math.nan)
                       for k, name in enumerate(result.invariants)})
     return out
+
+
+def cheapest(rows: list[dict]) -> list[dict]:
+    """Which method reaches an error most cheaply: for the errors 1, 2 and 5 x 10^k between the smallest and the
+    largest error measured, each method's wall time per path at that error, interpolated log-log between its
+    two step sizes whose errors bracket it; a method already below the error at its coarsest step size costs at
+    most that step size's time (``at_most``); one that never gets down to it is left out. The cheapest
+    (``method``, ``seconds_per_path``, ``at_most``) and the next cheapest's cost as a ratio (``runner_up``,
+    ``ratio``), where at least two methods reach the error and no method but the cheapest has only a bound.
+    Only resolvable errors count."""
+    curves = {}
+    for row in rows:
+        if row["resolvable"] and row["error"] > 0 and row["seconds_per_path"] > 0:
+            curves.setdefault(row["label"], []).append((abs(row["error"]), row["seconds_per_path"]))
+    curves = {m: sorted(points) for m, points in curves.items() if len(points) >= 2}
+    if len(curves) < 2:
+        return []
+    low = min(p[0][0] for p in curves.values())
+    high = max(p[-1][0] for p in curves.values())
+    targets = [m * 10.0**k for k in range(math.floor(math.log10(low)), math.ceil(math.log10(high)) + 1)
+               for m in (1, 2, 5) if low <= m * 10.0**k <= high]
+    out = []
+    for target in targets:
+        costs = {}
+        for method, points in curves.items():
+            errors, seconds = np.log([e for e, _ in points]), np.log([s for _, s in points])
+            if errors[0] <= math.log(target) <= errors[-1]:
+                costs[method] = (float(np.exp(np.interp(math.log(target), errors, seconds))), False)
+            elif math.log(target) > errors[-1]:          # below the target at its coarsest step already
+                costs[method] = (float(np.exp(seconds[-1])), True)
+        ranked = sorted(costs, key=lambda m: costs[m][0])
+        # Another method's cost known only as a bound (it could be cheaper at a step size not run): undecided.
+        if len(costs) >= 2 and not any(costs[m][1] for m in ranked[1:]):
+            out.append({"error": target, "method": ranked[0], "seconds_per_path": costs[ranked[0]][0],
+                        "at_most": costs[ranked[0]][1], "runner_up": ranked[1],
+                        "ratio": costs[ranked[1]][0] / costs[ranked[0]][0]})
+    return out

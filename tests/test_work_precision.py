@@ -77,3 +77,24 @@ def test_the_rows_pair_each_step_sizes_error_with_its_cost():
     assert coarse["seconds_per_path_high"] == pytest.approx(0.3 / 4)
     assert coarse["path_steps_per_s"] == pytest.approx(4 * 4 / 0.2) and coarse["first_call_s"] == 1.1
     assert coarse["error"] == 0.2 and coarse["drift_H"] == 1e-3 and rows[1]["drift_H"] == 5e-4
+
+
+def _row(label, error, seconds, resolvable=True):
+    return {"label": label, "error": error, "seconds_per_path": seconds, "resolvable": resolvable}
+
+
+def test_the_cheapest_method_at_each_error_is_interpolated_log_log_and_a_bound_is_said():
+    # A: error 0.1 at 1 s, 0.01 at 100 s (cost ~ error^-2); B: error 0.04 at 2 s, 0.004 at 20 s (cost ~ error^-1).
+    rows = [_row("A", 0.1, 1.0), _row("A", 0.01, 100.0), _row("B", 0.04, 2.0), _row("B", 0.004, 20.0),
+            _row("C", 1e-9, 1e-9, resolvable=False)]
+    found = {w["error"]: w for w in work_precision.cheapest(rows)}
+    # 0.1: A measured (1 s); B below it already at its coarsest (at most 2 s): A is cheaper than B's bound only
+    # as a bound, so undecided and left out. 0.02: A interpolates to 25 s, B to 4 s.
+    assert 0.1 not in found
+    assert found[0.02]["method"] == "B" and found[0.02]["seconds_per_path"] == pytest.approx(4.0)
+    assert found[0.02]["runner_up"] == "A" and found[0.02]["ratio"] == pytest.approx(25.0 / 4.0)
+    assert not found[0.02]["at_most"]
+    # 0.05: B is below it at its coarsest (at most 2 s), A interpolates to 4 s: B, as a bound.
+    assert found[0.05]["method"] == "B" and found[0.05]["at_most"] and found[0.05]["seconds_per_path"] == 2.0
+    assert 0.005 not in found and 0.002 not in found          # only B reaches them
+    assert work_precision.cheapest(rows[:2]) == []             # one method: nothing to compare

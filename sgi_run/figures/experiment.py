@@ -828,6 +828,15 @@ def _write_table(exp: Experiment, fidelity: str, table: list[dict], files: dict,
                   f"call), then timed {first['repeats']} times in rounds that visit every method; the median per path "
                   "with the fastest and slowest repeat. The largest drift of an invariant is over every path and step "
                   "of the study.", "", *_markdown(work_precision_header(precision), work_precision_md_rows(precision)), ""]
+        winners = work_precision.cheapest(precision)
+        if winners:
+            lines += ["The cheapest method to reach an error (each method's cost interpolated log-log between the two "
+                      "step sizes whose resolvable errors bracket it; '≤': below that error already at its coarsest "
+                      "step size, whose cost is shown; the next cheapest's cost as a multiple):", "",
+                      *_markdown(["error", "cheapest", "wall time per path", "next cheapest"],
+                                 [[f"{w['error']:g}", w["method"],
+                                   f"{'≤ ' if w['at_most'] else ''}{w['seconds_per_path']:.3g} s",
+                                   f"{w['runner_up']} ({w['ratio']:.2f}x)"] for w in winners]), ""]
     files["md"].write_text("\n".join(lines))
 
 

@@ -61,7 +61,7 @@ class System:
         return ()
 
     def reference_mean(self, observable: str) -> Callable | None:
-        """Exact E[observable](t) as a numpy function of t, where the system knows one."""
+        """The exact mean E[observable] as a numpy function of the time t, where the system knows one."""
         return None
 
     def ergodic_mean(self, observable: str) -> float | None:

@@ -75,7 +75,7 @@ class Kubo(CanonicalSystem):
         return jnp.stack([q, p], axis=-1)
 
     def exact_mean_energy(self, t):
-        """(4.2)-(4.3): E[H](t)."""
+        """(4.2)-(4.3): the exact mean energy E[H] at time t."""
         t = np.asarray(t, dtype=float)
         # As float64s: an overflow is inf (refused by check), never a Python OverflowError.
         nu, beta, q0, p0 = (np.float64(v) for v in (self.nu, self.beta, self.q0, self.p0))
