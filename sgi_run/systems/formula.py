@@ -22,6 +22,9 @@ its config is a named parameter (``system.beta: 0.5``), overridden and swept lik
 key no formula uses is refused. A parameter that is a list of n numbers (``inertia: [2, 1, 2/3]``, as the
 built-ins' tuples) gives the formulas ``inertia1 .. inertian``. ``LangevinFormulaSystem``
 (``custom_langevin``) is a Langevin system (``langevin.py``) whose ``potential`` U(q) is a formula.
+``ConstrainedLangevinFormulaSystem`` (``custom_constrained_langevin``) adds ``constraints``, k formulas g(q) = 0
+in the positions, for the constrained integrators (``circle_pendulum_formula.yaml``,
+``spherical_pendulum_formula.yaml`` restate the built-ins).
 ``LiePoissonFormulaSystem`` (``custom_lie_poisson``) is a Lie-Poisson system (``lie_poisson.py``) whose
 ``h`` and noise Hamiltonians are formulas in the coordinates of its ``algebra`` (so3, se3, so(n), su(N)):
 ``rigid_body_formula.yaml`` and ``heavy_top_formula.yaml`` restate the built-ins with their keys.
@@ -48,7 +51,7 @@ from sgi_run.core import lie
 from sgi_run.core.errors import ConfigError, require
 from sgi_run.core.space import Leaf, StateSpace
 from sgi_run.systems.canonical import CanonicalSystem, HamiltonianParts
-from sgi_run.systems.langevin import LangevinSystem, _quad
+from sgi_run.systems.langevin import ConstrainedLangevinSystem, LangevinSystem, _quad
 from sgi_run.systems.lie_poisson import LiePoissonSystem
 
 # The functions a formula may call, by the name it calls them, with their number of arguments.
@@ -225,11 +228,17 @@ class _Formulas:
 
     open_parameters: ClassVar[bool] = True
     KEYS: ClassVar[Mapping[str, str]] = {}
+    # A key that belongs to a sibling config name (config key -> what to use instead): refused by name, before
+    # it is read as a parameter (a list of formulas is no parameter's value).
+    ELSEWHERE: ClassVar[Mapping[str, str]] = {}
 
     @classmethod
     def gather_parameters(cls, config: Mapping) -> dict:
         """The config's keys that are not fields, gathered into ``parameters`` (each a finite number or a
         list of finite numbers)."""
+        for key, instead in cls.ELSEWHERE.items():
+            if key in config:
+                raise ConfigError(key, config[key], instead)
         for key, field in cls.KEYS.items():
             if field in config:
                 raise ConfigError(field, config[field], f"the key {key} (system.{key}), not {field}")
@@ -249,6 +258,13 @@ class _Formulas:
 
     def _check_dof(self):
         require("dof", self.dof, isinstance(self.dof, int) and 1 <= self.dof <= 1000, "an integer from 1 to 1000")
+
+    @property
+    def coordinates(self) -> tuple[str, ...]:
+        """The state's entries by their formula symbols (q1..qn, p1..pn): the observables' names and the views'
+        (the class default, ("q", "p"), names one degree of freedom only)."""
+        positions, momenta = state_symbols(self.dof)
+        return tuple(positions + momenta)
 
     def _compiler(self, symbols: Sequence[str], reserved: Sequence[str] = ()):
         """(compile, finish): ``compile(key, text)`` is the text's JAX function of the symbols and the
@@ -411,6 +427,9 @@ class LangevinFormulaSystem(_Formulas, LangevinSystem):
     from quadrature of the formula, as the built-ins' do; None where the quadrature does not converge."""
 
     config_name: ClassVar[str] = "custom_langevin"
+    ELSEWHERE: ClassVar[Mapping[str, str]] = {
+        "constraints": "system=custom_constrained_langevin for a constrained system (custom_langevin is flat space: "
+                       "svia, svib, svic)"}
 
     potential: Formula = "q**2/2"
     dof: int = 1
@@ -421,9 +440,12 @@ class LangevinFormulaSystem(_Formulas, LangevinSystem):
         super().__post_init__()
         positions, momenta = state_symbols(self.dof)
         compile, finish = self._compiler(positions, reserved=momenta)
-        function = compile("potential", self.potential)
+        self._compile(compile)
         finish()
-        object.__setattr__(self, "_potential", function)
+
+    def _compile(self, compile):
+        """Compiles the formulas of the positions (a subclass adds its own) before ``finish`` checks the parameters."""
+        object.__setattr__(self, "_potential", compile("potential", self.potential))
 
     @property
     def noises(self) -> int:
@@ -450,6 +472,51 @@ class LangevinFormulaSystem(_Formulas, LangevinSystem):
         weight = lambda x: math.exp(-self.beta * (u(x) - floor))
         norm = _quad(weight, -math.inf, math.inf)
         return _quad(lambda x: u(x) * weight(x), -math.inf, math.inf) / norm
+
+
+
+@dataclasses.dataclass(frozen=True)
+class ConstrainedLangevinFormulaSystem(LangevinFormulaSystem, ConstrainedLangevinSystem):
+    r"""A constrained Langevin system (``langevin.py``, paper 003 section 6) whose potential :math:`U(q)` and
+    constraints :math:`g(q) = 0` (config key ``constraints``: k formulas in the positions, k < ``dof``) are
+    formulas; only the constrained integrators (CSVIA/B/C) fit it, with the general SHAKE solve (Newton on the
+    k multipliers, the Jacobian G from ``jax.jacfwd`` of the formulas): ``unit_sphere``'s closed form is the
+    built-in ``spherical_pendulum``'s optimisation, which a formula cannot claim.
+
+    A config name of its own (``custom_constrained_langevin``), not ``custom_langevin`` with a key: a class's
+    ``structure`` says which integrators fit it, and the refusals list the systems of each structure by config
+    name (``SYSTEMS``), so a flat and a constrained system are two names, as the built-ins are.
+    ``constraints`` is the config key and ``constraint_formulas`` its field: the base's ``constraints`` is k,
+    which the integrators read. A q0 off the manifold, or a p0 not tangent to it, is refused by the base's
+    ``check``. No Boltzmann-Gibbs reference (the measure on the manifold needs its volume element)."""
+
+    config_name: ClassVar[str] = "custom_constrained_langevin"
+    KEYS: ClassVar[Mapping[str, str]] = {"constraints": "constraint_formulas"}
+    ELSEWHERE: ClassVar[Mapping[str, str]] = {}
+
+    potential: Formula = "q3"
+    dof: int = 3
+    q0: float | tuple[float, ...] = (0.0, 0.0, -1.0)
+    p0: float | tuple[float, ...] = (0.0, 0.0, 0.0)
+    constraint_formulas: tuple[Formula, ...] = ("q1**2 + q2**2 + q3**2 - 1",)
+
+    def _compile(self, compile):
+        super()._compile(compile)
+        texts = (self.constraint_formulas,) if isinstance(self.constraint_formulas, str) else self.constraint_formulas
+        require("constraints", self.constraint_formulas, isinstance(texts, tuple) and 1 <= len(texts) < self.dof,
+                f"a list of 1 to {self.dof - 1} formulas g_j(q) = 0 in the positions (fewer than dof = {self.dof})")
+        object.__setattr__(self, "_constraints", [compile("constraints", g) for g in texts])
+
+    @property
+    def constraints(self) -> int:
+        return len(self._constraints)
+
+    def constraint(self, q):
+        return jnp.stack([jnp.asarray(g(*(q[i] for i in range(self.dof)), *self._values), dtype=q.dtype)
+                          for g in self._constraints])
+
+    def mean_potential(self) -> float:
+        raise ArithmeticError("no Boltzmann-Gibbs mean of a constrained formula system (the manifold's volume element)")
 
 
 # --- Lie-Poisson formula systems ---------------------------------------------------------------------------

@@ -455,6 +455,14 @@ def test_the_lie_poisson_formula_config_refuses_in_one_line(overrides, key, word
     assert err.value.key == key and "\n" not in message and words in message, message
 
 
+def test_the_documented_constrained_command_lines_compose():
+    """README.md's and conf/system/custom_constrained_langevin.yaml's examples, as Hydra reads them."""
+    sgi_run.compose(["system=circle_pendulum_formula", "integrator=csvia"])
+    cfg = sgi_run.compose(["system=custom_constrained_langevin", "system.constraints=['q1**2 + q2**2 + q3**2 - 1']",
+                           "integrator=csvia"])
+    assert build_system(cfg.system).constraints == 1
+
+
 def test_the_documented_lie_poisson_command_lines_compose():
     """README.md's and conf/system/custom_lie_poisson.yaml's examples, as Hydra reads them."""
     sgi_run.compose(["system=custom_lie_poisson", "system.h='pi1**2/2 + pi2**2 + pi3**2/4'", "integrator=tmk"])
@@ -463,3 +471,87 @@ def test_the_documented_lie_poisson_command_lines_compose():
                            "system.m0=[1,0,0,0,0,1]", "system.h='m12**2 + m13**2/2 + m14**2/3 + m23**2/4 + m24**2/5 "
                            "+ m34**2/6'", "system.noise=[0.1*m12]", "integrator=isomp"])
     assert build_system(cfg.system).algebra.name == "so(4)"
+
+
+# --- constrained Langevin systems of formulas (system=custom_constrained_langevin) ---------------------------------
+def _constrained_path(system, integrator, dt=0.02, steps=100, z0=None):
+    dw = np.sqrt(dt) * np.random.default_rng(1).normal(size=(steps, 1, system.noises))
+    integrator.check_fits(system)
+    step = lambda z, xi: (integrator.step(system, z, dt, xi)[0],) * 2
+    z0 = system.initial_state(None) if z0 is None else z0
+    return np.asarray(jax.jit(lambda z: jax.lax.scan(step, z, jnp.asarray(dw))[1])(z0))
+
+
+@pytest.mark.parametrize("overrides", [(), ("system.mass=[1,2,3]", "system.c=0.3", "system.beta=2")])
+@pytest.mark.parametrize("method", ["csvia", "csvib", "csvic"])
+def test_the_circle_pendulum_formula_steps_as_the_builtin(overrides, method, make_integrator):
+    """The built-in circle solves its SHAKE step by Newton too: 100 steps on the same increments, the same path
+    to round-off (a diagonal mass included)."""
+    ours, theirs = _pair("circle_pendulum_formula", "circle_pendulum", ("integrator=csvia", *overrides))
+    assert (ours.constraints, ours.noises, ours.kinetic_dimension) == (2, 3, 1) and not ours.unit_sphere
+    z = jnp.array([0.6, -0.8, 0.0, 0.3, 0.2, 0.1])
+    np.testing.assert_array_equal(ours.constraint_jacobian(z[:3]), theirs.constraint_jacobian(z[:3]))
+    np.testing.assert_allclose(ours.energy(z), theirs.energy(z), rtol=1e-15)
+    integrator = make_integrator(method)
+    np.testing.assert_allclose(_constrained_path(ours, integrator), _constrained_path(theirs, integrator),
+                               rtol=1e-13, atol=1e-13)
+
+
+@pytest.mark.parametrize("method", ["csvia", "csvic"])
+def test_the_spherical_pendulum_formula_agrees_with_the_builtin_within_the_shake_tolerance(method, make_integrator):
+    """The built-in takes the closed-form SHAKE root on the unit sphere, a formula system Newton's, which stops at
+    |g(q)| <= SHAKE_TOL (1 + |h mu|) = 1e-14: one step from the same state agrees within 10 SHAKE_TOL, and 100
+    steps within 100 SHAKE_TOL; with integrator.shake=newton (the built-in's Newton path) to round-off."""
+    from sgi_run.integrators.langevin_splitting import SHAKE_TOL
+    ours, theirs = _pair("spherical_pendulum_formula", "spherical_pendulum", ("integrator=csvia",))
+    closed, newton = make_integrator(method), make_integrator(method, shake="newton")
+    z0 = jnp.array([0.6, 0.0, -0.8, 0.5, 0.3, 0.375])       # on the sphere, p tangent
+    one = lambda system, integrator: _constrained_path(system, integrator, steps=1, z0=z0)
+    np.testing.assert_allclose(one(ours, closed), one(theirs, closed), rtol=0, atol=10 * SHAKE_TOL)
+    np.testing.assert_allclose(_constrained_path(ours, closed), _constrained_path(theirs, closed), rtol=0,
+                               atol=100 * SHAKE_TOL)
+    np.testing.assert_allclose(_constrained_path(ours, newton), _constrained_path(theirs, newton), rtol=1e-13,
+                               atol=1e-14)
+
+
+@pytest.mark.parametrize("overrides, key, words", [
+    (["system.q0=[0.0,-0.9,0.0]"], "system.q0", "a point on the constraint manifold (|g(q0)| = 0.19)"),
+    (["system.p0=[0.0,1.0,0.0]"], "system.p0", "a momentum tangent to the manifold"),
+    (["system.constraints=[q1**2 + q2**2 + q3**2 - 1, q3*p3]"], "system.constraints", "not the name 'p3'"),
+    (["system.constraints=[q1, q2, q3]"], "system.constraints", "a list of 1 to 2 formulas"),
+    (["system.potential=q2*p1"], "system.potential", "not the name 'p1'"),
+    (["+system.constraint_formulas=[q3]"], "system.constraint_formulas", "the key constraints"),
+    (["integrator=svia"], "integrator", "Langevin systems with structure 'canonical'"),
+    (["integrator=midpoint"], "integrator", "has structure 'constrained'"),
+])
+def test_the_constrained_formula_config_refuses_in_one_line(overrides, key, words):
+    args = ["system=circle_pendulum_formula", *overrides]
+    with pytest.raises(ConfigError) as err:
+        sgi_run.compose(args if any(a.startswith("integrator=") for a in args) else [*args, "integrator=csvia"])
+    message = str(err.value)
+    assert err.value.key == key and "\n" not in message and words in message, message
+
+
+def test_constraints_on_the_flat_langevin_formula_name_the_constrained_one():
+    with pytest.raises(ConfigError) as err:
+        sgi_run.compose(["system=custom_langevin", "+system.constraints=[q]", "integrator=svia"])
+    assert err.value.key == "system.constraints" and "system=custom_constrained_langevin" in str(err.value)
+
+
+def test_the_constrained_integrators_fit_and_the_refusal_lists_the_formula_system():
+    for name in ("csvia", "csvib", "csvic"):
+        sgi_run.compose(["system=custom_constrained_langevin", f"integrator={name}"])
+    with pytest.raises(ConfigError, match="custom_constrained_langevin") as err:
+        sgi_run.compose(["system=langevin_double_well", "integrator=csvia"])
+    assert "spherical_pendulum" in str(err.value)
+
+
+def test_a_run_of_circle_pendulum_formula_is_the_run_of_circle_pendulum(runs_root):
+    """Through the whole pipeline (config, engine, SHAKE counts, statistics) at the same seed."""
+    common = runs_root + ["integrator=csvic", "plan.dt=0.05", "plan.T=1", "plan.output_dt=0.5", "plan.paths=32",
+                          "plan.observables=[H,q2]", "cache=off"]
+    ours, theirs = (sgi_run.run(sgi_run.compose([f"system={name}", *common])).ensemble
+                    for name in ("circle_pendulum_formula", "circle_pendulum"))
+    for name in ("H", "q2"):
+        np.testing.assert_allclose(ours.mean(name), theirs.mean(name), rtol=1e-13, atol=1e-15)
+    np.testing.assert_allclose(ours.paths["q1"], theirs.paths["q1"], rtol=1e-13, atol=1e-14)
