@@ -29,6 +29,13 @@ in the positions, for the constrained integrators (``circle_pendulum_formula.yam
 ``h`` and noise Hamiltonians are formulas in the coordinates of its ``algebra`` (so3, se3, so(n), su(N)):
 ``rigid_body_formula.yaml`` and ``heavy_top_formula.yaml`` restate the built-ins with their keys.
 
+**Initial laws.** Each entry of an initial state (``q0``, ``p0``; ``pi0``, ``gamma0``, ``m0``) is a number (a
+deterministic start, as before) or a formula in independent standard normal variables ``xi1, xi2, ..``, uniform
+variables on [0, 1) ``u1, u2, ..`` and the parameters (``q0: "2 + 0.1*xi1"``). Each path draws them once, from its
+own key (``initial_state(key)``: ``jax.random`` on the engine's ``noise.init_key`` of the path), so the same seed
+gives the same starts whatever the shards; a variable named in two entries is one draw. A condition on the start
+(a constraint manifold, an su(N) trace) is checked on CHECKED_DRAWS draws of fixed keys, before any run.
+
 A run's numbers then depend on sympy's printing too (``1/10``, ``q**2``), which the code digest of cached
 runs (``provenance``) does not see: it is pinned by the environment, as JAX's own version is.
 """
@@ -84,13 +91,14 @@ class _Refused(Exception):
     """What the walk met that a formula may not have (turned into the one ConfigError line by ``parse``)."""
 
 
-def parse(key: str, text, names: Sequence[str]):
-    """``text`` as a sympy expression in the symbols ``names`` (real), or a ConfigError naming ``key``.
+def parse(key: str, text, names: Sequence[str], shown: Sequence[str] | None = None):
+    """``text`` as a sympy expression in the symbols ``names`` (real), or a ConfigError naming ``key``;
+    ``shown``: the names as a refusal lists them, where not one by one (an initial law's ``xi1, xi2, ..``).
 
     Only the whitelist is read (see the module docstring); the text is never evaluated as Python."""
     import sympy
 
-    allowed = _allowed(names)
+    allowed = _allowed(names if shown is None else shown)
     if isinstance(text, (int, float)) and not isinstance(text, bool):
         text = repr(text)
     if not isinstance(text, str):
@@ -206,6 +214,21 @@ def _finite(value) -> bool:
 # The most numbers a list parameter may have (each is a symbol of every formula's generated function).
 MAX_VECTOR = 1000
 
+# An initial law's random variables: xi<k> independent standard normals, u<k> independent uniforms on [0, 1), drawn
+# once per path from the path's own key and shared by every entry of its initial state that names them (so
+# q0: xi1, p0: xi1 is one draw twice). At most MAX_RANDOM of each: each is an argument of the generated functions.
+RANDOM = re.compile(r"(xi|u)([1-9]\d*)")
+MAX_RANDOM = 1000
+RANDOM_SHOWN = ("xi1, xi2, .. (independent standard normals)", "u1, u2, .. (uniform on [0, 1))")
+# A random initial law is checked (a constraint, a trace) on this many draws, from keys of its own (not a run's).
+CHECKED_DRAWS = 16
+
+
+def _as_entries(value):
+    """An initial state's value as the config gives it: a number (float), a formula (text), or a tuple of those."""
+    entry = lambda v: v if isinstance(v, str) else float(v)
+    return tuple(map(entry, value)) if isinstance(value, (list, tuple)) else entry(value)
+
 
 def parameter_symbols(name: str, value) -> list[str]:
     """The formula symbols of a parameter: its name for a number, ``<name>1 .. <name>n`` for a list of n
@@ -279,20 +302,24 @@ class _Formulas:
             require(name, value, name.isidentifier() and not keyword.iskeyword(name) and not name.startswith("_")
                     and name not in taken, f"a parameter named as a formula names it (not one of {sorted(taken)})")
             for symbol, number in zip(parameter_symbols(name, value), value if isinstance(value, tuple) else (value,)):
-                owner = "the state's or a function's" if symbol in taken else f"{owners[symbol]}'s" if symbol in owners else None
+                owner = ("the state's or a function's" if symbol in taken else f"{owners[symbol]}'s" if symbol in owners
+                         else "an initial law's random variable" if RANDOM.fullmatch(symbol) else None)
                 require(name, value, owner is None, f"a parameter whose formula symbols are its own ({symbol} is "
                         f"also {owner})")
                 owners[symbol], values[symbol] = name, number
         names, used = list(symbols) + list(values), set()
 
-        def compile(key, text):
+        def compile(key, text, leading=None, shown=None):
+            """``leading``: the symbols before the parameters' where not the state's (an initial law's random
+            variables), ``shown`` as a refusal lists them."""
+            here = names if leading is None else list(leading) + list(values)
             try:
-                expression = parse(key, text, names)
+                expression = parse(key, text, here, None if shown is None else [*shown, *values])
             except ConfigError:
-                self._refuse_misshapen(text, names)
+                self._refuse_misshapen(text, here)
                 raise
             used.update(owners[name] for name in free_names(expression) if name in owners)
-            return jax_function(expression, names)
+            return jax_function(expression, here)
 
         def finish():
             keys = ", ".join({v: k for k, v in self.KEYS.items()}.get(f.name, f.name)
@@ -327,9 +354,58 @@ class _Formulas:
                 f"{'a formula' if self.dof == 1 else f'a list of {self.dof} formulas'} (one per degree of freedom)")
         return [compile(key, text) for text in texts]
 
-    def _initial(self):
-        q0 = jnp.broadcast_to(jnp.asarray(self.q0, dtype=jnp.float64), (self.dof,))
-        p0 = jnp.broadcast_to(jnp.asarray(self.p0, dtype=jnp.float64), (self.dof,))
+    # --- the initial law ----------------------------------------------------------------------------
+    def _compile_initial(self, compile, keys: Sequence[str]):
+        """Each entry of the initial state's keys: a number as it is, a formula compiled in the random variables
+        ``xi1..xiK``, ``u1..uL`` (K, L the largest indices any entry names) and the parameters. Called before
+        ``finish``, so a parameter only an initial law uses is used."""
+        texts = [(key, v) for key in keys for v in (getattr(self, key) if isinstance(getattr(self, key), tuple)
+                                                   else (getattr(self, key),)) if isinstance(v, str)]
+        largest = {"xi": 0, "u": 0}
+        for key, text in texts:
+            for name in re.findall(r"[A-Za-z_]\w*", text):
+                matched = RANDOM.fullmatch(name)
+                if matched:
+                    require(key, text, int(matched[2]) <= MAX_RANDOM, f"an initial law in at most xi{MAX_RANDOM} and "
+                            f"u{MAX_RANDOM} (not {name})")
+                    largest[matched[1]] = max(largest[matched[1]], int(matched[2]))
+        randoms = [f"xi{k}" for k in range(1, largest["xi"] + 1)] + [f"u{k}" for k in range(1, largest["u"] + 1)]
+        law = {}
+        for key in keys:
+            value = getattr(self, key)
+            entries = value if isinstance(value, tuple) else (value,)
+            law[key] = None if value is None else tuple(compile(key, v, randoms, RANDOM_SHOWN) if isinstance(v, str)
+                                                        else v for v in entries)
+        object.__setattr__(self, "_law", (law, largest["xi"], largest["u"]))
+
+    @property
+    def random_initial(self) -> bool:
+        """Whether the initial law draws (a formula names xi<k> or u<k>); else every path starts alike."""
+        return self._law[1] + self._law[2] > 0
+
+    def _initial_values(self, key) -> dict:
+        """Each initial key's entries (float64 scalars), drawn from the path's ``key``: xi from one half of it,
+        u from the other (jax.random, so a path's start depends on its key alone, whatever the shards)."""
+        law, normals, uniforms = self._law
+        drawn = ()
+        if normals + uniforms:
+            if key is None:
+                raise ValueError(f"{type(self).__name__}: a random initial law is drawn from a path's key, not None")
+            k_xi, k_u = jax.random.split(key)
+            drawn = (*jax.random.normal(k_xi, (normals,), jnp.float64), *jax.random.uniform(k_u, (uniforms,), jnp.float64))
+        value = lambda e: jnp.asarray(e(*drawn, *self._values) if callable(e) else e, dtype=jnp.float64)
+        return {k: None if entries is None else tuple(map(value, entries)) for k, entries in law.items()}
+
+    def checked_starts(self) -> tuple:
+        """The initial states ``check`` inspects: the one start, or a random law's draws from CHECKED_DRAWS fixed keys
+        (a start off the manifold on a set of draws of probability 0 is not seen; the runs' constraint residual is)."""
+        if not self.random_initial:
+            return (self.initial_state(None),)
+        return tuple(self.initial_state(jax.random.key(k)) for k in range(CHECKED_DRAWS))
+
+    def _initial(self, key):
+        values = self._initial_values(key)
+        q0, p0 = (jnp.broadcast_to(jnp.stack(values[k]), (self.dof,)) for k in ("q0", "p0"))
         return jnp.concatenate([q0, p0])
 
 
@@ -349,13 +425,13 @@ class FormulaSystem(_Formulas, CanonicalSystem):
     F: Formula | tuple[Formula, ...] | None = None
     noise_forcing: tuple[Formula | tuple[Formula, ...], ...] | None = None
     dof: int = 1
-    q0: float | tuple[float, ...] = 1.0
-    p0: float | tuple[float, ...] = 0.0
+    q0: float | Formula | tuple[float | Formula, ...] = 1.0
+    p0: float | Formula | tuple[float | Formula, ...] = 0.0
     parameters: tuple[tuple[str, float | tuple[float, ...]], ...] = ()
 
     def __post_init__(self):
         for name in ("q0", "p0"):
-            object.__setattr__(self, name, _as_floats(getattr(self, name)))
+            object.__setattr__(self, name, _as_entries(getattr(self, name)))
         self._check_dof()
         qs, ps = state_symbols(self.dof)
         compile, finish = self._compiler(qs + ps)
@@ -370,6 +446,7 @@ class FormulaSystem(_Formulas, CanonicalSystem):
             require("noise_forcing", self.noise_forcing, len(self.noise_forcing) == len(noise),
                     f"one forcing f_i per noise Hamiltonian ({len(noise)}), or null")
             noise_forcing = [self._per_dof("noise_forcing", f, compile) for f in self.noise_forcing]
+        self._compile_initial(compile, ("q0", "p0"))
         finish()
         # Not fields: derived from them, so equality, hashing and pickling (__reduce__) see the texts alone.
         object.__setattr__(self, "_functions", (hamiltonian, noise_hamiltonians, forcing, noise_forcing))
@@ -413,7 +490,7 @@ class FormulaSystem(_Formulas, CanonicalSystem):
         return HamiltonianParts(dH_dq, dH_dp, self.forcing(q, p), dh_dq, dh_dp, self.noise_forcing_values(q, p))
 
     def initial_state(self, key):
-        return self._initial()
+        return self._initial(key)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -433,10 +510,15 @@ class LangevinFormulaSystem(_Formulas, LangevinSystem):
 
     potential: Formula = "q**2/2"
     dof: int = 1
+    q0: float | Formula | tuple[float | Formula, ...] = 0.0
+    p0: float | Formula | tuple[float | Formula, ...] = 0.0
     parameters: tuple[tuple[str, float | tuple[float, ...]], ...] = ()
+    _float_fields: ClassVar[tuple[str, ...]] = ("mass",)      # q0, p0 may be formulas: _as_entries
 
     def __post_init__(self):
         self._check_dof()
+        for name in ("q0", "p0"):
+            object.__setattr__(self, name, _as_entries(getattr(self, name)))
         super().__post_init__()
         positions, momenta = state_symbols(self.dof)
         compile, finish = self._compiler(positions, reserved=momenta)
@@ -444,8 +526,12 @@ class LangevinFormulaSystem(_Formulas, LangevinSystem):
         finish()
 
     def _compile(self, compile):
-        """Compiles the formulas of the positions (a subclass adds its own) before ``finish`` checks the parameters."""
+        """Compiles the formulas (a subclass adds its own) before ``finish`` checks the parameters."""
         object.__setattr__(self, "_potential", compile("potential", self.potential))
+        self._compile_initial(compile, ("q0", "p0"))
+
+    def initial_state(self, key):
+        return self._initial(key)
 
     @property
     def noises(self) -> int:
@@ -496,8 +582,8 @@ class ConstrainedLangevinFormulaSystem(LangevinFormulaSystem, ConstrainedLangevi
 
     potential: Formula = "q3"
     dof: int = 3
-    q0: float | tuple[float, ...] = (0.0, 0.0, -1.0)
-    p0: float | tuple[float, ...] = (0.0, 0.0, 0.0)
+    q0: float | Formula | tuple[float | Formula, ...] = (0.0, 0.0, -1.0)
+    p0: float | Formula | tuple[float | Formula, ...] = (0.0, 0.0, 0.0)
     constraint_formulas: tuple[Formula, ...] = ("q1**2 + q2**2 + q3**2 - 1",)
 
     def _compile(self, compile):
@@ -594,18 +680,17 @@ class _Chart:
         x = jnp.where(imaginary, jnp.imag(x), jnp.real(x)) if self.kind == "su" else x
         return [x[k] for k in range(len(self.entries))]
 
-    def matrix(self, values) -> np.ndarray:
-        """The so(n) or su(N) matrix of coordinates' values (the inverse of ``values``)."""
-        m = np.zeros((self.n, self.n), complex if self.kind == "su" else float)
+    def matrix(self, values) -> jax.Array:
+        """The so(n) or su(N) matrix of coordinates' values (the inverse of ``values``), in JAX: a random initial
+        law's values are traced."""
+        m = jnp.zeros((self.n, self.n), jnp.complex128 if self.kind == "su" else jnp.float64)
         for (i, j, imaginary), v in zip(self.entries, values):
             if i == j:
-                m[i, i] = 1j * v
+                m = m.at[i, i].set(1j * v)
             elif imaginary:
-                m[i, j] += 1j * v
-                m[j, i] += 1j * v
+                m = m.at[i, j].add(1j * v).at[j, i].add(1j * v)
             else:
-                m[i, j] += v
-                m[j, i] -= v
+                m = m.at[i, j].add(v).at[j, i].add(-v)
         return m
 
 
@@ -642,16 +727,16 @@ class LiePoissonFormulaSystem(_Formulas, LiePoissonSystem):
     algebra_name: str = "so3"
     h: Formula = "pi1**2/4 + pi2**2/2 + 3*pi3**2/4"
     noise: tuple[Formula, ...] = ("pi1**2/20", "pi2**2/20", "pi3**2/20")
-    pi0: tuple[float, ...] | None = (0.8912073600614354, 0.0, 0.4535961214255773)
-    gamma0: tuple[float, ...] | None = None
-    m0: tuple[float, ...] | None = None
+    pi0: tuple[float | Formula, ...] | None = (0.8912073600614354, 0.0, 0.4535961214255773)
+    gamma0: tuple[float | Formula, ...] | None = None
+    m0: tuple[float | Formula, ...] | None = None
     parameters: tuple[tuple[str, float | tuple[float, ...]], ...] = ()
 
     def __post_init__(self):
         for name in ("pi0", "gamma0", "m0"):
             value = getattr(self, name)
             if isinstance(value, (list, tuple)):
-                object.__setattr__(self, name, _as_floats(value))
+                object.__setattr__(self, name, _as_entries(value))
         chart = _Chart.of(self.algebra_name)
         compile, finish = self._compiler(chart.symbols)
         noise = (self.noise,) if isinstance(self.noise, str) else self.noise
@@ -659,6 +744,7 @@ class LiePoissonFormulaSystem(_Formulas, LiePoissonSystem):
                 "a list of one or more noise Hamiltonians h_i")
         hamiltonian = compile("h", self.h)
         noise_hamiltonians = [compile("noise", h) for h in noise]
+        self._compile_initial(compile, ("pi0", "gamma0", "m0"))
         finish()
         # Not fields: derived from them, so equality, hashing and pickling (__reduce__) see the texts alone.
         object.__setattr__(self, "_chart", chart)
@@ -678,10 +764,11 @@ class LiePoissonFormulaSystem(_Formulas, LiePoissonSystem):
                 require(key, getattr(self, key), getattr(self, key) is None,
                         f"null with algebra {chart.algebra.name} (its initial state is {', '.join(chart.initial_keys)})")
         if chart.kind == "su":
-            diagonal = [v for (i, j, _), v in zip(chart.entries, self.m0) if i == j]
-            require("m0", self.m0, abs(sum(diagonal)) <= 1e-12 * max(1.0, *map(abs, diagonal)),
-                    f"an su({chart.n}) matrix: its imaginary diagonal im11 + .. + im{chart.n}{chart.n} sums to 0 "
-                    f"(traceless), not {sum(diagonal):.3g}")
+            for m in self.checked_starts():     # a random law: its draws at fixed keys
+                diagonal = [float(v) for v in np.imag(np.diagonal(np.asarray(m)))]
+                require("m0", self.m0, abs(sum(diagonal)) <= 1e-12 * max(1.0, *map(abs, diagonal)),
+                        f"an su({chart.n}) matrix: its imaginary diagonal im11 + .. + im{chart.n}{chart.n} sums to 0 "
+                        f"(traceless), not {sum(diagonal):.3g}")
 
     @property
     def noises(self) -> int:
@@ -717,13 +804,13 @@ class LiePoissonFormulaSystem(_Formulas, LiePoissonSystem):
         return None
 
     def initial_state(self, key):
-        chart = self._chart
+        chart, values = self._chart, self._initial_values(key)
         if chart.kind in ("so3", "se3"):
-            return self.state(tuple(jnp.asarray(getattr(self, k), dtype=jnp.float64) for k in chart.initial_keys)
-                              if chart.kind == "se3" else jnp.asarray(self.pi0, dtype=jnp.float64))
+            vectors = tuple(jnp.stack(values[k]) for k in chart.initial_keys)
+            return self.state(vectors if chart.kind == "se3" else vectors[0])
         # As typed: an su(N) diagonal that sums to 0 at round-off (check) stays so, as every step's commutators
         # keep the trace; subtracting it would move the entries the user gave.
-        return jnp.asarray(chart.matrix(self.m0))
+        return chart.matrix(values["m0"])
 
     def observables(self) -> dict[str, Callable]:
         """The base's (``H``, the Casimirs, the spectrum on a matrix algebra, the components of ``pi`` and

@@ -461,6 +461,11 @@ def test_the_documented_constrained_command_lines_compose():
     cfg = sgi_run.compose(["system=custom_constrained_langevin", "system.constraints=['q1**2 + q2**2 + q3**2 - 1']",
                            "integrator=csvia"])
     assert build_system(cfg.system).constraints == 1
+    cfg = sgi_run.compose(["system=circle_pendulum_formula", "system.q0=['cos(2*pi*u1)','sin(2*pi*u1)',0]",
+                           "integrator=csvia"])
+    assert build_system(cfg.system).random_initial
+    for args in (["system.q0='2 + 0.1*xi1'", "system.p0='sqrt(-2*log(1 - u1))*cos(2*pi*u2)'"], ["system.q0='2 + 0.1*xi1'"]):
+        assert build_system(sgi_run.compose(["system=custom", *args]).system).random_initial
 
 
 def test_the_documented_lie_poisson_command_lines_compose():
@@ -555,3 +560,85 @@ def test_a_run_of_circle_pendulum_formula_is_the_run_of_circle_pendulum(runs_roo
     for name in ("H", "q2"):
         np.testing.assert_allclose(ours.mean(name), theirs.mean(name), rtol=1e-13, atol=1e-15)
     np.testing.assert_allclose(ours.paths["q1"], theirs.paths["q1"], rtol=1e-13, atol=1e-14)
+
+
+# --- initial laws as formulas (xi1, xi2, .. standard normals; u1, u2, .. uniform on [0, 1)) -----------------------
+LAW = ["system=custom", "system.q0='2 + 0.5*xi1'", "system.p0='sqrt(-2*log(1 - u1))*cos(2*pi*u2)'"]
+
+
+def test_an_initial_law_has_its_mean_and_variance_over_the_paths(runs_root):
+    """Through the engine (each path's start from its own key): q0 = 2 + 0.5 xi1 is N(2, 1/4), p0 by Box-Muller
+    N(0, 1); the means and variances at t = 0 over 4000 paths within 4 standard errors."""
+    n = 4000
+    ensemble = sgi_run.run(sgi_run.compose([*LAW, *runs_root, "integrator=midpoint", "plan.dt=0.1", "plan.T=0.1",
+                                            "plan.output_dt=0.1", f"plan.paths={n}", "plan.observables=[q,p]", "cache=off"])).ensemble
+    for name, mean, var in (("q", 2.0, 0.25), ("p", 0.0, 1.0)):
+        assert abs(ensemble.mean(name)[0] - mean) <= 4 * np.sqrt(var / n), name
+        assert abs(ensemble.var(name)[0] - var) <= 4 * var * np.sqrt(2 / (n - 1)), name
+
+
+def test_an_initial_law_is_the_same_whatever_the_shards(runs_root):
+    common = [*LAW, *runs_root, "integrator=midpoint", "plan.dt=0.1", "plan.T=0.1", "plan.output_dt=0.1",
+              "plan.paths=24", "cache=off"]
+    one, four = (sgi_run.run(sgi_run.compose([*common, f"plan.shards={k}"])).ensemble for k in (1, 4))
+    for name in ("q", "p"):
+        assert np.ptp(one.paths[name][:, 0]) > 0.1          # random indeed
+        np.testing.assert_array_equal(one.paths[name], four.paths[name])
+
+
+def test_an_initial_law_is_drawn_from_the_paths_key_and_a_number_stays_a_number():
+    system = build_system(sgi_run.compose([*LAW, "+system.s=0.5", "system.q0='2 + s*xi1'"]).system)
+    assert system.random_initial and system.q0 == "2 + s*xi1"
+    key = jax.random.key(7)
+    np.testing.assert_array_equal(system.initial_state(key), system.initial_state(key))
+    assert not np.array_equal(system.initial_state(key), system.initial_state(jax.random.key(8)))
+    xi = jax.random.normal(jax.random.split(key)[0], (1,), jnp.float64)
+    assert float(system.initial_state(key)[0]) == float(2 + 0.5 * xi[0])
+    deterministic = build_system(sgi_run.compose(["system=kubo_formula", "system.q0=2"]).system)
+    assert deterministic.q0 == 2.0 and isinstance(deterministic.q0, float) and not deterministic.random_initial
+    np.testing.assert_array_equal(deterministic.initial_state(None), [2.0, 0.0])
+    with pytest.raises(ValueError, match="a random initial law"):
+        system.initial_state(None)
+
+
+@pytest.mark.parametrize("overrides, key, words", [
+    (["system.q0=xi0"], "system.q0", "not the name 'xi0'"),
+    (["system.q0=z1"], "system.q0", "not the name 'z1'"),
+    (["system.p0=q*xi1"], "system.p0", "not the name 'q'"),
+    (["system.q0=xi1001"], "system.q0", "at most xi1000"),
+    (["system.q0=[xi1,xi2]"], "system.q0", "one number or 1 numbers"),
+    (["+system.u=[1,2]", "system.H='u1*p**2 + q**2'"], "system.u", "u1 is also an initial law's random variable"),
+])
+def test_an_initial_law_refuses_in_one_line(overrides, key, words):
+    with pytest.raises(ConfigError) as err:
+        sgi_run.compose(["system=custom", *overrides])
+    message = str(err.value)
+    assert err.value.key == key and "\n" not in message and words in message, message
+    if "xi0" in message:
+        assert "xi1, xi2, .. (independent standard normals), u1, u2, .. (uniform on [0, 1))" in message
+
+
+def test_a_random_start_on_the_manifold_is_checked_on_draws():
+    """A constraint holds on every draw or is refused: checked on CHECKED_DRAWS draws of keys of its own."""
+    on = ["system.q0=['cos(2*pi*u1)', 'sin(2*pi*u1)', 0]", "system.p0=['-xi1*sin(2*pi*u1)', 'xi1*cos(2*pi*u1)', 0]"]
+    system = build_system(sgi_run.compose(["system=circle_pendulum_formula", *on, "integrator=csvia"]).system)
+    z = system.initial_state(jax.random.key(1))
+    assert system.random_initial and abs(float(system.constraint(z[:3])[0])) < 1e-15
+    for off, key in ((["system.q0=[xi1,xi2,0]"], "system.q0"), ([on[0], "system.p0=[xi1,xi2,0]"], "system.p0")):
+        with pytest.raises(ConfigError) as err:
+            sgi_run.compose(["system=circle_pendulum_formula", *off, "integrator=csvia"])
+        assert err.value.key == key and "\n" not in str(err.value)
+
+
+def test_a_lie_poisson_initial_law():
+    """so3: pi0 in xi; su(2): a random diagonal that sums to 0 on every draw, and one that does not (refused)."""
+    cfg = sgi_run.compose(["system=rigid_body_formula", "system.pi0=[xi1,'0.5*xi2',u1]", "integrator=tmk"])
+    system = build_system(cfg.system)
+    pi = np.asarray(jax.vmap(system.initial_state)(jax.random.split(jax.random.key(0), 2000)))
+    assert pi.shape == (2000, 3) and abs(pi[:, 1].std() - 0.5) < 0.05 and 0 <= pi[:, 2].min() and pi[:, 2].max() < 1
+    su2 = ["system=custom_lie_poisson", "system.algebra='su(2)'", "system.h=im11**2", "system.noise=[re12]",
+           "system.pi0=null", "integrator=tmk"]
+    m = build_system(sgi_run.compose([*su2, "system.m0=[xi1,u1,xi2,'-xi1']"]).system).initial_state(jax.random.key(2))
+    assert float(jnp.abs(jnp.trace(m))) == 0.0
+    with pytest.raises(ConfigError, match=r"^system.m0=.*sums to 0 \(traceless\)"):
+        sgi_run.compose([*su2, "system.m0=[xi1,u1,xi2,xi3]"])
