@@ -26,7 +26,8 @@ built-ins' tuples) gives the formulas ``inertia1 .. inertian``. ``LangevinFormul
 in the positions, for the constrained integrators (``circle_pendulum_formula.yaml``,
 ``spherical_pendulum_formula.yaml`` restate the built-ins).
 ``LiePoissonFormulaSystem`` (``custom_lie_poisson``) is a Lie-Poisson system (``lie_poisson.py``) whose
-``h`` and noise Hamiltonians are formulas in the coordinates of its ``algebra`` (so3, se3, so(n), su(N)):
+``h`` and noise Hamiltonians are formulas in the coordinates of its ``algebra`` (so3, se3, so(n), su(N) and
+products ``so3 x so3`` of them, factor k's symbols suffixed ``_k``):
 ``rigid_body_formula.yaml`` and ``heavy_top_formula.yaml`` restate the built-ins with their keys.
 
 **Initial laws.** Each entry of an initial state (``q0``, ``p0``; ``pi0``, ``gamma0``, ``m0``) is a number (a
@@ -610,6 +611,8 @@ class ConstrainedLangevinFormulaSystem(LangevinFormulaSystem, ConstrainedLangevi
 # su(16)); a larger algebra is a class's (zeitlin.py, su(N) up to 256).
 MATRIX_MAX = 16
 ALGEBRAS = f"so3, se3, so(n) or su(N) (n, N from 2 to {MATRIX_MAX})"
+# A product a x b x .. of those (lie.Product), of at most this many factors.
+MAX_FACTORS = 16
 _MATRIX = re.compile(r"(so|su)\((\d{1,3})\)")
 
 
@@ -622,13 +625,19 @@ class _Chart:
     n: int = 3
 
     @classmethod
-    def of(cls, text) -> _Chart:
-        compact = "".join(text.split()).lower() if isinstance(text, str) else None
-        if compact in ("so3", "se3"):
-            return cls(compact)
-        matched = _MATRIX.fullmatch(compact or "")
-        require("algebra", text, matched is not None and 2 <= int(matched[2]) <= MATRIX_MAX, f"one of {ALGEBRAS}")
-        return cls(matched[1], int(matched[2]))
+    def of(cls, text) -> _Chart | _ProductChart:
+        """The chart of an algebra's text: one algebra, or a product ``so3 x so3`` (no algebra's name has an x)."""
+        compact = "".join(text.split()).lower() if isinstance(text, str) else ""
+        factors = compact.split("x")
+        allowed = f"one of {ALGEBRAS}, or a product a x b x .. of 2 to {MAX_FACTORS} of them (so3 x so3)"
+        require("algebra", text, len(factors) <= MAX_FACTORS, allowed)
+        charts = []
+        for factor in factors:
+            matched = _MATRIX.fullmatch(factor)
+            require("algebra", text, factor in ("so3", "se3") or (matched is not None and 2 <= int(matched[2]) <= MATRIX_MAX),
+                    allowed)
+            charts.append(cls(factor) if factor in ("so3", "se3") else cls(matched[1], int(matched[2])))
+        return charts[0] if len(charts) == 1 else _ProductChart(tuple(charts))
 
     @property
     def algebra(self):
@@ -669,6 +678,30 @@ class _Chart:
             return StateSpace(leaves, bare=len(leaves) == 1)
         return StateSpace((Leaf("M", (self.n, self.n), "complex128" if self.kind == "su" else "float64"),), bare=True)
 
+    def key_symbols(self, key: str) -> tuple[str, ...]:
+        """The symbols an initial key's entries give, in order (pi0: pi1 pi2 pi3; m0: every symbol)."""
+        return self.symbols if key == "m0" else tuple(s for s in self.symbols if s.startswith(key[:-1]))
+
+    def dual(self, z):
+        """The dual element of a state (se3: the pair of its leaves)."""
+        return (z["pi"], z["gamma"]) if self.kind == "se3" else z
+
+    def state(self, mu):
+        return {"pi": mu[0], "gamma": mu[1]} if self.kind == "se3" else mu
+
+    def initial(self, values: Mapping[str, Sequence]):
+        """The dual element of an initial state's entries (float64 scalars by key)."""
+        if self.kind in ("so3", "se3"):
+            vectors = tuple(jnp.stack(values[k]) for k in self.initial_keys)
+            return vectors if self.kind == "se3" else vectors[0]
+        # As typed: an su(N) diagonal that sums to 0 at round-off (check) stays so, as every step's commutators
+        # keep the trace; subtracting it would move the entries the user gave.
+        return self.matrix(values["m0"])
+
+    def su_diagonals(self, mu) -> list[list[float]]:
+        """The imaginary diagonal of an su(N) element (whose sum, the trace, must vanish); none elsewhere."""
+        return [[float(v) for v in np.imag(np.diagonal(np.asarray(mu)))]] if self.kind == "su" else []
+
     def values(self, mu) -> list:
         """The coordinates' values at the dual element ``mu`` (real scalars)."""
         if self.kind == "so3":
@@ -695,6 +728,67 @@ class _Chart:
 
 
 @dataclasses.dataclass(frozen=True)
+class _ProductChart:
+    """A product a x b x .. of charts (``lie.Product``): factor k's symbols are its own with the suffix ``_k``
+    (``pi1_1 .. pi3_1, pi1_2 ..``), as ``lie.Product`` names the factors' Casimirs (``C2_1``), so the one rule
+    names everything of a factor, and no two factors' symbols read the same. The state's leaves are the factors'
+    with that suffix (``pi_1``, ``gamma_2``, ``M_3``). An initial key (``pi0``, ``gamma0``, ``m0``) lists its
+    entries for every factor that has the key, factor by factor: the keys stay the system's fields, whatever the
+    product."""
+    factors: tuple[_Chart, ...]
+    kind: ClassVar[str] = "product"
+
+    @property
+    def algebra(self):
+        return lie.Product([f.algebra for f in self.factors])
+
+    @functools.cached_property
+    def symbols(self) -> tuple[str, ...]:
+        return tuple(f"{s}_{k}" for k, f in enumerate(self.factors, 1) for s in f.symbols)
+
+    def key_symbols(self, key: str) -> tuple[str, ...]:
+        return tuple(f"{s}_{k}" for k, f in enumerate(self.factors, 1) if key in f.initial_keys for s in f.key_symbols(key))
+
+    @property
+    def initial_keys(self) -> tuple[str, ...]:
+        return tuple(k for k in ("pi0", "gamma0", "m0") if any(k in f.initial_keys for f in self.factors))
+
+    def initial_sizes(self) -> tuple[int, ...]:
+        return tuple(len(self.key_symbols(k)) for k in self.initial_keys)
+
+    @property
+    def space(self) -> StateSpace:
+        return StateSpace(tuple(dataclasses.replace(leaf, name=f"{leaf.name}_{k}")
+                                for k, f in enumerate(self.factors, 1) for leaf in f.space.leaves))
+
+    def dual(self, z):
+        parts = []
+        for k, f in enumerate(self.factors, 1):
+            leaves = {leaf.name: z[f"{leaf.name}_{k}"] for leaf in f.space.leaves}
+            parts.append(f.dual(f.space.from_leaves(leaves)))
+        return tuple(parts)
+
+    def state(self, mu):
+        return {f"{name}_{k}": v for k, (f, x) in enumerate(zip(self.factors, mu), 1)
+                for name, v in f.space.leaves_of(f.state(x)).items()}
+
+    def initial(self, values: Mapping[str, Sequence]):
+        taken, parts = dict.fromkeys(values, 0), []
+        for f in self.factors:
+            own = {}
+            for key, size in zip(f.initial_keys, f.initial_sizes()):
+                own[key], taken[key] = values[key][taken[key]: taken[key] + size], taken[key] + size
+            parts.append(f.initial(own))
+        return tuple(parts)
+
+    def su_diagonals(self, mu) -> list[list[float]]:
+        return [d for f, x in zip(self.factors, mu) for d in f.su_diagonals(x)]
+
+    def values(self, mu) -> list:
+        return [v for f, x in zip(self.factors, mu) for v in f.values(x)]
+
+
+@dataclasses.dataclass(frozen=True)
 class LiePoissonFormulaSystem(_Formulas, LiePoissonSystem):
     r"""A Lie-Poisson system (``lie_poisson.py``) whose Hamiltonian :math:`h` and noise Hamiltonians
     :math:`h_i` are formulas of the config, on the algebra its text names (config key ``algebra``):
@@ -709,6 +803,11 @@ class LiePoissonFormulaSystem(_Formulas, LiePoissonSystem):
       (:math:`M_{ij} = re_{ij} + i\,im_{ij}`, :math:`M_{ji} = -re_{ij} + i\,im_{ij}`) and ``imkk`` on the
       diagonal (:math:`M_{kk} = i\,im_{kk}`, summing to 0), row by row (``re12 im12 re13 im13 .. im22 ..``
       with ``im11`` first); initial ``m0``: their values in that order.
+
+    - a product ``a x b x ..`` of those (``lie.Product``; ``so3 x so3``: two decoupled or coupled bodies): factor k's
+      symbols are its own with the suffix ``_k`` (``pi1_1 .. pi3_2``), as its Casimirs are named (``C2_1``), its
+      leaves too (``pi_1``, ``gamma_2``, ``M_3``); ``pi0``, ``gamma0``, ``m0`` list the entries of every factor with
+      that key, factor by factor (``_ProductChart``). ``isomp`` fits a product of matrix algebras.
 
     From n = 10 the indices are apart, ``m1_10``. Every symbol is real, so a formula of them is a real
     function of the matrix: its gradient for the pairing comes from ``jax.grad`` and the projection on the
@@ -753,7 +852,7 @@ class LiePoissonFormulaSystem(_Formulas, LiePoissonSystem):
     def check(self):
         chart = self._chart
         for key, size in zip(chart.initial_keys, chart.initial_sizes()):
-            value, symbols = getattr(self, key), chart.symbols if key == "m0" else None
+            value, symbols = getattr(self, key), chart.key_symbols(key) if key == "m0" or chart.kind == "product" else None
             coordinates = (f"{symbols[0]}, {symbols[1]}, .., {symbols[-1]}" if len(symbols) > 3
                            else ", ".join(symbols)) if symbols else None
             require(key, value, isinstance(value, tuple) and len(value) == size,
@@ -763,11 +862,11 @@ class LiePoissonFormulaSystem(_Formulas, LiePoissonSystem):
             if key not in chart.initial_keys:
                 require(key, getattr(self, key), getattr(self, key) is None,
                         f"null with algebra {chart.algebra.name} (its initial state is {', '.join(chart.initial_keys)})")
-        if chart.kind == "su":
-            for m in self.checked_starts():     # a random law: its draws at fixed keys
-                diagonal = [float(v) for v in np.imag(np.diagonal(np.asarray(m)))]
+        for z in self.checked_starts():     # a random law: its draws at fixed keys
+            for diagonal in chart.su_diagonals(self.dual(z)):
+                n = len(diagonal)
                 require("m0", self.m0, abs(sum(diagonal)) <= 1e-12 * max(1.0, *map(abs, diagonal)),
-                        f"an su({chart.n}) matrix: its imaginary diagonal im11 + .. + im{chart.n}{chart.n} sums to 0 "
+                        f"an su({n}) matrix: its imaginary diagonal im11 + .. + im{n}{n} sums to 0 "
                         f"(traceless), not {sum(diagonal):.3g}")
 
     @property
@@ -794,28 +893,25 @@ class LiePoissonFormulaSystem(_Formulas, LiePoissonSystem):
         return jnp.stack([self._call(h, mu) for h in self._functions[1]])
 
     def dual(self, z):
-        return (z["pi"], z["gamma"]) if self._chart.kind == "se3" else z
+        return self._chart.dual(z)
 
     def state(self, mu, attitude=None):
         """The state of a dual element; ``attitude`` (``lgvi_cayley`` passes the state's) is None here."""
-        return {"pi": mu[0], "gamma": mu[1]} if self._chart.kind == "se3" else mu
+        return self._chart.state(mu)
 
     def attitude(self, z):
         return None
 
     def initial_state(self, key):
-        chart, values = self._chart, self._initial_values(key)
-        if chart.kind in ("so3", "se3"):
-            vectors = tuple(jnp.stack(values[k]) for k in chart.initial_keys)
-            return self.state(vectors if chart.kind == "se3" else vectors[0])
-        # As typed: an su(N) diagonal that sums to 0 at round-off (check) stays so, as every step's commutators
-        # keep the trace; subtracting it would move the entries the user gave.
-        return chart.matrix(values["m0"])
+        return self.state(self._chart.initial(self._initial_values(key)))
 
     def observables(self) -> dict[str, Callable]:
         """The base's (``H``, the Casimirs, the spectrum on a matrix algebra, the components of ``pi`` and
         ``gamma``), and each matrix coordinate by its symbol (``m12``, ``re12``, ``im11``)."""
         named = super().observables()
-        if self._chart.kind in ("so", "su"):
+        if self._chart.kind == "product":     # by symbol (pi1_2), not by the leaves' components (pi_21: which is which?)
+            leaves = [leaf.name for leaf in self.space.leaves]
+            named = {k: f for k, f in named.items() if not any(k.startswith(n) and k[len(n):].isdigit() for n in leaves)}
+        if self._chart.kind in ("so", "su", "product"):
             named |= {s: (lambda z, k=k: self._chart.values(self.dual(z))[k]) for k, s in enumerate(self._chart.symbols)}
         return named

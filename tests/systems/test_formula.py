@@ -476,6 +476,9 @@ def test_the_documented_lie_poisson_command_lines_compose():
                            "system.m0=[1,0,0,0,0,1]", "system.h='m12**2 + m13**2/2 + m14**2/3 + m23**2/4 + m24**2/5 "
                            "+ m34**2/6'", "system.noise=[0.1*m12]", "integrator=isomp"])
     assert build_system(cfg.system).algebra.name == "so(4)"
+    cfg = sgi_run.compose(["system=custom_lie_poisson", "system.algebra='so3 x so3'", "system.h='pi1_1**2/2 + pi2_2**2/2'",
+                           "system.noise=[0.1*pi3_1, 0.1*pi3_2]", "system.pi0=[1,0,0,0,1,0]", "integrator=isomp"])
+    assert build_system(cfg.system).algebra.name == "so3 x so3"
 
 
 # --- constrained Langevin systems of formulas (system=custom_constrained_langevin) ---------------------------------
@@ -642,3 +645,74 @@ def test_a_lie_poisson_initial_law():
     assert float(jnp.abs(jnp.trace(m))) == 0.0
     with pytest.raises(ConfigError, match=r"^system.m0=.*sums to 0 \(traceless\)"):
         sgi_run.compose([*su2, "system.m0=[xi1,u1,xi2,xi3]"])
+
+
+# --- product algebras (algebra: so3 x so3, lie.Product) --------------------------------------------------------------
+def _two_bodies():
+    """Two decoupled rigid bodies (paper 004's quadratic noise) on so3 x so3, and each as the built-in rigid_body."""
+    from sgi_run.systems import RigidBody
+    body = lambda k, inertia: f"(pi1_{k}**2/{inertia}1 + pi2_{k}**2/{inertia}2 + pi3_{k}**2/{inertia}3)/2"
+    first, second = RigidBody(), RigidBody(inertia=(1.0, 2.0, 3.0), pi0=(0.0, 0.6, 0.8))
+    ours = LiePoissonFormulaSystem(
+        algebra_name="so3 x so3", h=f"{body(1, 'I')} + {body(2, 'J')}",
+        noise=tuple(f"a*pi{i}_{k}**2/2" for k in (1, 2) for i in (1, 2, 3)), pi0=first.pi0 + second.pi0,
+        parameters=(("I", first.inertia), ("J", second.inertia), ("a", 0.1)))
+    return ours, first, second
+
+
+def test_a_product_algebra_has_per_factor_symbols_states_and_casimirs():
+    ours, first, second = _two_bodies()
+    ours.check()
+    assert ours._chart.symbols == ("pi1_1", "pi2_1", "pi3_1", "pi1_2", "pi2_2", "pi3_2")
+    assert ours.algebra.name == "so3 x so3" and ours.invariants() == ("C2_1", "C2_2") and ours.noises == 6
+    z = ours.initial_state(None)
+    np.testing.assert_array_equal(z["pi_1"], first.initial_state(None))
+    np.testing.assert_array_equal(z["pi_2"], second.initial_state(None))
+    names = ours.observables()
+    assert float(names["pi2_2"](z)) == 0.6 and float(names["C2_2"](z)) == pytest.approx(1.0, rel=1e-15)
+    assert not any(name.startswith("pi_") for name in names)
+    np.testing.assert_allclose(ours.energy(z), first.energy(first.initial_state(None)) + second.energy(
+        second.initial_state(None)), rtol=1e-15)
+
+
+@pytest.mark.parametrize("method", ["tmk", "lp_midpoint", "isomp"])
+def test_two_decoupled_rigid_bodies_on_so3_x_so3_step_as_two_builtin_runs(method, make_integrator):
+    """100 steps, the first three increments to body 1, the others to body 2: each factor's path is the built-in's
+    path to round-off (isomp too: a product of matrix algebras has a matrix form), and under isomp the Casimirs
+    C2_1, C2_2 stay to round-off."""
+    ours, first, second = _two_bodies()
+    integrator, dt, steps = make_integrator(method), 0.02, 100
+    dw = np.sqrt(dt) * np.random.default_rng(1).normal(size=(steps, 1, 6))
+
+    def path(system, increments):
+        integrator.check_fits(system)
+        step = lambda z, xi: (integrator.step(system, z, dt, xi)[0],) * 2
+        return jax.jit(lambda z0: jax.lax.scan(step, z0, jnp.asarray(increments))[1])(system.initial_state(None))
+
+    zs = path(ours, dw)
+    np.testing.assert_allclose(zs["pi_1"], path(first, dw[..., :3]), rtol=1e-13, atol=1e-14)
+    np.testing.assert_allclose(zs["pi_2"], path(second, dw[..., 3:]), rtol=1e-13, atol=1e-14)
+    if method == "isomp":
+        z0 = ours.initial_state(None)
+        for name, f in ours.casimir_observables().items():
+            np.testing.assert_allclose(jax.vmap(f)(zs), f(z0), rtol=1e-13, err_msg=name)
+
+
+def test_a_product_algebra_from_the_config():
+    """so3 x se3 x so(3): keys pi0 (the so3 and se3 factors' pi, in factor order), gamma0, m0; refusals name the
+    product's coordinates."""
+    base = ["system=custom_lie_poisson", "system.algebra='so3 x se3 x so(3)'", "integrator=tmk",
+            "system.h='pi1_1**2 + pi2_2*gamma3_2 + m12_3**2'", "system.noise=[pi1_1, m23_3]"]
+    system = build_system(sgi_run.compose([*base, "system.pi0=[1,0,0,0,1,0]", "system.gamma0=[0,0,1]",
+                                           "system.m0=[1,2,3]"]).system)
+    z = system.initial_state(None)
+    assert sorted(z) == ["M_3", "gamma_2", "pi_1", "pi_2"] and not system.algebra.matrix_form
+    assert set(system.invariants()) == {"C2_1", "C1_2", "C2_2", "C2_3"}
+    np.testing.assert_array_equal(z["M_3"], [[0, 1, 2], [-1, 0, 3], [-2, -3, 0]])
+    with pytest.raises(ConfigError) as err:
+        sgi_run.compose([*base, "system.pi0=[1,0,0]", "system.gamma0=[0,0,1]", "system.m0=[1,2,3]"])
+    assert err.value.key == "system.pi0" and "6 numbers: the initial pi on so3 x se3 x so(3) (pi1_1, pi2_1, .., pi3_2" \
+        in str(err.value)
+    for algebra in ("'so3 x sp(4)'", "'so3 x'", "'so3 x so(17)'"):
+        with pytest.raises(ConfigError, match="or a product a x b x"):
+            sgi_run.compose(["system=custom_lie_poisson", f"system.algebra={algebra}", "integrator=tmk"])
