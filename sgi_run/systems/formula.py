@@ -37,6 +37,9 @@ own key (``initial_state(key)``: ``jax.random`` on the engine's ``noise.init_key
 gives the same starts whatever the shards; a variable named in two entries is one draw. A condition on the start
 (a constraint manifold, an su(N) trace) is checked on CHECKED_DRAWS draws of fixed keys, before any run.
 
+**Invariants.** ``FormulaSystem.invariants`` declares H where sympy shows, with the parameters' values substituted,
+that F and every f_i vanish and every h_i Poisson-commutes with H; a Lie-Poisson system declares its Casimirs.
+
 A run's numbers then depend on sympy's printing too (``1/10``, ``q**2``), which the code digest of cached
 runs (``provenance``) does not see: it is pinned by the environment, as JAX's own version is.
 """
@@ -308,7 +311,7 @@ class _Formulas:
                 require(name, value, owner is None, f"a parameter whose formula symbols are its own ({symbol} is "
                         f"also {owner})")
                 owners[symbol], values[symbol] = name, number
-        names, used = list(symbols) + list(values), set()
+        names, used, expressions = list(symbols) + list(values), set(), {}
 
         def compile(key, text, leading=None, shown=None):
             """``leading``: the symbols before the parameters' where not the state's (an initial law's random
@@ -320,6 +323,7 @@ class _Formulas:
                 self._refuse_misshapen(text, here)
                 raise
             used.update(owners[name] for name in free_names(expression) if name in owners)
+            expressions.setdefault(key, []).append(expression)
             return jax_function(expression, here)
 
         def finish():
@@ -330,6 +334,9 @@ class _Formulas:
                 require(name, value, name in used, f"a key of {self.config_name} ({keys}) or a parameter its formulas "
                         f"use ({shown or 'none'})")
             object.__setattr__(self, "_values", tuple(values.values()))
+            # The sympy expressions by key, and the parameters' values by symbol: what ``invariants`` reasons on.
+            object.__setattr__(self, "_expressions", expressions)
+            object.__setattr__(self, "_parameter_values", dict(values))
 
         return compile, finish
 
@@ -455,6 +462,30 @@ class FormulaSystem(_Formulas, CanonicalSystem):
     @property
     def noises(self) -> int:
         return len(self._functions[1])
+
+    def invariants(self) -> tuple[str, ...]:
+        r"""``("H",)`` where the exact flow keeps H on every path for these parameters, by sympy on the formulas
+        with the parameters' values substituted (exactly, as the parser reads a literal): the forcing F and every
+        noise forcing f_i are identically 0, and every noise Hamiltonian Poisson-commutes with H,
+        :math:`\{H, h_i\} = \sum_j \partial_{q_j}H\,\partial_{p_j}h_i - \partial_{p_j}H\,\partial_{q_j}h_i`
+        simplifies to 0 (then dH = 0 along the Stratonovich flow). Otherwise none: sympy not proving a 0 is no
+        claim of one (kubo_formula at nu = 0 declares H, at its default nu nothing)."""
+        return self._conserved
+
+    @functools.cached_property
+    def _conserved(self) -> tuple[str, ...]:
+        import sympy
+
+        values = {sympy.Symbol(name, real=True): sympy.Rational(repr(value))
+                  for name, value in self._parameter_values.items()}
+        zero = lambda e: sympy.simplify(e.subs(values)) == 0
+        if not all(map(zero, self._expressions.get("F", []) + self._expressions.get("noise_forcing", []))):
+            return ()
+        qs, ps = (sympy.symbols(names, real=True) for names in state_symbols(self.dof))
+        [H] = self._expressions["H"]
+        bracket = lambda h: sum(sympy.diff(H, q) * sympy.diff(h, p) - sympy.diff(H, p) * sympy.diff(h, q)
+                                for q, p in zip(qs, ps))
+        return ("H",) if all(zero(bracket(h)) for h in self._expressions["noise"]) else ()
 
     def check(self):
         for name in ("q0", "p0"):

@@ -716,3 +716,37 @@ def test_a_product_algebra_from_the_config():
     for algebra in ("'so3 x sp(4)'", "'so3 x'", "'so3 x so(17)'"):
         with pytest.raises(ConfigError, match="or a product a x b x"):
             sgi_run.compose(["system=custom_lie_poisson", f"system.algebra={algebra}", "integrator=tmk"])
+
+
+# --- invariants a formula system declares (plan.invariants=declared) -------------------------------------------------
+@pytest.mark.parametrize("overrides, declared", [
+    (["system.nu=0"], ("H",)),                                       # no forcing, h = beta H commutes with H
+    ([], ()),                                                        # the default nu: F = -nu p damps H
+    (["system.nu=0", "system.noise=[0.1*q]"], ()),                   # {H, 0.1 q} = -0.1 p
+    (["system.nu=0", "system.noise=['beta*(p**2 + q**2)**2']"], ("H",)),               # a function of H commutes
+])
+def test_a_canonical_formula_system_declares_h_where_the_flow_keeps_it(overrides, declared):
+    assert build_system(sgi_run.compose(["system=kubo_formula", *overrides]).system).invariants() == declared
+
+
+def test_two_degrees_of_freedom_declare_h_with_a_commuting_noise():
+    """The isotropic oscillator keeps H under rotations (the angular momentum commutes with H), not under a shear."""
+    H = "(p1**2 + p2**2 + q1**2 + q2**2)/2"
+    assert FormulaSystem(H=H, noise=("a*(q1*p2 - q2*p1)",), dof=2, parameters=(("a", 0.1),)).invariants() == ("H",)
+    assert FormulaSystem(H=H, noise=("a*q1*p2",), dof=2, parameters=(("a", 0.1),)).invariants() == ()
+    assert FormulaSystem(H=H, noise=("a*(q1*p2 - q2*p1)",), F=("0", "a - 0.1"), dof=2,
+                         parameters=(("a", 0.1),)).invariants() == ("H",)     # F = 0 once a = 0.1 is substituted
+
+
+def test_undamped_kubo_formula_declares_h_and_midpoint_keeps_it(make_integrator):
+    """Through a convergence study's plan: declared at nu = 0 (midpoint keeps the quadratic H to round-off on every
+    path), refused at the default nu, as the built-in Kubo."""
+    from sgi_run.engine.convergence import study
+    from sgi_run.engine.convergence_plan import ConvergencePlan
+    midpoint = make_integrator("midpoint")
+    undamped = build_system(sgi_run.compose(["system=kubo_formula", "system.nu=0"]).system)
+    plan = ConvergencePlan(dts=[0.125, 0.0625], paths=20, T=1.0, bootstrap=0, invariants="declared")
+    kept = study(undamped, midpoint, plan.fitted_to(undamped, midpoint))[0]
+    assert kept.invariants == ("H",) and np.all(kept.drift_max < 1e-13), kept.drift_max
+    with pytest.raises(ConfigError, match="^plan.invariants='declared' .*FormulaSystem declares no invariant"):
+        plan.fitted_to(build_system(sgi_run.compose(["system=kubo_formula"]).system), midpoint)
