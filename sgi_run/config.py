@@ -384,6 +384,15 @@ def _as_text(v) -> str:
     return v if isinstance(v, str) else repr(v)
 
 
+def _initial_entry(v) -> bool:
+    return isinstance(v, str) or _finite(v)
+
+
+def _as_initial(v):
+    """A number stays a number (float: a deterministic start, as before); a text is a formula."""
+    return v if isinstance(v, str) else float(v)
+
+
 def _formulas(v, depth: int) -> bool:
     """A non-empty list of formulas, or (depth 2) of formulas and lists of formulas."""
     inner = (lambda x: _formula_text(x) or _formulas(x, 1)) if depth == 2 else _formula_text
@@ -422,6 +431,16 @@ _PARAMETER_TYPES = {
     "tuple[Formula | tuple[Formula, ...], ...] | None": (
         lambda v: v is None or _formulas(v, 2), lambda v: None if v is None else tuple(_formula_or_list(x) for x in v),
         "a list with a formula (or a list of formulas, one per degree of freedom) per noise, or null"),
+    # A formula system's initial state (systems.formula): each entry a number, or a formula of the random variables
+    # xi1.., u1.. and the parameters (its initial law).
+    "float | Formula | tuple[float | Formula, ...]": (
+        lambda v: _initial_entry(v) or (isinstance(v, (list, tuple)) and len(v) > 0 and all(map(_initial_entry, v))),
+        lambda v: _as_initial(v) if _initial_entry(v) else tuple(map(_as_initial, v)),
+        "a number or a formula (an initial law in xi1, xi2, .., u1, u2, ..), or a list of those (one per coordinate)"),
+    "tuple[float | Formula, ...] | None": (
+        lambda v: v is None or (isinstance(v, (list, tuple)) and len(v) > 0 and all(map(_initial_entry, v))),
+        lambda v: None if v is None else tuple(map(_as_initial, v)),
+        "a list of numbers or formulas (an initial law in xi1, xi2, .., u1, u2, ..), or null"),
     # Gathered by a formula system's gather_parameters (systems.formula), never typed in: numbers or lists of them.
     "tuple[tuple[str, float | tuple[float, ...]], ...]": (
         lambda v: isinstance(v, tuple) and all(isinstance(k, str) and (_finite(x) or (

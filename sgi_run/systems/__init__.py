@@ -1,7 +1,8 @@
 """Systems: pure JAX physics. ``SYSTEMS`` maps the config name (``system.name``) to its class."""
 from sgi_run.systems.base import System
 from sgi_run.systems.canonical import CanonicalSystem
-from sgi_run.systems.formula import FormulaSystem, LangevinFormulaSystem, LiePoissonFormulaSystem
+from sgi_run.systems.formula import (ConstrainedLangevinFormulaSystem, FormulaSystem, LangevinFormulaSystem,
+                                    LiePoissonFormulaSystem)
 from sgi_run.systems.heavy_top import HeavyTop
 from sgi_run.systems.kubo import Kubo
 from sgi_run.systems.lie_poisson import LiePoissonSystem
@@ -31,12 +32,13 @@ SYSTEMS: dict[str, type[System]] = {
     "point_vortices": PointVortices,
     "zeitlin_euler": ZeitlinEuler,
     # Formulas of the config (systems.formula): conf/system/custom.yaml, custom_langevin.yaml,
-    # custom_lie_poisson.yaml, *_formula.yaml.
+    # custom_constrained_langevin.yaml, custom_lie_poisson.yaml, *_formula.yaml.
     "custom": FormulaSystem,
     "custom_langevin": LangevinFormulaSystem,
+    "custom_constrained_langevin": ConstrainedLangevinFormulaSystem,
     "custom_lie_poisson": LiePoissonFormulaSystem,
 }
 
-__all__ = ["SYSTEMS", "CanonicalSystem", "CirclePendulum", "ConstrainedLangevinSystem", "FormulaSystem", "HeavyTop", "Kubo", "LangevinFormulaSystem",
+__all__ = ["SYSTEMS", "CanonicalSystem", "CirclePendulum", "ConstrainedLangevinFormulaSystem", "ConstrainedLangevinSystem", "FormulaSystem", "HeavyTop", "Kubo", "LangevinFormulaSystem",
            "LangevinDoubleWell", "LiePoissonFormulaSystem", "LiePoissonSystem", "Manakov", "PointVortices", "RigidBody", "SineEuler",
            "LangevinHarmonic", "LangevinSystem", "SphericalPendulum", "System", "VanDerPol", "VlasovLenardBernstein", "VlasovLorentz"]

@@ -73,8 +73,11 @@ class LangevinSystem(CanonicalSystem):
     dof: ClassVar[int] = 1
     noises: ClassVar[int] = 1
 
+    # Made floats at construction; a formula system keeps the texts of its initial law (formula.py).
+    _float_fields: ClassVar[tuple[str, ...]] = ("mass", "q0", "p0")
+
     def __post_init__(self):
-        for name in ("mass", "q0", "p0"):
+        for name in self._float_fields:
             object.__setattr__(self, name, _as_float_vector(getattr(self, name)))
 
     # --- parameters --------------------------------------------------------------------------------
@@ -326,10 +329,14 @@ class ConstrainedLangevinSystem(LangevinSystem):
 
     def check(self):
         super().check()
-        residual_q, residual_p = (float(jnp.max(jnp.abs(r)))
-                                  for r in self._residuals(*self.split(self.initial_state(None))))
+        residual_q, residual_p = (max(float(jnp.max(jnp.abs(r))) for r in residuals) for residuals in zip(
+            *(self._residuals(*self.split(z)) for z in self.checked_starts())))
         require("q0", self.q0, residual_q <= 1e-12, f"a point on the constraint manifold (|g(q0)| = {residual_q:.3g})")
         require("p0", self.p0, residual_p <= 1e-12, "a momentum tangent to the manifold at q0 (G(q0) M^-1 p0 = 0)")
+
+    def checked_starts(self) -> tuple:
+        """The initial states ``check`` finds on the manifold: the one start (a random initial law: some draws)."""
+        return (self.initial_state(None),)
 
     @property
     def kinetic_dimension(self) -> int:

@@ -455,6 +455,19 @@ def test_the_lie_poisson_formula_config_refuses_in_one_line(overrides, key, word
     assert err.value.key == key and "\n" not in message and words in message, message
 
 
+def test_the_documented_constrained_command_lines_compose():
+    """README.md's and conf/system/custom_constrained_langevin.yaml's examples, as Hydra reads them."""
+    sgi_run.compose(["system=circle_pendulum_formula", "integrator=csvia"])
+    cfg = sgi_run.compose(["system=custom_constrained_langevin", "system.constraints=['q1**2 + q2**2 + q3**2 - 1']",
+                           "integrator=csvia"])
+    assert build_system(cfg.system).constraints == 1
+    cfg = sgi_run.compose(["system=circle_pendulum_formula", "system.q0=['cos(2*pi*u1)','sin(2*pi*u1)',0]",
+                           "integrator=csvia"])
+    assert build_system(cfg.system).random_initial
+    for args in (["system.q0='2 + 0.1*xi1'", "system.p0='sqrt(-2*log(1 - u1))*cos(2*pi*u2)'"], ["system.q0='2 + 0.1*xi1'"]):
+        assert build_system(sgi_run.compose(["system=custom", *args]).system).random_initial
+
+
 def test_the_documented_lie_poisson_command_lines_compose():
     """README.md's and conf/system/custom_lie_poisson.yaml's examples, as Hydra reads them."""
     sgi_run.compose(["system=custom_lie_poisson", "system.h='pi1**2/2 + pi2**2 + pi3**2/4'", "integrator=tmk"])
@@ -463,3 +476,277 @@ def test_the_documented_lie_poisson_command_lines_compose():
                            "system.m0=[1,0,0,0,0,1]", "system.h='m12**2 + m13**2/2 + m14**2/3 + m23**2/4 + m24**2/5 "
                            "+ m34**2/6'", "system.noise=[0.1*m12]", "integrator=isomp"])
     assert build_system(cfg.system).algebra.name == "so(4)"
+    cfg = sgi_run.compose(["system=custom_lie_poisson", "system.algebra='so3 x so3'", "system.h='pi1_1**2/2 + pi2_2**2/2'",
+                           "system.noise=[0.1*pi3_1, 0.1*pi3_2]", "system.pi0=[1,0,0,0,1,0]", "integrator=isomp"])
+    assert build_system(cfg.system).algebra.name == "so3 x so3"
+
+
+# --- constrained Langevin systems of formulas (system=custom_constrained_langevin) ---------------------------------
+def _constrained_path(system, integrator, dt=0.02, steps=100, z0=None):
+    dw = np.sqrt(dt) * np.random.default_rng(1).normal(size=(steps, 1, system.noises))
+    integrator.check_fits(system)
+    step = lambda z, xi: (integrator.step(system, z, dt, xi)[0],) * 2
+    z0 = system.initial_state(None) if z0 is None else z0
+    return np.asarray(jax.jit(lambda z: jax.lax.scan(step, z, jnp.asarray(dw))[1])(z0))
+
+
+@pytest.mark.parametrize("overrides", [(), ("system.mass=[1,2,3]", "system.c=0.3", "system.beta=2")])
+@pytest.mark.parametrize("method", ["csvia", "csvib", "csvic"])
+def test_the_circle_pendulum_formula_steps_as_the_builtin(overrides, method, make_integrator):
+    """The built-in circle solves its SHAKE step by Newton too: 100 steps on the same increments, the same path
+    to round-off (a diagonal mass included)."""
+    ours, theirs = _pair("circle_pendulum_formula", "circle_pendulum", ("integrator=csvia", *overrides))
+    assert (ours.constraints, ours.noises, ours.kinetic_dimension) == (2, 3, 1) and not ours.unit_sphere
+    z = jnp.array([0.6, -0.8, 0.0, 0.3, 0.2, 0.1])
+    np.testing.assert_array_equal(ours.constraint_jacobian(z[:3]), theirs.constraint_jacobian(z[:3]))
+    np.testing.assert_allclose(ours.energy(z), theirs.energy(z), rtol=1e-15)
+    integrator = make_integrator(method)
+    np.testing.assert_allclose(_constrained_path(ours, integrator), _constrained_path(theirs, integrator),
+                               rtol=1e-13, atol=1e-13)
+
+
+@pytest.mark.parametrize("method", ["csvia", "csvic"])
+def test_the_spherical_pendulum_formula_agrees_with_the_builtin_within_the_shake_tolerance(method, make_integrator):
+    """The built-in takes the closed-form SHAKE root on the unit sphere, a formula system Newton's, which stops at
+    |g(q)| <= SHAKE_TOL (1 + |h mu|) = 1e-14: one step from the same state agrees within 10 SHAKE_TOL, and 100
+    steps within 100 SHAKE_TOL; with integrator.shake=newton (the built-in's Newton path) to round-off."""
+    from sgi_run.integrators.langevin_splitting import SHAKE_TOL
+    ours, theirs = _pair("spherical_pendulum_formula", "spherical_pendulum", ("integrator=csvia",))
+    closed, newton = make_integrator(method), make_integrator(method, shake="newton")
+    z0 = jnp.array([0.6, 0.0, -0.8, 0.5, 0.3, 0.375])       # on the sphere, p tangent
+    one = lambda system, integrator: _constrained_path(system, integrator, steps=1, z0=z0)
+    np.testing.assert_allclose(one(ours, closed), one(theirs, closed), rtol=0, atol=10 * SHAKE_TOL)
+    np.testing.assert_allclose(_constrained_path(ours, closed), _constrained_path(theirs, closed), rtol=0,
+                               atol=100 * SHAKE_TOL)
+    np.testing.assert_allclose(_constrained_path(ours, newton), _constrained_path(theirs, newton), rtol=1e-13,
+                               atol=1e-14)
+
+
+@pytest.mark.parametrize("overrides, key, words", [
+    (["system.q0=[0.0,-0.9,0.0]"], "system.q0", "a point on the constraint manifold (|g(q0)| = 0.19)"),
+    (["system.p0=[0.0,1.0,0.0]"], "system.p0", "a momentum tangent to the manifold"),
+    (["system.constraints=[q1**2 + q2**2 + q3**2 - 1, q3*p3]"], "system.constraints", "not the name 'p3'"),
+    (["system.constraints=[q1, q2, q3]"], "system.constraints", "a list of 1 to 2 formulas"),
+    (["system.potential=q2*p1"], "system.potential", "not the name 'p1'"),
+    (["+system.constraint_formulas=[q3]"], "system.constraint_formulas", "the key constraints"),
+    (["integrator=svia"], "integrator", "Langevin systems with structure 'canonical'"),
+    (["integrator=midpoint"], "integrator", "has structure 'constrained'"),
+])
+def test_the_constrained_formula_config_refuses_in_one_line(overrides, key, words):
+    args = ["system=circle_pendulum_formula", *overrides]
+    with pytest.raises(ConfigError) as err:
+        sgi_run.compose(args if any(a.startswith("integrator=") for a in args) else [*args, "integrator=csvia"])
+    message = str(err.value)
+    assert err.value.key == key and "\n" not in message and words in message, message
+
+
+def test_constraints_on_the_flat_langevin_formula_name_the_constrained_one():
+    with pytest.raises(ConfigError) as err:
+        sgi_run.compose(["system=custom_langevin", "+system.constraints=[q]", "integrator=svia"])
+    assert err.value.key == "system.constraints" and "system=custom_constrained_langevin" in str(err.value)
+
+
+def test_the_constrained_integrators_fit_and_the_refusal_lists_the_formula_system():
+    for name in ("csvia", "csvib", "csvic"):
+        sgi_run.compose(["system=custom_constrained_langevin", f"integrator={name}"])
+    with pytest.raises(ConfigError, match="custom_constrained_langevin") as err:
+        sgi_run.compose(["system=langevin_double_well", "integrator=csvia"])
+    assert "spherical_pendulum" in str(err.value)
+
+
+def test_a_run_of_circle_pendulum_formula_is_the_run_of_circle_pendulum(runs_root):
+    """Through the whole pipeline (config, engine, SHAKE counts, statistics) at the same seed."""
+    common = runs_root + ["integrator=csvic", "plan.dt=0.05", "plan.T=1", "plan.output_dt=0.5", "plan.paths=32",
+                          "plan.observables=[H,q2]", "cache=off"]
+    ours, theirs = (sgi_run.run(sgi_run.compose([f"system={name}", *common])).ensemble
+                    for name in ("circle_pendulum_formula", "circle_pendulum"))
+    for name in ("H", "q2"):
+        np.testing.assert_allclose(ours.mean(name), theirs.mean(name), rtol=1e-13, atol=1e-15)
+    np.testing.assert_allclose(ours.paths["q1"], theirs.paths["q1"], rtol=1e-13, atol=1e-14)
+
+
+# --- initial laws as formulas (xi1, xi2, .. standard normals; u1, u2, .. uniform on [0, 1)) -----------------------
+LAW = ["system=custom", "system.q0='2 + 0.5*xi1'", "system.p0='sqrt(-2*log(1 - u1))*cos(2*pi*u2)'"]
+
+
+def test_an_initial_law_has_its_mean_and_variance_over_the_paths(runs_root):
+    """Through the engine (each path's start from its own key): q0 = 2 + 0.5 xi1 is N(2, 1/4), p0 by Box-Muller
+    N(0, 1); the means and variances at t = 0 over 4000 paths within 4 standard errors."""
+    n = 4000
+    ensemble = sgi_run.run(sgi_run.compose([*LAW, *runs_root, "integrator=midpoint", "plan.dt=0.1", "plan.T=0.1",
+                                            "plan.output_dt=0.1", f"plan.paths={n}", "plan.observables=[q,p]", "cache=off"])).ensemble
+    for name, mean, var in (("q", 2.0, 0.25), ("p", 0.0, 1.0)):
+        assert abs(ensemble.mean(name)[0] - mean) <= 4 * np.sqrt(var / n), name
+        assert abs(ensemble.var(name)[0] - var) <= 4 * var * np.sqrt(2 / (n - 1)), name
+
+
+def test_an_initial_law_is_the_same_whatever_the_shards(runs_root):
+    common = [*LAW, *runs_root, "integrator=midpoint", "plan.dt=0.1", "plan.T=0.1", "plan.output_dt=0.1",
+              "plan.paths=24", "cache=off"]
+    one, four = (sgi_run.run(sgi_run.compose([*common, f"plan.shards={k}"])).ensemble for k in (1, 4))
+    for name in ("q", "p"):
+        assert np.ptp(one.paths[name][:, 0]) > 0.1          # random indeed
+        np.testing.assert_array_equal(one.paths[name], four.paths[name])
+
+
+def test_an_initial_law_is_drawn_from_the_paths_key_and_a_number_stays_a_number():
+    system = build_system(sgi_run.compose([*LAW, "+system.s=0.5", "system.q0='2 + s*xi1'"]).system)
+    assert system.random_initial and system.q0 == "2 + s*xi1"
+    key = jax.random.key(7)
+    np.testing.assert_array_equal(system.initial_state(key), system.initial_state(key))
+    assert not np.array_equal(system.initial_state(key), system.initial_state(jax.random.key(8)))
+    xi = jax.random.normal(jax.random.split(key)[0], (1,), jnp.float64)
+    assert float(system.initial_state(key)[0]) == float(2 + 0.5 * xi[0])
+    deterministic = build_system(sgi_run.compose(["system=kubo_formula", "system.q0=2"]).system)
+    assert deterministic.q0 == 2.0 and isinstance(deterministic.q0, float) and not deterministic.random_initial
+    np.testing.assert_array_equal(deterministic.initial_state(None), [2.0, 0.0])
+    with pytest.raises(ValueError, match="a random initial law"):
+        system.initial_state(None)
+
+
+@pytest.mark.parametrize("overrides, key, words", [
+    (["system.q0=xi0"], "system.q0", "not the name 'xi0'"),
+    (["system.q0=z1"], "system.q0", "not the name 'z1'"),
+    (["system.p0=q*xi1"], "system.p0", "not the name 'q'"),
+    (["system.q0=xi1001"], "system.q0", "at most xi1000"),
+    (["system.q0=[xi1,xi2]"], "system.q0", "one number or 1 numbers"),
+    (["+system.u=[1,2]", "system.H='u1*p**2 + q**2'"], "system.u", "u1 is also an initial law's random variable"),
+])
+def test_an_initial_law_refuses_in_one_line(overrides, key, words):
+    with pytest.raises(ConfigError) as err:
+        sgi_run.compose(["system=custom", *overrides])
+    message = str(err.value)
+    assert err.value.key == key and "\n" not in message and words in message, message
+    if "xi0" in message:
+        assert "xi1, xi2, .. (independent standard normals), u1, u2, .. (uniform on [0, 1))" in message
+
+
+def test_a_random_start_on_the_manifold_is_checked_on_draws():
+    """A constraint holds on every draw or is refused: checked on CHECKED_DRAWS draws of keys of its own."""
+    on = ["system.q0=['cos(2*pi*u1)', 'sin(2*pi*u1)', 0]", "system.p0=['-xi1*sin(2*pi*u1)', 'xi1*cos(2*pi*u1)', 0]"]
+    system = build_system(sgi_run.compose(["system=circle_pendulum_formula", *on, "integrator=csvia"]).system)
+    z = system.initial_state(jax.random.key(1))
+    assert system.random_initial and abs(float(system.constraint(z[:3])[0])) < 1e-15
+    for off, key in ((["system.q0=[xi1,xi2,0]"], "system.q0"), ([on[0], "system.p0=[xi1,xi2,0]"], "system.p0")):
+        with pytest.raises(ConfigError) as err:
+            sgi_run.compose(["system=circle_pendulum_formula", *off, "integrator=csvia"])
+        assert err.value.key == key and "\n" not in str(err.value)
+
+
+def test_a_lie_poisson_initial_law():
+    """so3: pi0 in xi; su(2): a random diagonal that sums to 0 on every draw, and one that does not (refused)."""
+    cfg = sgi_run.compose(["system=rigid_body_formula", "system.pi0=[xi1,'0.5*xi2',u1]", "integrator=tmk"])
+    system = build_system(cfg.system)
+    pi = np.asarray(jax.vmap(system.initial_state)(jax.random.split(jax.random.key(0), 2000)))
+    assert pi.shape == (2000, 3) and abs(pi[:, 1].std() - 0.5) < 0.05 and 0 <= pi[:, 2].min() and pi[:, 2].max() < 1
+    su2 = ["system=custom_lie_poisson", "system.algebra='su(2)'", "system.h=im11**2", "system.noise=[re12]",
+           "system.pi0=null", "integrator=tmk"]
+    m = build_system(sgi_run.compose([*su2, "system.m0=[xi1,u1,xi2,'-xi1']"]).system).initial_state(jax.random.key(2))
+    assert float(jnp.abs(jnp.trace(m))) == 0.0
+    with pytest.raises(ConfigError, match=r"^system.m0=.*sums to 0 \(traceless\)"):
+        sgi_run.compose([*su2, "system.m0=[xi1,u1,xi2,xi3]"])
+
+
+# --- product algebras (algebra: so3 x so3, lie.Product) --------------------------------------------------------------
+def _two_bodies():
+    """Two decoupled rigid bodies (paper 004's quadratic noise) on so3 x so3, and each as the built-in rigid_body."""
+    from sgi_run.systems import RigidBody
+    body = lambda k, inertia: f"(pi1_{k}**2/{inertia}1 + pi2_{k}**2/{inertia}2 + pi3_{k}**2/{inertia}3)/2"
+    first, second = RigidBody(), RigidBody(inertia=(1.0, 2.0, 3.0), pi0=(0.0, 0.6, 0.8))
+    ours = LiePoissonFormulaSystem(
+        algebra_name="so3 x so3", h=f"{body(1, 'I')} + {body(2, 'J')}",
+        noise=tuple(f"a*pi{i}_{k}**2/2" for k in (1, 2) for i in (1, 2, 3)), pi0=first.pi0 + second.pi0,
+        parameters=(("I", first.inertia), ("J", second.inertia), ("a", 0.1)))
+    return ours, first, second
+
+
+def test_a_product_algebra_has_per_factor_symbols_states_and_casimirs():
+    ours, first, second = _two_bodies()
+    ours.check()
+    assert ours._chart.symbols == ("pi1_1", "pi2_1", "pi3_1", "pi1_2", "pi2_2", "pi3_2")
+    assert ours.algebra.name == "so3 x so3" and ours.invariants() == ("C2_1", "C2_2") and ours.noises == 6
+    z = ours.initial_state(None)
+    np.testing.assert_array_equal(z["pi_1"], first.initial_state(None))
+    np.testing.assert_array_equal(z["pi_2"], second.initial_state(None))
+    names = ours.observables()
+    assert float(names["pi2_2"](z)) == 0.6 and float(names["C2_2"](z)) == pytest.approx(1.0, rel=1e-15)
+    assert not any(name.startswith("pi_") for name in names)
+    np.testing.assert_allclose(ours.energy(z), first.energy(first.initial_state(None)) + second.energy(
+        second.initial_state(None)), rtol=1e-15)
+
+
+@pytest.mark.parametrize("method", ["tmk", "lp_midpoint", "isomp"])
+def test_two_decoupled_rigid_bodies_on_so3_x_so3_step_as_two_builtin_runs(method, make_integrator):
+    """100 steps, the first three increments to body 1, the others to body 2: each factor's path is the built-in's
+    path to round-off (isomp too: a product of matrix algebras has a matrix form), and under isomp the Casimirs
+    C2_1, C2_2 stay to round-off."""
+    ours, first, second = _two_bodies()
+    integrator, dt, steps = make_integrator(method), 0.02, 100
+    dw = np.sqrt(dt) * np.random.default_rng(1).normal(size=(steps, 1, 6))
+
+    def path(system, increments):
+        integrator.check_fits(system)
+        step = lambda z, xi: (integrator.step(system, z, dt, xi)[0],) * 2
+        return jax.jit(lambda z0: jax.lax.scan(step, z0, jnp.asarray(increments))[1])(system.initial_state(None))
+
+    zs = path(ours, dw)
+    np.testing.assert_allclose(zs["pi_1"], path(first, dw[..., :3]), rtol=1e-13, atol=1e-14)
+    np.testing.assert_allclose(zs["pi_2"], path(second, dw[..., 3:]), rtol=1e-13, atol=1e-14)
+    if method == "isomp":
+        z0 = ours.initial_state(None)
+        for name, f in ours.casimir_observables().items():
+            np.testing.assert_allclose(jax.vmap(f)(zs), f(z0), rtol=1e-13, err_msg=name)
+
+
+def test_a_product_algebra_from_the_config():
+    """so3 x se3 x so(3): keys pi0 (the so3 and se3 factors' pi, in factor order), gamma0, m0; refusals name the
+    product's coordinates."""
+    base = ["system=custom_lie_poisson", "system.algebra='so3 x se3 x so(3)'", "integrator=tmk",
+            "system.h='pi1_1**2 + pi2_2*gamma3_2 + m12_3**2'", "system.noise=[pi1_1, m23_3]"]
+    system = build_system(sgi_run.compose([*base, "system.pi0=[1,0,0,0,1,0]", "system.gamma0=[0,0,1]",
+                                           "system.m0=[1,2,3]"]).system)
+    z = system.initial_state(None)
+    assert sorted(z) == ["M_3", "gamma_2", "pi_1", "pi_2"] and not system.algebra.matrix_form
+    assert set(system.invariants()) == {"C2_1", "C1_2", "C2_2", "C2_3"}
+    np.testing.assert_array_equal(z["M_3"], [[0, 1, 2], [-1, 0, 3], [-2, -3, 0]])
+    with pytest.raises(ConfigError) as err:
+        sgi_run.compose([*base, "system.pi0=[1,0,0]", "system.gamma0=[0,0,1]", "system.m0=[1,2,3]"])
+    assert err.value.key == "system.pi0" and "6 numbers: the initial pi on so3 x se3 x so(3) (pi1_1, pi2_1, .., pi3_2" \
+        in str(err.value)
+    for algebra in ("'so3 x sp(4)'", "'so3 x'", "'so3 x so(17)'"):
+        with pytest.raises(ConfigError, match="or a product a x b x"):
+            sgi_run.compose(["system=custom_lie_poisson", f"system.algebra={algebra}", "integrator=tmk"])
+
+
+# --- invariants a formula system declares (plan.invariants=declared) -------------------------------------------------
+@pytest.mark.parametrize("overrides, declared", [
+    (["system.nu=0"], ("H",)),                                       # no forcing, h = beta H commutes with H
+    ([], ()),                                                        # the default nu: F = -nu p damps H
+    (["system.nu=0", "system.noise=[0.1*q]"], ()),                   # {H, 0.1 q} = -0.1 p
+    (["system.nu=0", "system.noise=['beta*(p**2 + q**2)**2']"], ("H",)),               # a function of H commutes
+])
+def test_a_canonical_formula_system_declares_h_where_the_flow_keeps_it(overrides, declared):
+    assert build_system(sgi_run.compose(["system=kubo_formula", *overrides]).system).invariants() == declared
+
+
+def test_two_degrees_of_freedom_declare_h_with_a_commuting_noise():
+    """The isotropic oscillator keeps H under rotations (the angular momentum commutes with H), not under a shear."""
+    H = "(p1**2 + p2**2 + q1**2 + q2**2)/2"
+    assert FormulaSystem(H=H, noise=("a*(q1*p2 - q2*p1)",), dof=2, parameters=(("a", 0.1),)).invariants() == ("H",)
+    assert FormulaSystem(H=H, noise=("a*q1*p2",), dof=2, parameters=(("a", 0.1),)).invariants() == ()
+    assert FormulaSystem(H=H, noise=("a*(q1*p2 - q2*p1)",), F=("0", "a - 0.1"), dof=2,
+                         parameters=(("a", 0.1),)).invariants() == ("H",)     # F = 0 once a = 0.1 is substituted
+
+
+def test_undamped_kubo_formula_declares_h_and_midpoint_keeps_it(make_integrator):
+    """Through a convergence study's plan: declared at nu = 0 (midpoint keeps the quadratic H to round-off on every
+    path), refused at the default nu, as the built-in Kubo."""
+    from sgi_run.engine.convergence import study
+    from sgi_run.engine.convergence_plan import ConvergencePlan
+    midpoint = make_integrator("midpoint")
+    undamped = build_system(sgi_run.compose(["system=kubo_formula", "system.nu=0"]).system)
+    plan = ConvergencePlan(dts=[0.125, 0.0625], paths=20, T=1.0, bootstrap=0, invariants="declared")
+    kept = study(undamped, midpoint, plan.fitted_to(undamped, midpoint))[0]
+    assert kept.invariants == ("H",) and np.all(kept.drift_max < 1e-13), kept.drift_max
+    with pytest.raises(ConfigError, match="^plan.invariants='declared' .*FormulaSystem declares no invariant"):
+        plan.fitted_to(build_system(sgi_run.compose(["system=kubo_formula"]).system), midpoint)
