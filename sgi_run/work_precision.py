@@ -24,7 +24,6 @@ from sgi_run import store
 from sgi_run.engine import cost
 
 FILE_NAME = "cost.h5"
-CACHE_MODES = ("reuse", "refresh_stale", "off")
 
 
 @dataclasses.dataclass(frozen=True)

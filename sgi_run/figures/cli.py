@@ -24,7 +24,7 @@ import tarfile
 import time
 from pathlib import Path
 
-from sgi_run import cache
+from sgi_run import cache, provenance
 from sgi_run.config import CACHE_POLICIES
 from sgi_run.core.errors import ConfigError
 from sgi_run.engine import executor
@@ -133,6 +133,8 @@ def main(argv: list[str] | None = None) -> int:
     except SystemExit as stop:      # --help (0), or one of argparse's own refusals (2): a status, as every outcome
         return stop.code
     console = make_console()
+    # The commit whose code this process runs: a checkout that moves during a long gallery must not rename it.
+    source = provenance.source_commit()
     if args.unpack:
         try:
             members = unpack(args.unpack, Path(args.output))
@@ -166,7 +168,8 @@ def main(argv: list[str] | None = None) -> int:
             else:
                 outcomes.append(experiment.make_figure(
                     exp, args.fidelity, args.output, args.runs_root, cache=args.cache, executor=where, composed=runs,
-                    log=lambda line: console.print(line, markup=False, highlight=False), command=command))
+                    log=lambda line: console.print(line, markup=False, highlight=False), command=command,
+                    source=source))
                 console.print(f"    wrote {outcomes[-1].files['png']} in {time.perf_counter() - started:.0f} s")
             console.print(f"    checks: {counts_text(verdict_counts(outcomes[-1].checks))}", highlight=False)
             if args.pack:

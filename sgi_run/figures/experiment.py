@@ -486,11 +486,14 @@ def compose_run_setups(exp: Experiment, fidelity: str, runs_root: str | None = N
 
 def make_figure(exp: Experiment, fidelity: str, output_dir, runs_root: str | None = None,
                 log: Callable[[str], None] = print, cache: str | None = None,
-                executor: Sequence[str] = (), composed: dict | None = None, command: str | None = None) -> FigureOutcome:
+                executor: Sequence[str] = (), composed: dict | None = None, command: str | None = None,
+                source: dict | None = None) -> FigureOutcome:
     """Run the figure's missing runs, draw it, write its table, verdicts and record. ``composed``: its runs as
     ``compose_run_setups`` validated them (``sgi-figures`` validates every figure's before the first computes);
     composed here when not given. ``command``: what the record names as the command that made it (default: the
-    ``sgi-figures`` command that makes this figure alone)."""
+    ``sgi-figures`` command that makes this figure alone). ``source``: the sgi-run commit whose code computes it
+    (``provenance.source_commit()`` when the process started; default: now, which a checkout changed since names
+    wrongly)."""
     from sgi_run.figures import plots   # matplotlib only when a figure is drawn
 
     started = time.perf_counter()
@@ -547,12 +550,13 @@ def make_figure(exp: Experiment, fidelity: str, output_dir, runs_root: str | Non
               "papers_counts": exp.at_papers_counts(fidelity),
               "run_config_hashes": {run_id: config_hash(cfg) for run_id, cfg in configs.items()},
               "experiment_digest": experiment_digest(exp),
-              "provenance": _provenance(exp, fidelity, results, time.perf_counter() - started, command)}
+              "provenance": _provenance(exp, fidelity, results, time.perf_counter() - started, command, source)}
     write_record(files["json"], record)
     return FigureOutcome(exp, fidelity, table, verdicts, files, studies)
 
 
-def _provenance(exp: Experiment, fidelity: str, results: dict, wall_time_s: float, command: str | None) -> dict:
+def _provenance(exp: Experiment, fidelity: str, results: dict, wall_time_s: float, command: str | None,
+                source: dict | None = None) -> dict:
     """What made the figure's numbers: the sgi-run commit, the numerics code, the device, JAX, when, the command;
     ``compute_wall_time_s``: the runs' own wall times as computed (a cached run's from when it ran), so a figure
     made from runs of several sessions still says what it cost."""
@@ -562,7 +566,7 @@ def _provenance(exp: Experiment, fidelity: str, results: dict, wall_time_s: floa
     from sgi_run.provenance import code_digest, source_commit
 
     computed_on = sorted({str(r.ensemble.attrs.get("device", "")) for r in results.values()} - {""})
-    return {**source_commit(), "numerics_code": code_digest(), "device": device.describe(),
+    return {**(source or source_commit()), "numerics_code": code_digest(), "device": device.describe(),
             "runs_computed_on": computed_on, "jax_version": jax.__version__,
             "date_utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "wall_time_s": round(wall_time_s, 1),

@@ -201,3 +201,25 @@ def test_an_archive_that_is_not_one_is_refused_in_one_line(tmp_path, capsys):
     assert cli.main(["--output", str(tmp_path / "out"), "--unpack", str(tmp_path / "x.tar.gz")]) == 2
     err = capsys.readouterr().err
     assert err.startswith("sgi-figures: error: --unpack=") and err.count("\n") == 1
+
+
+def test_a_figure_names_the_commit_its_process_started_at(tmp_path, monkeypatch):
+    """A checkout that moves while a long gallery runs (a commit, a merge) does not rename the code that made the
+    figures: the commit is read once, when sgi-figures starts."""
+    import json
+
+    from sgi_run import provenance
+    from sgi_run.figures import experiment
+
+    moved, run = [], experiment.run
+
+    def run_while_the_checkout_moves(*args, **kwargs):
+        moved.append(True)
+        return run(*args, **kwargs)
+
+    monkeypatch.setattr(experiment, "run", run_while_the_checkout_moves)
+    monkeypatch.setattr(provenance, "source_commit",
+                        lambda: {"commit": ("b" if moved else "a") * 40, "uncommitted_changes": False})
+    assert cli.main(_figure_args(tmp_path)) == 0 and moved
+    record = json.loads((tmp_path / "out" / "kraus_tyranowski_2021" / "fig4_5.json").read_text())
+    assert record["provenance"]["commit"] == "a" * 40
