@@ -36,6 +36,10 @@ class MethodCost:
     seconds: np.ndarray          # (step sizes, repeats): the timed runs
     device: str
 
+    def at(self, dts) -> np.ndarray:
+        """The indices of the step sizes ``dts`` (a study's, coarse to fine) among the timed ones."""
+        return np.array([int(np.flatnonzero(np.isclose(self.dts, dt, rtol=1e-12))[0]) for dt in dts])
+
     @property
     def per_path_s(self) -> np.ndarray:
         """Median wall time per path at each step size."""
@@ -131,8 +135,7 @@ def rows(method: str, label: str, result, method_cost: MethodCost) -> list[dict]
     of each declared invariant."""
     low, high = method_cost.per_path_range_s
     out = []
-    for i, dt in enumerate(result.dts):
-        j = int(np.flatnonzero(np.isclose(method_cost.dts, dt, rtol=1e-12))[0])
+    for i, (dt, j) in enumerate(zip(result.dts, method_cost.at(result.dts))):
         out.append({"run": method, "label": label, "dt": float(dt), "error": float(result.error[i]),
                     "se": float(result.se[i]), "resolvable": bool(result.resolvable[i]),
                     "seconds_per_path": float(method_cost.per_path_s[j]), "seconds_per_path_low": float(low[j]),

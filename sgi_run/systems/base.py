@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 from typing import ClassVar
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 import jax
 
@@ -32,6 +32,10 @@ class System:
     # Parameters beyond the dataclass's fields, gathered by gather_parameters (a formula system's named
     # numbers): its config may add one with +system.<name>=<value>.
     open_parameters: ClassVar[bool] = False
+    # Config keys whose field has another name (config key -> field): the key's own name is a method of the class
+    # (a formula system's ``potential`` text beside the ``potential(q)`` every Langevin system has). A refusal names
+    # the key (``config_key``), which is what the user typed.
+    KEYS: ClassVar[Mapping[str, str]] = {}
 
     @property
     def space(self) -> StateSpace:
@@ -80,6 +84,11 @@ class System:
         (a formula system: any name its formulas use) gathers them into a field here; the others take the
         keys as they are, and a key that is not a field is refused."""
         return parameters
+
+    @classmethod
+    def config_key(cls, field: str) -> str:
+        """The config key of a field (its own name, unless ``KEYS`` renames it)."""
+        return {f: k for k, f in cls.KEYS.items()}.get(field, field)
 
     @classmethod
     def parameter_names(cls) -> list[str]:

@@ -61,7 +61,7 @@ import numpy as np
 from sgi_run.core import lie
 from sgi_run.core.errors import ConfigError, require
 from sgi_run.core.space import Leaf, StateSpace
-from sgi_run.systems.canonical import CanonicalSystem, HamiltonianParts
+from sgi_run.systems.canonical import CanonicalSystem
 from sgi_run.systems.langevin import ConstrainedLangevinSystem, LangevinSystem, _quad
 from sgi_run.systems.lie_poisson import LiePoissonSystem
 
@@ -249,12 +249,12 @@ class _Formulas:
     """What every formula system shares: its named parameters (the config's keys that are not fields,
     gathered into the field ``parameters``), their checks, and its formulas compiled once, at construction.
 
-    ``KEYS``: a config key whose field has another name (config key -> field), where the key's own name is
-    taken by the base class (a Lie-Poisson system's ``algebra`` is the algebra itself, its text is
-    ``algebra_name``)."""
+    A formula's text is a field named apart from its config key (``System.KEYS``) where the key's own name is the
+    base class's method (a Langevin system's ``potential(q)``, a canonical one's ``noise_forcing(q, p)``, a
+    Lie-Poisson one's ``algebra``): the base's derived physics then calls the formula system's methods as it
+    calls a built-in's."""
 
     open_parameters: ClassVar[bool] = True
-    KEYS: ClassVar[Mapping[str, str]] = {}
     # A key that belongs to a sibling config name (config key -> what to use instead): refused by name, before
     # it is read as a parameter (a list of formulas is no parameter's value).
     ELSEWHERE: ClassVar[Mapping[str, str]] = {}
@@ -327,8 +327,7 @@ class _Formulas:
             return jax_function(expression, here)
 
         def finish():
-            keys = ", ".join({v: k for k, v in self.KEYS.items()}.get(f.name, f.name)
-                             for f in dataclasses.fields(self) if f.name != "parameters")
+            keys = ", ".join(self.config_key(f.name) for f in dataclasses.fields(self) if f.name != "parameters")
             shown = ", ".join(_shown(name, value) for name, value in self.parameters if name in used)
             for name, value in self.parameters:
                 require(name, value, name in used, f"a key of {self.config_name} ({keys}) or a parameter its formulas "
@@ -421,17 +420,18 @@ class _Formulas:
 class FormulaSystem(_Formulas, CanonicalSystem):
     r"""A canonical system whose :math:`H`, :math:`h_i`, :math:`F` and :math:`f_i` are formulas of the config.
 
-    ``noise_forcing`` is a field here (the formulas :math:`f_i`, one per noise: a text for ``dof`` 1, else a
-    list of ``dof`` texts), so the base's method of that name is replaced by ``noise_forcing_values``,
-    which ``parts`` calls. ``parameters`` is gathered from the config's other keys (``gather_parameters``),
-    never given as a key itself."""
+    The config key ``noise_forcing`` (the formulas :math:`f_i`, one per noise: a text for ``dof`` 1, else a list
+    of ``dof`` texts) is the field ``noise_forcing_formulas``: ``noise_forcing(q, p)`` is the base's method, which
+    its ``parts`` calls. ``parameters`` is gathered from the config's other keys (``gather_parameters``), never
+    given as a key itself."""
 
     config_name: ClassVar[str] = "custom"
+    KEYS: ClassVar[Mapping[str, str]] = {"noise_forcing": "noise_forcing_formulas"}
 
     H: Formula = "(p**2 + q**2)/2"
     noise: tuple[Formula, ...] = ("0.1*p",)
     F: Formula | tuple[Formula, ...] | None = None
-    noise_forcing: tuple[Formula | tuple[Formula, ...], ...] | None = None
+    noise_forcing_formulas: tuple[Formula | tuple[Formula, ...], ...] | None = None
     dof: int = 1
     q0: float | Formula | tuple[float | Formula, ...] = 1.0
     p0: float | Formula | tuple[float | Formula, ...] = 0.0
@@ -449,11 +449,11 @@ class FormulaSystem(_Formulas, CanonicalSystem):
         hamiltonian = compile("H", self.H)
         noise_hamiltonians = [compile("noise", h) for h in noise]
         forcing = None if self.F is None else self._per_dof("F", self.F, compile)
-        noise_forcing = None
-        if self.noise_forcing is not None:
-            require("noise_forcing", self.noise_forcing, len(self.noise_forcing) == len(noise),
+        noise_forcing, texts = None, self.noise_forcing_formulas
+        if texts is not None:
+            require("noise_forcing", texts, len(texts) == len(noise),
                     f"one forcing f_i per noise Hamiltonian ({len(noise)}), or null")
-            noise_forcing = [self._per_dof("noise_forcing", f, compile) for f in self.noise_forcing]
+            noise_forcing = [self._per_dof("noise_forcing", f, compile) for f in texts]
         self._compile_initial(compile, ("q0", "p0"))
         finish()
         # Not fields: derived from them, so equality, hashing and pickling (__reduce__) see the texts alone.
@@ -509,17 +509,11 @@ class FormulaSystem(_Formulas, CanonicalSystem):
             return jnp.zeros_like(p)
         return jnp.stack([self._call(f, q, p) for f in self._functions[2]])
 
-    def noise_forcing_values(self, q, p):
+    def noise_forcing(self, q, p):
         """(m, dof): the forcings f_i of the noises."""
         if self._functions[3] is None:
-            return jnp.zeros((self.noises,) + p.shape, dtype=p.dtype)
+            return super().noise_forcing(q, p)
         return jnp.stack([jnp.stack([self._call(f, q, p) for f in row]) for row in self._functions[3]])
-
-    def parts(self, q, p) -> HamiltonianParts:
-        # The base's, with noise_forcing_values for its noise_forcing (a field here).
-        dH_dq, dH_dp = jax.grad(self.hamiltonian, argnums=(0, 1))(q, p)
-        dh_dq, dh_dp = jax.jacrev(self.noise_hamiltonians, argnums=(0, 1))(q, p)
-        return HamiltonianParts(dH_dq, dH_dp, self.forcing(q, p), dh_dq, dh_dp, self.noise_forcing_values(q, p))
 
     def initial_state(self, key):
         return self._initial(key)
@@ -531,16 +525,17 @@ class LangevinFormulaSystem(_Formulas, LangevinSystem):
     :math:`\sigma = \sqrt{2c/\beta}`) whose potential :math:`U(q)` is a formula of the config; the splitting
     integrators (SVIA/B/C) fit it as they fit the built-ins.
 
-    ``potential`` is a field here (the text), so the base's method of that name is ``potential_value``, which
-    ``hamiltonian`` and ``potential_force`` call. Its Boltzmann-Gibbs means (one degree of freedom) come
+    The config key ``potential`` is the field ``potential_formula``: ``potential(q)`` is the base's method, which
+    its ``hamiltonian`` and ``potential_force`` call. Its Boltzmann-Gibbs means (one degree of freedom) come
     from quadrature of the formula, as the built-ins' do; None where the quadrature does not converge."""
 
     config_name: ClassVar[str] = "custom_langevin"
+    KEYS: ClassVar[Mapping[str, str]] = {"potential": "potential_formula"}
     ELSEWHERE: ClassVar[Mapping[str, str]] = {
         "constraints": "system=custom_constrained_langevin for a constrained system (custom_langevin is flat space: "
                        "svia, svib, svic)"}
 
-    potential: Formula = "q**2/2"
+    potential_formula: Formula = "q**2/2"
     dof: int = 1
     q0: float | Formula | tuple[float | Formula, ...] = 0.0
     p0: float | Formula | tuple[float | Formula, ...] = 0.0
@@ -559,7 +554,7 @@ class LangevinFormulaSystem(_Formulas, LangevinSystem):
 
     def _compile(self, compile):
         """Compiles the formulas (a subclass adds its own) before ``finish`` checks the parameters."""
-        object.__setattr__(self, "_potential", compile("potential", self.potential))
+        object.__setattr__(self, "_potential", compile("potential", self.potential_formula))
         self._compile_initial(compile, ("q0", "p0"))
 
     def initial_state(self, key):
@@ -569,22 +564,16 @@ class LangevinFormulaSystem(_Formulas, LangevinSystem):
     def noises(self) -> int:
         return self.dof
 
-    def potential_value(self, q):
+    def potential(self, q):
         """U(q), a scalar."""
         return jnp.asarray(self._potential(*(q[i] for i in range(self.dof)), *self._values), dtype=q.dtype)
-
-    def hamiltonian(self, q, p):
-        return self.kinetic_energy(q, p) + self.potential_value(q)
-
-    def potential_force(self, q):
-        return -jax.grad(self.potential_value)(q)
 
     def mean_potential(self) -> float:
         r""":math:`\langle U\rangle` under :math:`e^{-\beta U}`, by quadrature over the line (one degree of
         freedom), the weight shifted by U's least value on a grid so it stays O(1) for large beta."""
         if self.dof != 1:
             raise ArithmeticError("a Boltzmann-Gibbs mean by quadrature in one dimension only")
-        on_the_line = jax.jit(lambda x: self.potential_value(jnp.reshape(x, (1,))))
+        on_the_line = jax.jit(lambda x: self.potential(jnp.reshape(x, (1,))))
         u = lambda x: float(on_the_line(x))
         floor = float(jnp.min(jax.vmap(on_the_line)(jnp.linspace(-20.0, 20.0, 4001))))
         weight = lambda x: math.exp(-self.beta * (u(x) - floor))
@@ -609,10 +598,10 @@ class ConstrainedLangevinFormulaSystem(LangevinFormulaSystem, ConstrainedLangevi
     ``check``. No Boltzmann-Gibbs reference (the measure on the manifold needs its volume element)."""
 
     config_name: ClassVar[str] = "custom_constrained_langevin"
-    KEYS: ClassVar[Mapping[str, str]] = {"constraints": "constraint_formulas"}
+    KEYS: ClassVar[Mapping[str, str]] = LangevinFormulaSystem.KEYS | {"constraints": "constraint_formulas"}
     ELSEWHERE: ClassVar[Mapping[str, str]] = {}
 
-    potential: Formula = "q3"
+    potential_formula: Formula = "q3"
     dof: int = 3
     q0: float | Formula | tuple[float | Formula, ...] = (0.0, 0.0, -1.0)
     p0: float | Formula | tuple[float | Formula, ...] = (0.0, 0.0, 0.0)

@@ -88,7 +88,7 @@ def test_a_dimension_mismatch_is_refused_in_one_line():
     with pytest.raises(ConfigError, match=r"^F=.*a list of 2 formulas"):
         FormulaSystem(H="(p1**2 + p2**2 + q1**2 + q2**2)/2", noise=("q1",), F=("-p1",), dof=2)
     with pytest.raises(ConfigError, match=r"^noise_forcing=.*one forcing f_i per noise"):
-        FormulaSystem(noise=("q", "p"), noise_forcing=("p",))
+        FormulaSystem(noise=("q", "p"), noise_forcing_formulas=("p",))
 
 
 def test_a_parameter_no_formula_uses_is_refused_and_one_named_as_a_symbol_too():
@@ -185,7 +185,7 @@ def test_a_run_of_kubo_formula_is_the_run_of_kubo(runs_root):
 def test_two_degrees_of_freedom():
     """q1, p1, q2, p2 and a forcing per degree of freedom: two coupled oscillators."""
     system = FormulaSystem(H="(p1**2 + p2**2)/2 + (q1**2 + q2**2)/2 + k*q1*q2", noise=("s*q1", "s*p2"),
-                           F=("-c*p1", "0"), noise_forcing=(("0", "0"), ("0", "c*q2")), dof=2,
+                           F=("-c*p1", "0"), noise_forcing_formulas=(("0", "0"), ("0", "c*q2")), dof=2,
                            q0=(1.0, 0.5), p0=0.0, parameters=(("c", 0.1), ("k", 0.2), ("s", 0.3)))
     z = jnp.array([1.0, 0.5, 0.3, -0.2])
     np.testing.assert_allclose(system.drift(z), [0.3, -0.2, -1.0 - 0.2 * 0.5 - 0.1 * 0.3, -0.5 - 0.2 * 1.0],

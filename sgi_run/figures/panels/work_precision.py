@@ -40,7 +40,7 @@ def _draw(ax, exp, panel: dict, data: dict, styles: dict) -> int:
         r, c, look = study.result, study.cost, styles[run_id]
         require(f"{exp.path.name}:panels.runs", run_id, c is not None,
                 "a study timed for this panel (the profile's cost: {paths, repeats})")
-        order = [int(np.flatnonzero(np.isclose(c.dts, dt, rtol=1e-12))[0]) for dt in r.dts]
+        order = c.at(r.dts)
         seconds = c.per_path_s[order]
         low, high = (a[order] for a in c.per_path_range_s)
         x = seconds if x_kind == "seconds_per_path" else c.path_steps_per_s[order]
