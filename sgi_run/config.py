@@ -363,7 +363,7 @@ def build_system(cfg) -> System:
     unknown = sorted(set(cfg) - set(cls.parameter_names()))
     if unknown:
         raise ConfigError(f"system.{unknown[0]}", cfg[unknown[0]], f"a parameter of {name}: {cls.parameter_names()}")
-    cfg = {k: _typed(f"system.{k}", v, declared[k]) for k, v in cfg.items()}
+    cfg = {k: _typed(f"system.{cls.config_key(k)}", v, declared[k]) for k, v in cfg.items()}
     try:
         system = cls(**cfg)
         system.check()

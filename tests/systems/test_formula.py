@@ -105,6 +105,8 @@ def test_a_parameter_no_formula_uses_is_refused_and_one_named_as_a_symbol_too():
     (["system=kubo_formula", "system.zeta=0.3"], "system.zeta"),
     (["system=kubo_formula", "system.parameters={beta: 1}"], "system.parameters"),
     (["system=kubo", "+system.zeta=0.3"], "system.zeta"),      # a built-in system takes no new key
+    (["system=kubo_formula", "system.noise_forcing=3"], "system.noise_forcing"),   # the key typed, not its field
+    (["system=custom_langevin", "system.potential=[q]"], "system.potential"),
 ])
 def test_the_config_refuses_a_bad_formula_or_key_in_one_line(overrides, key):
     with pytest.raises(ConfigError) as err:
@@ -444,6 +446,7 @@ def test_the_lie_poisson_formula_system_pickles_by_its_texts():
     (["system=rigid_body_formula", "+system.pi=[1,2]"], "system.pi", "a parameter named as a formula names it"),
     (["system=heavy_top_formula", "+system.gamma=[1,2]"], "system.gamma", "gamma1 is also the state's"),
     (["system=heavy_top_formula", "+system.algebra_name=so3"], "system.algebra_name", "the key algebra"),
+    (["system=heavy_top_formula", "system.algebra=3"], "system.algebra", "a string"),   # the key typed, not the field
     (["system=heavy_top_formula", "integrator=isomp"], "integrator", "on se3"),
     (["system=heavy_top_formula", "system.R0=null"], "system.R0", "a known key"),
 ])
