@@ -105,8 +105,6 @@ def test_a_parameter_no_formula_uses_is_refused_and_one_named_as_a_symbol_too():
     (["system=kubo_formula", "system.zeta=0.3"], "system.zeta"),
     (["system=kubo_formula", "system.parameters={beta: 1}"], "system.parameters"),
     (["system=kubo", "+system.zeta=0.3"], "system.zeta"),      # a built-in system takes no new key
-    (["system=kubo_formula", "system.noise_forcing=3"], "system.noise_forcing"),   # the key typed, not its field
-    (["system=custom_langevin", "system.potential=[q]"], "system.potential"),
 ])
 def test_the_config_refuses_a_bad_formula_or_key_in_one_line(overrides, key):
     with pytest.raises(ConfigError) as err:
@@ -446,7 +444,6 @@ def test_the_lie_poisson_formula_system_pickles_by_its_texts():
     (["system=rigid_body_formula", "+system.pi=[1,2]"], "system.pi", "a parameter named as a formula names it"),
     (["system=heavy_top_formula", "+system.gamma=[1,2]"], "system.gamma", "gamma1 is also the state's"),
     (["system=heavy_top_formula", "+system.algebra_name=so3"], "system.algebra_name", "the key algebra"),
-    (["system=heavy_top_formula", "system.algebra=3"], "system.algebra", "a string"),   # the key typed, not the field
     (["system=heavy_top_formula", "integrator=isomp"], "integrator", "on se3"),
     (["system=heavy_top_formula", "system.R0=null"], "system.R0", "a known key"),
 ])
@@ -753,3 +750,17 @@ def test_undamped_kubo_formula_declares_h_and_midpoint_keeps_it(make_integrator)
     assert kept.invariants == ("H",) and np.all(kept.drift_max < 1e-13), kept.drift_max
     with pytest.raises(ConfigError, match="^plan.invariants='declared' .*FormulaSystem declares no invariant"):
         plan.fitted_to(build_system(sgi_run.compose(["system=kubo_formula"]).system), midpoint)
+
+
+@pytest.mark.parametrize("config, key", [
+    ({"name": "custom_lie_poisson", "algebra": 3}, "system.algebra"),
+    ({"name": "custom_constrained_langevin", "constraints": [[1]]}, "system.constraints"),
+    ({"name": "custom", "noise_forcing": 3}, "system.noise_forcing"),
+    ({"name": "custom_langevin", "potential": ["q"]}, "system.potential"),
+])
+def test_a_refused_value_names_the_key_typed_not_the_field_it_is_kept_in(config, key):
+    """algebra is kept as algebra_name (algebra is the Lie algebra itself), potential as potential_formula, ...:
+    the refusal names what the user typed (the command line once said system.algebra_name=3)."""
+    with pytest.raises(ConfigError) as err:
+        build_system(config)
+    assert err.value.key == key and "\n" not in str(err.value)
