@@ -156,7 +156,11 @@ class LangevinSystem(CanonicalSystem):
             return None
         if observable == "kinetic_temperature":
             return 1 / self.beta
-        energy = self.kinetic_dimension / (2 * self.beta) + self.mean_potential()
+        return self._energy_mean(observable, self.mean_potential())
+
+    def _energy_mean(self, observable: str, mean_potential: float) -> float:
+        """<H> = d / 2 beta + <U> (momenta at temperature 1 / beta), or <2 H>, given <U>."""
+        energy = self.kinetic_dimension / (2 * self.beta) + mean_potential
         return energy if observable == "H" else 2 * energy
 
     def overdamped_svia_mean(self, observable: str) -> float | None:
@@ -167,9 +171,7 @@ class LangevinSystem(CanonicalSystem):
         :math:`\beta = 1`). A reference for SVIA at large c only; None where ``equilibrium_mean`` has none."""
         if self.equilibrium_mean(observable) is None or observable == "kinetic_temperature":
             return None
-        potential = dataclasses.replace(self, beta=2 * self.beta).mean_potential()
-        energy = self.kinetic_dimension / (2 * self.beta) + potential
-        return energy if observable == "H" else 2 * energy
+        return self._energy_mean(observable, dataclasses.replace(self, beta=2 * self.beta).mean_potential())
 
     def ergodic_energy(self) -> float | None:
         """<H> under the Boltzmann-Gibbs measure; see ``equilibrium_mean``."""
