@@ -27,6 +27,7 @@ from hydra.types import RunMode
 from omegaconf import DictConfig, ListConfig, OmegaConf, open_dict
 from omegaconf.errors import OmegaConfBaseException
 
+from sgi_run.bundled import CONF_DIR
 from sgi_run.core.errors import ConfigError
 from sgi_run.core.solvers import on_fail_rule
 from sgi_run.engine import budget, executor
@@ -36,7 +37,6 @@ from sgi_run.engine.simulate import observable_functions
 from sgi_run.integrators import Integrator, make_integrator
 from sgi_run.systems import SYSTEMS, System
 
-CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
 GROUPS = ("system", "integrator", "plan", "executor")
 PROGRESS = ("auto", "on", "off")
 # cache: reuse a finished run (a stale one, computed by other numerics code, with a warning) |

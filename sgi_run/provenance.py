@@ -11,9 +11,9 @@ import functools
 import hashlib
 import os
 import subprocess
-from pathlib import Path
+from sgi_run import __version__, bundled
 
-PACKAGE = Path(__file__).resolve().parent
+PACKAGE = bundled.PACKAGE
 # A copy of the repository shipped elsewhere (a remote GPU machine gets the working tree, and at most a .git of
 # some other commit) names the commit it was copied from here: ``SGI_RUN_COMMIT=$(git rev-parse HEAD)`` in the
 # command that ships it. Where set it wins over the copy's own git.
@@ -37,9 +37,12 @@ def source_commit() -> dict:
     """The sgi-run commit this code is: ``{"commit": sha or None, "uncommitted_changes": bool or None}``.
     From ``$SGI_RUN_COMMIT`` where set (changes then unknown: None); else from git where the package sits in a
     checkout. ``uncommitted_changes`` counts the package and its configs only (what makes and describes the
-    numbers)."""
+    numbers). An installed package has no commit of its own (its version names it): git is not asked, since the
+    directory it is installed in may sit in some other repository, whose commit it would name."""
     if os.environ.get(COMMIT_VARIABLE):
         return {"commit": os.environ[COMMIT_VARIABLE], "uncommitted_changes": None}
+    if not bundled.in_checkout():
+        return {"commit": None, "uncommitted_changes": None, "installed": __version__}
 
     def git(*args):
         try:
@@ -55,6 +58,8 @@ def source_commit() -> dict:
 
 def commit_text(version: dict) -> str:
     """A ``source_commit()`` as a report names it: "sgi-run commit 0d021ed1c2a4 (with uncommitted changes)"."""
+    if version.get("installed"):
+        return f"sgi-run {version['installed']} (an installed package)"
     changes = {True: " (with uncommitted changes to sgi_run/, conf/ or experiments/)", False: "",
                None: " (a shipped copy: uncommitted changes unknown)"}[version.get("uncommitted_changes")]
     return f"sgi-run commit {(version.get('commit') or 'unknown')[:12]}{changes}"

@@ -21,6 +21,7 @@ from __future__ import annotations
 import atexit
 import logging
 import dataclasses
+import importlib.util
 import math
 import os
 import socket
@@ -152,6 +153,11 @@ def spec_of(mapping) -> Local | Dask | Slurm:
     if not isinstance(name, str) or name not in _SPECS:
         raise ConfigError("executor.name", name, f"one of {list(NAMES)}")
     cls = _SPECS[name]
+    # The cluster executors' libraries are an extra of their own (a plain install runs locally).
+    needed = {"dask": ("distributed",), "slurm": ("distributed", "dask_jobqueue")}.get(name, ())
+    missing = [module for module in needed if importlib.util.find_spec(module) is None]
+    require("executor", name, not missing, f"local, or {name} with the cluster extra installed "
+            f"(pip install 'sgi-run[cluster]': {', '.join(missing)} is missing)")
     known = [f.name for f in dataclasses.fields(cls)]
     for key, value in mapping.items():
         require(f"executor.{key}", value, key in known, f"a key of executor={name}: {known}")

@@ -24,8 +24,8 @@ import tarfile
 import time
 from pathlib import Path
 
-from sgi_run import cache, provenance
-from sgi_run.config import CACHE_POLICIES
+from sgi_run import bundled, cache, provenance
+from sgi_run.config import CACHE_POLICIES, ConfigSource
 from sgi_run.core.errors import ConfigError
 from sgi_run.engine import executor
 from sgi_run.figures.experiment import FIDELITIES
@@ -59,7 +59,12 @@ def _parser() -> argparse.ArgumentParser:
                    help="sampling profile of every figure (default: reduced)")
     p.add_argument("--only", action="append", metavar="FIGURE",
                    help="paper/figure (luesink_2023/fig1), or a figure id only one paper has (fig4_1); repeatable")
-    p.add_argument("--experiments", default="experiments", help="experiment files, <paper>/<figure>.yaml")
+    p.add_argument("--experiments", action="append", default=[], metavar="DIR",
+                   help="a directory of your own experiment files, <study>/<figure>.yaml, read beside the built-in "
+                        "papers' (whose figures are then made only where --only names them); repeatable")
+    p.add_argument("--config-dir", metavar="DIR",
+                   help="a directory of your own configs (system/<name>.yaml, plan/<name>.yaml, ...) that the runs "
+                        "of the figures may choose, as sgi-run --config-dir")
     p.add_argument("--output", default="outputs/figures", help="figures, tables and index.html")
     p.add_argument("--runs-root", default="outputs/runs", help="run directories (the run cache)")
     p.add_argument("--cache", choices=CACHE_POLICIES, default="reuse",
@@ -116,6 +121,20 @@ def unpack(archives: list[str], output: Path) -> list[str]:
     return members
 
 
+def chosen_figures(experiments_dirs: list[str], only: list[str] | None):
+    """(the figures to make, those the gallery lists): every figure --only names among the built-in papers' and
+    the user's directories; without --only, every figure of the user's directories where any is named, else every
+    built-in one. Two files of one paper/figure id anywhere are refused (``experiment.discover``)."""
+    from sgi_run.figures import experiment
+
+    # The built-in directory named again (a checkout's experiments/) is the built-in papers, not a second copy.
+    user = [Path(d) for d in experiments_dirs if Path(d).resolve() != bundled.EXPERIMENTS_DIR.resolve()]
+    everything = experiment.discover([bundled.EXPERIMENTS_DIR, *user])
+    listed = [e for e in everything if not user or any(e.path.is_relative_to(d) for d in user)]
+    where = "the built-in papers" + "".join(f" or {d}" for d in user)
+    return (experiment.select(everything, only, where) if only else listed), listed
+
+
 def _refuse(err: ConfigError) -> int:
     print(f"sgi-figures: error: {err}", file=sys.stderr)
     return 2
@@ -135,20 +154,24 @@ def main(argv: list[str] | None = None) -> int:
     console = make_console()
     # The commit whose code this process runs: a checkout that moves during a long gallery must not rename it.
     source = provenance.source_commit()
+    try:
+        experiments, listed = chosen_figures(args.experiments, args.only)
+    except ConfigError as err:
+        return _refuse(err)
     if args.unpack:
         try:
             members = unpack(args.unpack, Path(args.output))
         except ConfigError as err:
             return _refuse(err)
-        index = gallery.build(args.output, experiment.discover(args.experiments), gallery.PAPER_RESULTS)
+        index = gallery.build(args.output, listed, gallery.PAPER_RESULTS)
         console.print(f"unpacked {len(members)} files into {args.output}; gallery: {index}")
         return 0
     command = shlex.join(["sgi-figures", *(sys.argv[1:] if argv is None else argv)])
     try:
-        experiments = experiment.discover(args.experiments, args.only)
         where = [f"executor={args.executor}"] + [f"executor.{o}" for o in args.executor_option]
+        configs = ConfigSource(added=args.config_dir)
         # Every figure's runs are validated before the first computes (and each run then uses the Setup built here).
-        composed = [experiment.compose_run_setups(exp, args.fidelity, args.runs_root, args.cache, where)
+        composed = [experiment.compose_run_setups(exp, args.fidelity, args.runs_root, args.cache, where, configs)
                     for exp in experiments]
         for key, directory in (("--runs-root", args.runs_root), ("--output", args.output)):
             cache.check_writable(Path(directory), key, directory)
@@ -190,7 +213,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"sgi-figures: {stop or 'interrupted'}; finished runs are kept, the same command goes on from them",
               file=sys.stderr)
         return 130
-    index = gallery.build(args.output, experiment.discover(args.experiments), gallery.PAPER_RESULTS)
+    index = gallery.build(args.output, listed, gallery.PAPER_RESULTS)
     if outcomes:
         console.print(_verdict_table(outcomes))
     console.print(f"gallery: {index}")

@@ -27,7 +27,7 @@ import yaml
 from omegaconf import DictConfig
 
 from sgi_run import __version__, work_precision
-from sgi_run.config import Setup, compose_setup, config_hash
+from sgi_run.config import ConfigSource, Setup, compose_setup, config_hash
 from sgi_run.convergence_run import drift_cells
 from sgi_run.core.errors import ConfigError, require
 from sgi_run.core.noise import truncation_bound
@@ -331,27 +331,41 @@ def figure_order(path: Path) -> tuple:
     return (path.parent.name, number is None, tuple(int(n) for n in number.groups() if n) if number else (), path.stem)
 
 
-def discover(directory, only: list[str] | None = None) -> list[Experiment]:
-    """Every ``<paper>/<figure>.yaml`` under ``directory``; ``only`` keeps the figures it names, each as
-    paper/figure or by a figure id only one paper has (fig1 is a figure of several)."""
-    directory = Path(directory)
-    require("--experiments", str(directory), directory.is_dir(), "an existing directory")
-    experiments = [load(p) for p in sorted(directory.glob("*/*.yaml"))]
-    if only:
-        ids = sorted((Path(e.paper) / e.figure for e in experiments), key=figure_order)
-        papers: dict[str, list[str]] = {}      # paper -> its figures, in the paper's order
-        for i in ids:
-            papers.setdefault(i.parent.name, []).append(i.name)
-        wanted = set()
-        for given in only:
-            matches = [i.as_posix() for i in ids if given in (i.as_posix(), i.name)]
-            require("--only", given, bool(matches), f"a figure of {directory}, as paper: figures; "
-                    + "; ".join(f"{paper}: {', '.join(figures)}" for paper, figures in papers.items()))
-            require("--only", given, len(matches) == 1,
-                    f"one figure; {given} is a figure of {len(matches)} papers: {', '.join(matches)}")
-            wanted.update(matches)
-        experiments = [e for e in experiments if f"{e.paper}/{e.figure}" in wanted]
-    return experiments
+def discover(directories, only: list[str] | None = None) -> list[Experiment]:
+    """Every ``<paper>/<figure>.yaml`` under ``directories`` (one directory or several: the built-in papers'
+    ``bundled.EXPERIMENTS_DIR`` beside a user's own); ``only`` keeps the figures it names, each as paper/figure
+    or by a figure id only one paper has (fig1 is a figure of several). Two files of one paper/figure id are
+    refused: both would write, and the second replace, the same figure files."""
+    directories = [Path(directories)] if isinstance(directories, (str, Path)) else [Path(d) for d in directories]
+    for directory in directories:
+        require("--experiments", str(directory), directory.is_dir(), "an existing directory")
+    experiments, files = [], {}
+    for directory in directories:
+        for path in sorted(directory.glob("*/*.yaml")):
+            exp = load(path)
+            first = files.setdefault((exp.paper, exp.figure), path)
+            require("--experiments", str(path), first == path,
+                    f"one experiment file per paper/figure id; {exp.paper}/{exp.figure} is also {first}")
+            experiments.append(exp)
+    return select(experiments, only, ", ".join(map(str, directories))) if only else experiments
+
+
+def select(experiments: list[Experiment], only: list[str], where: str) -> list[Experiment]:
+    """The figures ``only`` names (``discover``), each as paper/figure or by a figure id only one paper has;
+    ``where`` says in a refusal where they were looked for."""
+    ids = sorted((Path(e.paper) / e.figure for e in experiments), key=figure_order)
+    papers: dict[str, list[str]] = {}      # paper -> its figures, in the paper's order
+    for i in ids:
+        papers.setdefault(i.parent.name, []).append(i.name)
+    wanted = set()
+    for given in only:
+        matches = [i.as_posix() for i in ids if given in (i.as_posix(), i.name)]
+        require("--only", given, bool(matches), f"a figure of {where}, as paper: figures; "
+                + "; ".join(f"{paper}: {', '.join(figures)}" for paper, figures in papers.items()))
+        require("--only", given, len(matches) == 1,
+                f"one figure; {given} is a figure of {len(matches)} papers: {', '.join(matches)}")
+        wanted.update(matches)
+    return [e for e in experiments if f"{e.paper}/{e.figure}" in wanted]
 
 
 # --- one figure -----------------------------------------------------------------------------------------
@@ -472,16 +486,18 @@ def _describe(cfg) -> str:
 
 
 def compose_runs(exp: Experiment, fidelity: str, runs_root: str | None = None, cache: str | None = None,
-                 executor: Sequence[str] = ()) -> dict:
+                 executor: Sequence[str] = (), source: ConfigSource = ConfigSource()) -> dict:
     """Every run's validated config: a bad override is refused here, before any compute."""
-    return {run_id: cfg for run_id, (cfg, _) in compose_run_setups(exp, fidelity, runs_root, cache, executor).items()}
+    return {run_id: cfg for run_id, (cfg, _) in compose_run_setups(exp, fidelity, runs_root, cache, executor, source).items()}
 
 
 def compose_run_setups(exp: Experiment, fidelity: str, runs_root: str | None = None, cache: str | None = None,
-                       executor: Sequence[str] = ()) -> dict[str, tuple[DictConfig, Setup]]:
+                       executor: Sequence[str] = (), source: ConfigSource = ConfigSource()
+                       ) -> dict[str, tuple[DictConfig, Setup]]:
     """Every run's validated config and the Setup its validation built (``config.compose_setup``), which the
-    run uses: built once."""
-    return {run_id: compose_setup(exp.overrides(run_id, fidelity, runs_root, cache, executor)) for run_id in exp.runs}
+    run uses: built once. ``source``: where its configs are found (a user's ``--config-dir`` adds theirs)."""
+    return {run_id: compose_setup(exp.overrides(run_id, fidelity, runs_root, cache, executor), source)
+            for run_id in exp.runs}
 
 
 def make_figure(exp: Experiment, fidelity: str, output_dir, runs_root: str | None = None,

@@ -66,7 +66,7 @@ def test_an_id_that_several_papers_have_is_refused_with_the_full_ids(tmp_path, c
 def test_an_unknown_id_lists_each_papers_figures_once(tmp_path, capsys):
     assert cli.main(["--only", "fig99", "--runs-root", str(tmp_path / "runs"), "--output", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err
-    prefix = "sgi-figures: error: --only='fig99' is not allowed: a figure of experiments, as paper: figures; "
+    prefix = "sgi-figures: error: --only='fig99' is not allowed: a figure of the built-in papers, as paper: figures; "
     assert err.startswith(prefix) and err.count("\n") == 1, err
     papers = dict(part.split(": ") for part in err[len(prefix):].strip().split("; "))
     assert sorted(papers) == sorted(p.name for p in Path("experiments").iterdir() if p.is_dir())
@@ -81,9 +81,9 @@ def test_an_unknown_id_lists_each_papers_figures_once(tmp_path, capsys):
     (["--cache=never"], "--cache='never' is not allowed: one of ['reuse', 'refresh_stale', 'off']"),
     (["--executor", "k8s"], "--executor='k8s' is not allowed: one of ['local', 'dask', 'slurm']"),
     (["--bogus", "x"], "argument='--bogus' is not allowed: a flag of sgi-figures: --help, --fidelity, --only, "
-                       "--experiments, --output, --runs-root, --cache, --executor, --executor-option, --strict, --pack, --unpack"),
+                       "--experiments, --config-dir, --output, --runs-root, --cache, --executor, --executor-option, --strict, --pack, --unpack"),
     (["stray"], "argument='stray' is not allowed: a flag of sgi-figures: --help, --fidelity, --only, "
-                "--experiments, --output, --runs-root, --cache, --executor, --executor-option, --strict, --pack, --unpack"),
+                "--experiments, --config-dir, --output, --runs-root, --cache, --executor, --executor-option, --strict, --pack, --unpack"),
     (["--only"], "argument --only: expected one argument"),
     (["--ex", "x"], "ambiguous option: --ex could match --experiments, --executor, --executor-option"),
     (["--strict=1"], "argument --strict: ignored explicit argument '1'"),
@@ -122,11 +122,11 @@ def test_a_full_disk_is_one_line_and_exit_status_1(failure, start, tmp_path, mon
 def test_sgi_figures_builds_each_run_once(tmp_path, capsys, build_calls):
     """Every figure's runs are validated (config.build) before the first computes; each run uses that Setup."""
     from tests.figures.test_experiments import _variant, two_runs
-    (tmp_path / "experiments" / "kraus_tyranowski_2021").mkdir(parents=True)
-    _variant(tmp_path / "experiments" / "kraus_tyranowski_2021", two_runs)
+    (tmp_path / "experiments" / "my_study").mkdir(parents=True)
+    _variant(tmp_path / "experiments" / "my_study", lambda spec: [two_runs(spec), spec.update(paper="my_study")])
     assert cli.main(["--experiments", str(tmp_path / "experiments"), "--fidelity", "smoke",
                      "--runs-root", str(tmp_path / "runs"), "--output", str(tmp_path / "out")]) == 0
-    assert (tmp_path / "out" / "kraus_tyranowski_2021" / "fig4_1.png").exists() and len(build_calls) == 2
+    assert (tmp_path / "out" / "my_study" / "fig4_1.png").exists() and len(build_calls) == 2
 
 
 # --- issue 27: paper-fidelity results kept in the repository, across GPU windows --------------------------------
@@ -223,3 +223,30 @@ def test_a_figure_names_the_commit_its_process_started_at(tmp_path, monkeypatch)
     assert cli.main(_figure_args(tmp_path)) == 0 and moved
     record = json.loads((tmp_path / "out" / "kraus_tyranowski_2021" / "fig4_5.json").read_text())
     assert record["provenance"]["commit"] == "a" * 40
+
+
+# --- issue 44: a researcher's own study directory, beside the built-in papers -----------------------------------
+def test_a_users_directory_is_read_beside_the_built_in_papers(tmp_path):
+    from tests.figures.test_experiments import _variant, two_runs
+    study = tmp_path / "mine" / "my_study"
+    study.mkdir(parents=True)
+    _variant(study, lambda spec: [two_runs(spec), spec.update(paper="my_study")])
+    made, listed = cli.chosen_figures([str(tmp_path / "mine")], None)
+    assert [(e.paper, e.figure) for e in made] == [("my_study", "fig4_1")] == [(e.paper, e.figure) for e in listed]
+    made, _ = cli.chosen_figures([str(tmp_path / "mine")], ["my_study/fig4_1", "luesink_2023/fig1"])
+    assert sorted((e.paper, e.figure) for e in made) == [("luesink_2023", "fig1"), ("my_study", "fig4_1")]
+    made, listed = cli.chosen_figures([], None)
+    assert len(made) == len(listed) == len(list(Path("experiments").glob("*/*.yaml")))
+
+
+def test_two_files_of_one_figure_id_are_refused(tmp_path, capsys):
+    """A user's file of a built-in id would write, and replace, that figure's files: refused before any run."""
+    from tests.figures.test_experiments import _variant
+    (tmp_path / "mine" / "anything").mkdir(parents=True)
+    copy = _variant(tmp_path / "mine" / "anything", lambda spec: None)   # paper: kraus_tyranowski_2021, fig4_1
+    assert cli.main(["--experiments", str(tmp_path / "mine"), "--fidelity", "smoke", "--runs-root",
+                     str(tmp_path / "runs"), "--output", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"sgi-figures: error: --experiments='{copy}' is not allowed: one experiment file per "
+                          "paper/figure id; kraus_tyranowski_2021/fig4_1 is also ") and err.count("\n") == 1, err
+    assert not (tmp_path / "runs").exists() and not (tmp_path / "out").exists()

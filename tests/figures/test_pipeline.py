@@ -95,21 +95,22 @@ def test_fail_is_a_result_unless_strict(smoke, tmp_path):
     spec = yaml.safe_load((EXPERIMENTS / FIG / "fig4_1.yaml").read_text())
     spec["checks"] = [{"id": "too_tight", "kind": "within_factor", "run": "midpoint_dt0.1", "factor": 1.0001,
                        "criterion": "a band midpoint cannot meet"}]
-    (tmp_path / FIG).mkdir()
-    (tmp_path / FIG / "fig4_1.yaml").write_text(yaml.safe_dump(spec, allow_unicode=True))
+    spec["paper"] = "my_study"          # a user's copy: the built-in id is taken (one file per paper/figure id)
+    (tmp_path / "my_study").mkdir()
+    (tmp_path / "my_study" / "fig4_1.yaml").write_text(yaml.safe_dump(spec, allow_unicode=True))
     args = ["--fidelity", "smoke", "--experiments", str(tmp_path), "--output", str(tmp_path / "out"),
             "--runs-root", str(root / "runs")]
     assert cli.main(args) == 0
-    assert (tmp_path / "out" / FIG / "fig4_1_checks.md").read_text().count("FAIL  too_tight") == 1
+    assert (tmp_path / "out" / "my_study" / "fig4_1_checks.md").read_text().count("FAIL  too_tight") == 1
     assert cli.main(args + ["--strict"]) == 1
 
 
 def test_bad_input_is_refused_before_any_compute(tmp_path, capsys):
     assert cli.main(["--only", "fig9_9", "--experiments", str(EXPERIMENTS)]) == 2
     assert "--only='fig9_9'" in capsys.readouterr().err
-    (tmp_path / FIG).mkdir()
+    (tmp_path / "my_study").mkdir()
     text = (EXPERIMENTS / FIG / "fig4_1.yaml").read_text().replace("integrator=heun", "integrator=nope")
-    (tmp_path / FIG / "fig4_1.yaml").write_text(text)
+    (tmp_path / "my_study" / "fig4_1.yaml").write_text(text.replace(f"paper: {FIG}", "paper: my_study"))
     runs = tmp_path / "runs"
     assert cli.main(["--fidelity", "smoke", "--experiments", str(tmp_path), "--output", str(tmp_path / "out"),
                      "--runs-root", str(runs)]) == 2
