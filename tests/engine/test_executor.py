@@ -367,3 +367,14 @@ def test_the_slurm_config_makes_the_job_script_it_documents():
                  "#SBATCH -t 02:00:00", "#SBATCH --gres=gpu:1", "--nworkers 2", "--nthreads 4",
                  "export OMP_NUM_THREADS='1'"):
         assert line in script, (line, script)
+
+
+def test_a_cluster_executor_without_the_cluster_extra_is_refused_in_one_line(monkeypatch):
+    """A plain install has no Dask: executor=dask names the extra that brings it, before anything starts."""
+    import importlib.util
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "distributed" else real(name, *a))
+    with pytest.raises(ConfigError, match=r"^executor='dask' is not allowed: local, or dask with the cluster extra "
+                       r"installed \(pip install 'sgi-run\[cluster\]': distributed is missing\)$"):
+        executor.spec_of({"name": "dask"})
+    assert executor.spec_of({"name": "local"}) is not None
