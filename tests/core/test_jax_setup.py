@@ -73,23 +73,25 @@ print(json.dumps({"before": before, "after": settings()}))
 @pytest.mark.slow
 def test_a_run_computes_in_float64_and_puts_the_callers_settings_back(tmp_path):
     """With float64 off in the caller, a run (and its composition) computes in float64, to the numbers of a
-    process sgi-run configured; every setting is the caller's again after."""
+    process sgi-run configured, its two shards in threads of their own too; every setting is the caller's again
+    after."""
     seen = _in_a_fresh_process("""
 import sgi_run
 from sgi_run.systems import Kubo
 before = settings()
-ens = sgi_run.simulate(Kubo(), "midpoint", sgi_run.plan(paths=20, T=2)).ensemble
-print(json.dumps({"before": before, "after": settings(), "H": ens.mean("H").tolist(),
+ens = sgi_run.simulate(Kubo(), "midpoint", sgi_run.plan(paths=20, T=2, shards=2),
+                       executor={"name": "local", "shards_at_once": 2}).ensemble
+print(json.dumps({"before": before, "after": settings(), "H": ens.mean("H").tolist(), "ran": ens.attrs["executor"],
                   "dtype": str(ens.mean("H").dtype)}))
 """, tmp_path)
     assert seen["after"] == seen["before"] and seen["before"]["x64"] is False
-    assert seen["dtype"] == "float64"
+    assert seen["dtype"] == "float64" and "2 shards at once" in seen["ran"], seen["ran"]
     configured = _in_a_fresh_process("""
 from sgi_run.core import jax_setup
 jax_setup.configure()
 import sgi_run
 from sgi_run.systems import Kubo
-ens = sgi_run.simulate(Kubo(), "midpoint", sgi_run.plan(paths=20, T=2), output_root="elsewhere").ensemble
+ens = sgi_run.simulate(Kubo(), "midpoint", sgi_run.plan(paths=20, T=2, shards=2), output_root="elsewhere").ensemble
 print(json.dumps({"H": ens.mean("H").tolist(), "after": settings()}))
 """, tmp_path)
     assert configured["H"] == seen["H"]
