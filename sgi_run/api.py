@@ -8,7 +8,7 @@ directory and cache. ``sgi_run`` exports these names; this module is where they 
 from __future__ import annotations
 
 from pathlib import Path
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 from omegaconf import DictConfig
 
@@ -193,12 +193,14 @@ def compose(overrides: Iterable[str] = (), config_dir: str | Path | None = None)
     return config.compose(overrides, source)
 
 
-def run(cfg: DictConfig, run_dir: str | Path | None = None, *, progress: bool | None = None) -> RunResult:
+def run(cfg: DictConfig, run_dir: str | Path | None = None, *, progress: bool | None = None,
+        on_shard_done: Callable | None = None) -> RunResult:
     """Run the config ``cfg`` (from ``compose``, or an ``Ensemble``'s ``.config``) as ``sgi-run`` does: an ensemble,
     or a convergence study (``plan=convergence``), its ``ensemble.h5`` (``convergence.h5``) and summary written to
     ``run_dir`` (default: ``<output_root>/<system>-<integrator>/<config hash>``). A finished run of the same config
-    is reused (``cached``), an interrupted one resumes. ``progress`` overrides ``cfg.progress``. Raises
-    ``ConfigError`` for what the config cannot run.
+    is reused (``cached``), an interrupted one resumes. ``progress`` overrides ``cfg.progress``;
+    ``on_shard_done(shard)`` is called as each shard finishes (an ``engine.simulate.ShardResult``: ``.shard``,
+    ``.paths``, ``.wall_time``, ...). Raises ``ConfigError`` for what the config cannot run.
 
     Example:
 
@@ -209,7 +211,7 @@ def run(cfg: DictConfig, run_dir: str | Path | None = None, *, progress: bool | 
         >>> sgi_run.run(result.ensemble.config).cached      # the same config again: nothing computed
         True
     """
-    return runner.run(cfg, run_dir, progress=progress)
+    return runner.run(cfg, run_dir, progress=progress, on_shard_done=on_shard_done)
 
 
 # --- one step, inside one's own JAX code ------------------------------------------------------------------------
