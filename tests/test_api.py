@@ -210,3 +210,11 @@ def test_step_refuses_float32_saying_what_to_do():
     with jax.enable_x64(False), pytest.raises(sgi_run.ConfigError,
                                               match=r'call jax.config.update\("jax_enable_x64", True\) before'):
         sgi_run.step(kubo, midpoint, jnp.zeros(2), 0.1, jnp.zeros((1, 1)))
+
+
+def test_compose_takes_a_config_directory_of_ones_own(tmp_path):
+    (tmp_path / "plan").mkdir()
+    (tmp_path / "plan" / "small.yaml").write_text("defaults:\n  - default\n  - _self_\npaths: 10\nT: 1.0\n")
+    assert sgi_run.compose(["plan=small"], config_dir=tmp_path).plan.paths == 10
+    with pytest.raises(sgi_run.ConfigError, match="--config-dir=.* is not allowed: an existing directory"):
+        sgi_run.compose([], config_dir=tmp_path / "absent")
