@@ -134,7 +134,8 @@ def main(argv=None) -> int:
     ap.add_argument("--profile", action="store_true", help="also profile each method in this process (this checkout)")
     ap.add_argument("--out", type=Path, default=ROOT / "outputs" / "bench")
     args = ap.parse_args(argv)
-    import sgi_run.core  # noqa: F401  (float64 before JAX makes an array)
+    from sgi_run.core import jax_setup
+    jax_setup.configure()   # float64 before JAX makes an array
     from throughput_report import machine, write_report
 
     if REFERENCE not in args.methods:

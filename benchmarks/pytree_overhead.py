@@ -19,7 +19,8 @@ import time
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-import sgi_run.core  # noqa: E402,F401  (float64 first)
+from sgi_run.core import jax_setup  # noqa: E402
+jax_setup.configure()   # float64 first
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402

@@ -51,7 +51,8 @@ def main(argv=None) -> int:
     ap.add_argument("--methods", nargs="+", default=[m[0] for m in METHODS if "iterations" not in m[0]])
     ap.add_argument("--out", type=Path, default=ROOT / "outputs" / "bench")
     args = ap.parse_args(argv)
-    import sgi_run.core  # noqa: F401  (float64 before JAX makes an array)
+    from sgi_run.core import jax_setup
+    jax_setup.configure()   # float64 before JAX makes an array
     from throughput_report import machine, write_report
 
     from sgi_run.config import compose_setup

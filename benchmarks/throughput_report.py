@@ -11,8 +11,11 @@ from collections.abc import Callable
 
 import numpy as np
 
-import sgi_run.core  # noqa: F401  (enables float64 before any array is made)
 import jax
+
+from sgi_run.core import jax_setup
+
+jax_setup.configure()   # float64 before any array is made
 
 SCHEMA = "sgi-run/bench/throughput/2"
 

@@ -8,11 +8,14 @@ import time
 
 import numpy as np
 
-import sgi_run.core  # noqa: F401  (enables float64 before any array is made)
 import jax
 
 from throughput_report import _fmt_load
 from throughput_workloads import Entry, Prepared, Stats
+
+from sgi_run.core import jax_setup
+
+jax_setup.configure()   # float64 before any array is made
 
 
 class _CompileClock:

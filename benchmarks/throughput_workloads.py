@@ -11,7 +11,6 @@ from collections.abc import Callable
 import numpy as np
 import yaml
 
-import sgi_run.core  # noqa: F401  (enables float64 before any array is made)
 import jax
 import jax.numpy as jnp
 from jax.flatten_util import ravel_pytree
@@ -20,6 +19,10 @@ from sgi_run.engine.plan import Plan
 from sgi_run.engine.simulate import Simulator
 from sgi_run.integrators import make_integrator
 from sgi_run.systems import SYSTEMS
+
+from sgi_run.core import jax_setup
+
+jax_setup.configure()   # float64 before any array is made
 
 ROOT = Path(__file__).resolve().parents[1]
 CONF = ROOT / "conf"

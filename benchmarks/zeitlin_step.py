@@ -95,7 +95,8 @@ def main(argv=None) -> int:
     cores = sorted(os.sched_getaffinity(0))
     os.sched_setaffinity(0, cores[:args.threads])
     sys.path.insert(0, str(ROOT))
-    import sgi_run.core  # noqa: F401  (float64 first)
+    from sgi_run.core import jax_setup
+    jax_setup.configure()   # float64 first
     import jax
     import jax.numpy as jnp
     import numpy as np

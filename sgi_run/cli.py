@@ -22,6 +22,7 @@ from omegaconf import DictConfig
 from sgi_run import __version__
 from sgi_run.config import (CONF_DIR, GROUPS, ConfigSource, check_hydra_groups, compose_setup, config_hash,
                             expand_sweeps, group_options, plain, register_resolvers, run_dir_for)
+from sgi_run.core import jax_setup
 from sgi_run.core.errors import ConfigError
 from sgi_run.engine.executor import ShardLost
 
@@ -240,6 +241,7 @@ Options: --help, --version; Hydra's own: --hydra-help, --cfg job|hydra|all, --in
 
 
 def main() -> None:
+    jax_setup.configure()
     argv = sys.argv[1:]
     if "--help" in argv or "-h" in argv:
         print(_help())

@@ -13,7 +13,7 @@ import json
 import math
 import os
 from pathlib import Path
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 import yaml
 from hydra import version
@@ -28,14 +28,15 @@ from omegaconf import DictConfig, ListConfig, OmegaConf, open_dict
 from omegaconf.errors import OmegaConfBaseException
 
 from sgi_run.bundled import CONF_DIR
+from sgi_run.core import jax_setup
 from sgi_run.core.errors import ConfigError
 from sgi_run.core.solvers import on_fail_rule
 from sgi_run.engine import budget, executor
 from sgi_run.engine.convergence_plan import ConvergencePlan
 from sgi_run.engine.plan import Plan, settle_defaults
 from sgi_run.engine.simulate import observable_functions
-from sgi_run.integrators import Integrator, make_integrator
-from sgi_run.systems import SYSTEMS, System
+from sgi_run.integrators import Integrator, integrator_config, make_integrator
+from sgi_run.systems import SYSTEMS, System, registered_name
 
 GROUPS = ("system", "integrator", "plan", "executor")
 PROGRESS = ("auto", "on", "off")
@@ -52,9 +53,10 @@ _NOT_HASHED = ("hydra", "progress", "output_root", "executor", "cache")
 class ConfigSource:
     """Where Hydra finds a run's configs, as ``hydra.main`` takes it from the command line: the primary
     config (``--config-name``), its directory (``--config-path``; a directory or Hydra's ``pkg://``) and a
-    directory added to the search path (``--config-dir``). The default is conf/'s config.yaml."""
+    directory added to the search path (``--config-dir``). The default is conf/'s config.yaml (``primary``
+    None: CONF_DIR, wherever the package finds it)."""
     name: str = "config"
-    primary: str = str(CONF_DIR)
+    primary: str | None = None
     added: str | None = None
 
 
@@ -67,7 +69,7 @@ def _loader(source: ConfigSource) -> ConfigLoaderImpl:
     not there or a primary config that is not found is refused."""
     version.setbase(None)
     setup_globals()      # Hydra's resolvers (${now:...}), as hydra.main has them
-    search_path = create_config_search_path(source.primary)
+    search_path = create_config_search_path(source.primary or str(CONF_DIR))
     if source.added is not None:    # where hydra.main puts --config-dir: after the primary directory, so its
         search_path.prepend(provider="command-line", path=f"file://{os.path.abspath(source.added)}",  # files add
                             anchor=SearchPathQuery(provider="schema"))                 # options, never replace one
@@ -254,20 +256,11 @@ def _unreadable(err: yaml.MarkedYAMLError) -> ConfigError:
 def compose(overrides: Iterable[str] = (), source: ConfigSource = ConfigSource()) -> DictConfig:
     """The run config for ``overrides`` (as on the command line) from ``source``, validated; nothing is
     computed. Raises ``ConfigError`` (one line: the key, the value, what is allowed) for bad input.
-
-    Example:
-
-        >>> import sgi_run
-        >>> cfg = sgi_run.compose(["integrator=dirk", "plan.paths=100"])
-        >>> cfg.system.name, cfg.integrator.name, cfg.plan.paths
-        ('kubo', 'dirk', 100)
-        >>> sgi_run.compose(["plan.paths=0"])
-        Traceback (most recent call last):
-        sgi_run.core.errors.ConfigError: plan.paths=0 is not allowed: ...
-    """
+    ``sgi_run.compose`` is this, with the example, for a config directory of one's own."""
     return compose_setup(overrides, source)[0]
 
 
+@jax_setup.scope()    # its validation builds the system: in float64, in any caller's process
 def compose_setup(overrides: Iterable[str] = (), source: ConfigSource = ConfigSource()) -> tuple[DictConfig, Setup]:
     """``compose``'s validated config and the ``Setup`` its validation built (system, integrator, plan), for
     the run to use as it is (``runner.run(cfg, setup=setup)``): a run is built once. Its plan's
@@ -354,7 +347,7 @@ def build_system(cfg) -> System:
     if name not in SYSTEMS:
         raise ConfigError("system.name", name, f"one of {sorted(SYSTEMS)}")
     cls = SYSTEMS[name]
-    declared = _parameter_types(cls)
+    declared = check_parameter_types(cls)
     cfg = cls.settle_defaults(cfg)
     try:
         cfg = cls.gather_parameters(cfg)
@@ -452,7 +445,7 @@ _PARAMETER_TYPES = {
 }
 
 
-def _parameter_types(cls) -> dict[str, str]:
+def check_parameter_types(cls) -> dict[str, str]:
     """Each parameter's declared type, as its key in _PARAMETER_TYPES; an annotation outside it is the system
     author's error, named as such (TypeError) before any value is typed."""
     declared = {f.name: f.type if isinstance(f.type, str) else inspect.formatannotation(f.type)
@@ -472,7 +465,7 @@ def _typed(key: str, value, declared: str):
     return convert(value)
 
 
-def _make_integrator(cfg) -> Integrator:
+def build_integrator(cfg) -> Integrator:
     """The integrator of a config node; a malformed tableau or option is one ConfigError line."""
     family = cfg.get("family") if isinstance(cfg, dict) else None
     try:
@@ -488,7 +481,7 @@ def _make_integrator(cfg) -> Integrator:
 def build(cfg: DictConfig) -> Setup:
     """System, integrator and plan from a composed config; raises ConfigError before any compute."""
     system = build_system(cfg.system)
-    integrator = _make_integrator(plain(cfg.integrator))
+    integrator = build_integrator(plain(cfg.integrator))
     integrator.check_fits(system)
     kind = cfg.plan.get("kind", "ensemble")
     if kind not in PLAN_KINDS:
@@ -522,6 +515,71 @@ def _check_run_options(cfg: DictConfig) -> None:
         raise ConfigError("progress", cfg.progress, f"one of {list(PROGRESS)}")
     if cfg.get("cache", "reuse") not in CACHE_POLICIES:
         raise ConfigError("cache", cfg.cache, f"one of {list(CACHE_POLICIES)}")
+
+
+# --- the run's pieces as config nodes: what sgi_run's Python API (sgi_run.api) runs ---------------------------
+def group_node(group: str, option: str, changes: Mapping, source: ConfigSource = ConfigSource()) -> dict:
+    """The option ``option`` of a config group (conf/<group>/<option>.yaml) as plain Python, its keys changed
+    by ``changes``: ``group=<option> <group>.<key>=<value> ...`` on the command line, refused alike (an unknown
+    option or key, a key the group's choice sets). The values are checked where the node is built."""
+    allowed = group_options(group, source)
+    if option not in allowed:
+        raise ConfigError(group, option, f"one of {allowed}")
+    node = plain(_composed_groups((f"{group}={option}",), source)[group])
+    for key, value in changes.items():
+        if f"{group}.{key}" in _SET_BY_GROUP:
+            raise ConfigError(f"{group}.{key}", value, f"set by the {group} group: choose {group}=<option>, "
+                                                       f"one of {allowed}")
+        if key not in node:
+            raise ConfigError(f"{group}.{key}", value, f"a known key; '{group}' has {sorted(node)}")
+    return node | {key: config_value(value) for key, value in changes.items()}
+
+
+def config_value(value):
+    """A value as a config holds it: tuples and arrays as lists, numpy scalars as Python numbers."""
+    if isinstance(value, Mapping):
+        return {k: config_value(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [config_value(v) for v in value]
+    return value.tolist() if hasattr(value, "tolist") else value
+
+
+def system_node(system: System) -> dict:
+    """A system object as the ``system`` node that ``build_system`` builds it back of: the name its class is
+    registered under (``systems.register``), each field under its config key, a formula system's named
+    parameters as keys of their own."""
+    name = registered_name(type(system))
+    if name is None:
+        raise ConfigError("system", type(system).__name__,
+                          "an instance of a registered class: sgi_run.register_system(<name>, "
+                          f"{type(system).__name__}) first, or one of {sorted(SYSTEMS)}")
+    node = {"name": name}
+    for field in dataclasses.fields(system):
+        value = getattr(system, field.name)
+        if field.name == "parameters" and system.open_parameters:
+            node |= dict(value)
+        else:
+            node[system.config_key(field.name)] = value
+    return config_value(node)
+
+
+def plan_node(plan: Plan | ConvergencePlan) -> dict:
+    """A plan object as its ``plan`` node (a convergence plan's ``kind`` included, an ensemble's left out as
+    plan/default.yaml leaves it)."""
+    node = {f.name: getattr(plan, f.name) for f in dataclasses.fields(plan)}
+    return config_value(node)
+
+
+def run_config(system: System, integrator: Integrator, plan: Plan | ConvergencePlan, executor: dict,
+               **options) -> DictConfig:
+    """The run config of these objects: config.yaml's top-level keys (``output_root``, ``progress``,
+    ``cache``) changed by ``options``, its groups' nodes those of the objects. Not validated (``build`` is)."""
+    base = plain(_composed_groups(()))
+    for key, value in options.items():
+        if key not in base or key in GROUPS:
+            raise ConfigError(key, value, f"a run option: one of {sorted(set(base) - set(GROUPS))}")
+    return OmegaConf.create(base | options | {"system": system_node(system), "integrator": integrator_config(integrator),
+                                              "plan": plan_node(plan), "executor": executor})
 
 
 # --- identity of a run -----------------------------------------------------------------------------

@@ -21,8 +21,9 @@ from collections.abc import Callable
 import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
-from sgi_run import __version__, cache, convergence_run, provenance, store, summary
+from sgi_run import __version__, cache, convergence_run, provenance, store, summary, systems
 from sgi_run.config import Setup, plain, build, config_hash, run_dir_for
+from sgi_run.core import jax_setup
 from sgi_run.core.errors import ConfigError
 from sgi_run.engine import convergence, executor
 from sgi_run.engine.budget import fitting_shards, memory_estimate
@@ -37,6 +38,19 @@ LINE_SECONDS = 5.0
 
 @dataclasses.dataclass
 class RunResult:
+    """A finished run, as ``sgi_run.simulate`` and ``sgi_run.run`` return it: its statistics (``ensemble``, an
+    ``Ensemble``), where they are (``path``: its ``ensemble.h5``; ``run_dir``), the summary table's rows
+    (``summary``), whether it was found in the cache (``cached``) and the system, integrator and plan it ran
+    (``setup``). A convergence study's is a ``ConvergenceRun`` (``result``: its errors and fitted order).
+
+    Example:
+
+        >>> import sgi_run
+        >>> from sgi_run.systems import Kubo
+        >>> result = sgi_run.simulate(Kubo(), "midpoint", sgi_run.plan(paths=100, T=2))
+        >>> result.path.name, result.ensemble.attrs["paths"], type(result.setup.system).__name__
+        ('ensemble.h5', 100, 'Kubo')
+    """
     path: Path                 # the ensemble.h5 (a study's convergence.h5)
     run_dir: Path
     ensemble: store.Ensemble
@@ -178,23 +192,44 @@ def run_kind_of(plan) -> RunKind:
 class Recipe:
     """What a dask worker rebuilds a run's simulator from: the run's config as YAML text (resolved,
     Hydra's own node left out), never a pickled function. ``plan.shard_size: auto`` is written as
-    this process settled it: a worker on another device keeps the same shard layout."""
+    this process settled it: a worker on another device keeps the same shard layout. A system class registered
+    in this process (``systems.register``) is named by its module and qualified name (``system_class``): the
+    worker imports it and registers it there too."""
     config: str
+    system_class: tuple[str, str] | None = None
 
     @classmethod
     def of(cls, cfg, plan) -> Recipe:
         content = {k: plain(cfg[k]) for k in cfg if k != "hydra"}
         content["plan"] = {**content["plan"], "shard_size": plan.shard_size}
-        return cls(OmegaConf.to_yaml(content))
+        name = content["system"]["name"]
+        own = None
+        if name not in systems.BUILT_IN:
+            system = systems.SYSTEMS[name]
+            if system.__module__ == "__main__" or "<locals>" in system.__qualname__:
+                raise ConfigError("executor", content["executor"]["name"],
+                                  f"local for the system {system.__qualname__} defined in {system.__module__} (a "
+                                  "notebook or a function): its workers import it, from a module of its own")
+            own = (system.__module__, system.__qualname__)
+        return cls(OmegaConf.to_yaml(content), own)
 
     def __call__(self) -> Simulator:
-        return simulator_of(build(OmegaConf.create(self.config)))
+        cfg = OmegaConf.create(self.config)
+        if self.system_class is not None and cfg.system.name not in systems.SYSTEMS:
+            import importlib
+            module, qualname = self.system_class
+            found = importlib.import_module(module)
+            for part in qualname.split("."):
+                found = getattr(found, part)
+            systems.register(cfg.system.name, found)
+        return simulator_of(build(cfg))
 
 
 def checkpoints(cfg, run_dir: Path, plan) -> ShardStore:
     return ShardStore(Path(run_dir) / "shards", plan.shard_count, run_identity(cfg))
 
 
+@jax_setup.scope()    # float64 for its own work, in any caller's process
 def run(cfg: DictConfig, run_dir: Path | None = None, *, setup: Setup | None = None, progress: bool | None = None,
         on_shard_done: Callable | None = None) -> RunResult:
     """Run the config ``cfg`` (from ``compose``) as a Monte Carlo ensemble, or a convergence study
@@ -205,16 +240,8 @@ def run(cfg: DictConfig, run_dir: Path | None = None, *, setup: Setup | None = N
     one computed by other numerics code), an interrupted one resumes from its shard checkpoints.
     ``progress`` overrides ``cfg.progress`` (a bar on a terminal, lines otherwise, on stderr);
     ``on_shard_done(ShardResult)`` is called as each shard finishes. Raises ``ConfigError`` for what
-    the config cannot run (e.g. a run directory holding another config's result).
-
-    Example:
-
-        >>> import sgi_run
-        >>> result = sgi_run.run(sgi_run.compose(["plan.paths=100", "plan.T=2", "plan.snapshots=[2]"]))
-        >>> result.path.name, result.ensemble.attrs["paths"]
-        ('ensemble.h5', 100)
-        >>> sgi_run.run(result.ensemble.config).cached      # the same config again: nothing computed
-        True
+    the config cannot run (e.g. a run directory holding another config's result). ``sgi_run.run`` is this,
+    with the example, for the options a user sets.
     """
     # Built once: a given setup is the one validation built, its plan's shard_size: auto settled against the
     # memory available when the config was composed; the run keeps that plan rather than settling it again.

@@ -15,7 +15,9 @@ SESSION_CORES = sorted(os.sched_getaffinity(0))   # the session's, before a work
 if os.environ.get("PYTEST_XDIST_WORKER"):
     cores.pin(int(os.environ["PYTEST_XDIST_WORKER"].removeprefix("gw")), int(os.environ["PYTEST_XDIST_WORKER_COUNT"]))
 
-import sgi_run.core  # noqa: E402,F401  (float64)
+from sgi_run.core import jax_setup  # noqa: E402
+
+jax_setup.configure()   # float64, the compilation cache: as the commands set them
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 

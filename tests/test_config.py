@@ -176,11 +176,11 @@ def test_a_system_parameter_annotated_with_a_type_no_config_value_has_is_a_clear
 
 def test_every_system_declares_parameter_types_a_config_value_has():
     """What the TypeError above guards against, checked for every registered system at once."""
-    from sgi_run.config import _PARAMETER_TYPES, _parameter_types
+    from sgi_run.config import _PARAMETER_TYPES, check_parameter_types
     from sgi_run.systems import SYSTEMS
 
     for cls in SYSTEMS.values():
-        assert set(_parameter_types(cls).values()) <= set(_PARAMETER_TYPES), cls
+        assert set(check_parameter_types(cls).values()) <= set(_PARAMETER_TYPES), cls
 
 
 def test_convergence_studies_that_cannot_be_done_are_refused(monkeypatch):

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
 import sgi_run
-from sgi_run.config import GROUPS, ConfigSource, _hydra_compose, expand_sweeps, group_options
+from sgi_run.config import GROUPS, ConfigSource, _hydra_compose, compose, expand_sweeps, group_options
 
 
 
@@ -175,7 +175,7 @@ def refused_for_what_was_typed(args, source=ConfigSource()):
     """Composes, or one ConfigError line about a key the command line typed: a default is never refused. A
     memory refusal may name the key that sizes the memory when its advice names the typed one."""
     try:
-        sgi_run.compose(args, source)
+        compose(args, source)
     except sgi_run.ConfigError as err:
         text, typed = str(err), [a.split("=", 1)[0].lstrip("+") for a in args]
         assert "\n" not in text and text.startswith(f"{err.key}=") and " is not allowed: " in text, (args, text)
@@ -213,7 +213,7 @@ def config_dir(tmp_path_factory):
 
 
 def test_a_config_dirs_options_compose(config_dir):
-    cfg = sgi_run.compose(["plan=small", "system=stiff_kubo"], config_dir)
+    cfg = compose(["plan=small", "system=stiff_kubo"], config_dir)
     assert (cfg.plan.paths, cfg.system.nu, cfg.system.name) == (10, 1.5, "kubo")
     assert group_options("plan", config_dir) == ["convergence", "default", "small"]
 

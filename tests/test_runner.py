@@ -194,7 +194,7 @@ def test_a_run_uses_the_setup_its_config_was_validated_with(runs_root, build_cal
     itself only when given none (the library API: ``sgi_run.run(sgi_run.compose([...]))``)."""
     from sgi_run.config import compose_setup
     cfg, setup = compose_setup(runs_root + ["plan.paths=50", "plan.T=1"])
-    result = sgi_run.run(cfg, setup=setup)
+    result = runner.run(cfg, setup=setup)
     assert result.setup is setup and not result.cached and len(build_calls) == 1
     again = sgi_run.run(cfg)
     assert again.cached and again.setup.plan.paths == 50 and len(build_calls) == 2

@@ -3,7 +3,17 @@
 
 class ConfigError(ValueError):
     """Bad input, refused before any compute. ``str(err)`` is a single line naming the key,
-    the value given and what is allowed."""
+    the value given and what is allowed (also ``err.key``, ``err.value``, ``err.allowed``).
+
+    Example:
+
+        >>> import sgi_run
+        >>> try:
+        ...     sgi_run.plan(paths=0)
+        ... except sgi_run.ConfigError as err:
+        ...     print(err.key, err.value)
+        plan.paths 0
+    """
 
     def __init__(self, key: str, value, allowed: str):
         self.key, self.value, self.allowed = key, value, allowed

@@ -20,6 +20,9 @@ Gaussian increments can be drawn on a finer grid (``refine`` fine steps per step
 which is how strong-error studies share one Brownian path across step sizes. Truncation
 (``truncation_bound``) clips :math:`\Delta W` of each step after the fine increments are summed, so
 every step size of a study is truncated at its own bound.
+
+On a CPU, threefry is lowered as on a GPU (unrolled: the same bits, faster) wherever sgi-run's JAX settings
+hold (``core.jax_setup``).
 """
 from __future__ import annotations
 
@@ -28,7 +31,6 @@ import math
 import jax
 import jax.numpy as jnp
 from jax.extend.random import threefry2x32_p
-from jax.interpreters import mlir
 
 NOISE_KINDS = {"gaussian": 1, "gaussian_pair": 2, "three_point": 1}
 # Truncation rules besides a fixed bound: "log_dt" is papers 002 (eq. 55) and 004 (section 4.2):
@@ -37,22 +39,6 @@ TRUNCATION_RULES = ("log_dt",)
 LOG_DT_ELL = 2
 
 _INIT_STREAM, _NOISE_STREAM = 0, 1
-
-
-def _unrolled_threefry_on_cpu() -> None:
-    """Lower threefry on the CPU as JAX lowers it on a GPU: its 20 rounds written out, not a loop of 5
-    iterations. JAX rolls the loop on the CPU to compile faster, but each iteration is then a pass over
-    memory of its own, and the normal transform cannot be fused with the hash: a one-noise draw took 71
-    ns, unrolled 19 (one core, 10^6 paths). The same hash, so the same bits. Where this JAX keeps the
-    lowering elsewhere, the draws are the same and slower."""
-    try:
-        from jax._src.random import threefry2x32 as threefry
-        mlir.register_lowering(threefry2x32_p, threefry._threefry2x32_lowering_rule, platform="cpu")
-    except (ImportError, AttributeError):
-        pass
-
-
-_unrolled_threefry_on_cpu()
 
 
 def truncation_bound(rule, dt: float) -> float | None:

@@ -1,2 +1,3 @@
-"""Ensemble engine: shards of paths, seeds, online reductions, checkpoints. No Hydra, no h5py."""
-import sgi_run.core  # noqa: F401  (float64 before anything is traced)
+"""Ensemble engine: shards of paths, seeds, online reductions, checkpoints. No Hydra, no h5py.
+
+It computes in float64: its callers set that (``core.jax_setup``), its import does not."""

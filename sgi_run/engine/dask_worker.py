@@ -38,7 +38,9 @@ def _simulator(recipe):
 
 
 def run_shard(recipe, shard: int, resume):
-    import sgi_run.core  # noqa: F401  (float64 on, before the recipe builds anything)
+    from sgi_run.core import jax_setup
+
+    jax_setup.configure()   # float64 on, before the recipe builds anything
     return _simulator(recipe).run_shard(shard, resume=resume)
 
 
@@ -46,7 +48,9 @@ def facts() -> dict:
     """What this worker process is: float64 on, how it was started, the cores any of its threads may use."""
     import jax
 
-    import sgi_run.core  # noqa: F401
+    from sgi_run.core import jax_setup
+
+    jax_setup.configure()
     with open("/proc/self/cmdline", "rb") as f:
         spawned = b"spawn_main" in f.read()
     allowed = set()

@@ -8,6 +8,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from sgi_run.core import jax_setup
 from sgi_run.engine.checkpoint import ShardStore
 from sgi_run.engine.executor import Cluster
 from sgi_run.engine.moments import Moments
@@ -73,7 +74,7 @@ def run_shards(sim: Simulator, store: ShardStore | None,
         def one_shard(s, stopped=lambda: False):
             saved = (lambda arrays: store.save_progress(s, arrays)) if store else None
             return sim.run_shard(s, on_output, resume=resumes.get(s), on_progress=saved, stopped=stopped)
-        computed = _in_threads(one_shard, missing, at_once) if threaded else map(one_shard, missing)
+        computed = _in_threads(jax_setup.carried(one_shard), missing, at_once) if threaded else map(one_shard, missing)
     for result in computed:
         results[result.shard] = result
         if store:

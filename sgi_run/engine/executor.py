@@ -10,7 +10,7 @@ mid-shard has its shard recomputed by the scheduler (same random numbers: they a
 path and step); a killed client keeps the shards it had saved, and the same command resumes.
 
 Workers are fresh processes (spawned, never forked: JAX deadlocks in a child forked after it
-started its threads) that enable float64 when they import ``sgi_run.core``. Each worker of a
+started its threads) that enable float64 before a task builds anything (``core.jax_setup.configure``). Each worker of a
 LocalCluster or of a SLURM job is pinned to its own share of the cores before JAX starts: XLA sizes
 its CPU thread pool by the process's CPU affinity (the XLA_FLAGS that once limited it no longer do:
 measured, a process with them still kept 1.9 cores busy), so workers never run two thread pools on

@@ -26,6 +26,7 @@ from pathlib import Path
 
 from sgi_run import bundled, cache, provenance
 from sgi_run.config import CACHE_POLICIES, ConfigSource
+from sgi_run.core import jax_setup
 from sgi_run.core.errors import ConfigError
 from sgi_run.engine import executor
 from sgi_run.figures.experiment import FIDELITIES
@@ -141,6 +142,7 @@ def _refuse(err: ConfigError) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    jax_setup.configure()
     from sgi_run.figures import experiment, gallery
     from sgi_run.runner import WriteFailed
     from sgi_run.terminal import console as make_console

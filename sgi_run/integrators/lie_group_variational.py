@@ -56,6 +56,10 @@ class CayleyTableau:
         return cls(float(linear), {v: float(coefficient_array(quadratic[v], params, f"{key}.quadratic.{v}", ()))
                                    for v in DTAU_VARIANTS})
 
+    def config(self) -> dict:
+        """The mapping ``from_config`` reads back to this tableau."""
+        return {"retraction": "cayley", "linear": self.linear, "quadratic": dict(self.quadratic)}
+
     def conditions(self) -> dict[str, float]:
         return {"(retraction) M_-(X) M_+(X)^-1 = cay(-X): linear = 1/2": self.linear - 0.5,
                 "(exact) the dual of d cay^-1 = I - X^/2 + X X^T/4: quadratic[exact] = 1/4":

@@ -72,6 +72,12 @@ class WeakLdATableau:
         arrays.update({w: coefficient_array(spec[w], params, f"{key}.{w}", (s,)) for w in ("alpha", "beta")})
         return cls(**arrays, single_noise=single_noise, weak_order=spec.get("weak_order", 1))
 
+    def config(self) -> dict:
+        """The mapping ``from_config`` reads back to this tableau (``single_noise``: no b3)."""
+        spec = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "single_noise"}
+        spec = {k: v.tolist() if isinstance(v, np.ndarray) else v for k, v in spec.items()}
+        return spec | {"b3": None} if self.single_noise else spec
+
     @property
     def stages(self) -> int:
         return len(self.alpha)

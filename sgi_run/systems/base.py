@@ -25,6 +25,7 @@ from sgi_run.core.space import StateSpace
 
 @dataclasses.dataclass(frozen=True)
 class System:
+    """The base of every system (module docstring): a frozen dataclass whose fields are its parameters."""
     structure: ClassVar[str]
     noises: ClassVar[int] = 1
     # z' = M(xi) z exactly, from a deterministic z0: the linear oracle gives each method's moments.

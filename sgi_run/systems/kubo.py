@@ -19,6 +19,9 @@ from sgi_run.systems.canonical import CanonicalSystem
 
 @dataclasses.dataclass(frozen=True)
 class Kubo(CanonicalSystem):
+    """The damped Kubo oscillator (paper 000 section 4.1): noise strength ``beta``, damping ``nu``, start
+    ``(q0, p0)`` (``system=kubo``)."""
+
     # Linear with multiplicative noise and a fixed start: every method's step is z' = M(xi) z, so the
     # method's own exact moments are known (engine.linear_oracle).
     linear: ClassVar[bool] = True

@@ -30,6 +30,9 @@ COMPONENTS_MAX = 12
 
 @dataclasses.dataclass(frozen=True)
 class LiePoissonSystem(System):
+    """The base of a stochastic Lie-Poisson system: its ``algebra``, Hamiltonian ``hamiltonian(mu)`` and noise
+    Hamiltonians ``noise_hamiltonians(mu)``; the drift, the noise fields and the Casimirs follow (module docstring)."""
+
     structure: ClassVar[str] = "lie_poisson"
 
     # --- physics, written by each system ---------------------------------------------------------

@@ -21,6 +21,9 @@ from sgi_run.systems.lie_poisson import LiePoissonSystem
 
 @dataclasses.dataclass(frozen=True)
 class Manakov(LiePoissonSystem):
+    """The stochastic Manakov system on so(``n``) (paper 004 section 6.2): ``noise_amplitude``, the random start's
+    seed ``ic_seed`` (``system=manakov``)."""
+
     n: int = 10
     noise_amplitude: float = 0.1
     ic_seed: int = 0

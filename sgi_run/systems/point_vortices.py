@@ -40,6 +40,10 @@ def matrices(v):
 
 @dataclasses.dataclass(frozen=True)
 class PointVortices(LiePoissonSystem):
+    """Stochastic point vortices on the sphere (paper 004 section 6.3): one circulation per vortex
+    (``circulations``), ``noise_amplitude``, one noise for all of them or one each (``noise_shared``)
+    (``system=point_vortices``)."""
+
     circulations: float | tuple[float, ...] = (1.0, 1.0, 1.0, 1.0)
     noise_amplitude: float = 0.1
     noise_shared: bool = True

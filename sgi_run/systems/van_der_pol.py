@@ -28,6 +28,9 @@ REFERENCE_PARAMETERS = {"nu": 0.001, "sigma": 0.05}
 
 @dataclasses.dataclass(frozen=True)
 class VanDerPol(CanonicalSystem):
+    """The Van der Pol oscillator with additive noise (paper 000 section 4.2, eq. 4.6): forcing ``nu``, noise
+    ``sigma``, start ``(q0, p0)`` (``system=van_der_pol``)."""
+
     nu: float = 0.001
     sigma: float = 0.05
     q0: float = 1.0

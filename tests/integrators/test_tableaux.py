@@ -1,5 +1,7 @@
 """Every integrator YAML builds, and every tableau satisfies its family's conditions."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -7,6 +9,8 @@ from sgi_run.core.errors import ConfigError
 from sgi_run.integrators.lda_prk import LdAPRKTableau
 
 from tests.conftest import ROOT, integrator_config
+
+integrator_config_of_file = integrator_config
 
 NAMES = sorted(p.stem for p in (ROOT / "conf" / "integrator").glob("*.yaml"))
 
@@ -70,3 +74,16 @@ def test_bad_parameters_tableaux_and_options_name_their_key(changes, key, make_i
     with pytest.raises(ConfigError) as err:
         make_integrator("dirk", **changes)
     assert str(err.value).startswith(f"{key}=")
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_integrator_config_builds_the_same_method_again(name, make_integrator):
+    """The node of a bundled method is its file's; an integrator without one (dataclasses.replace) is described by
+    its tableau's numbers, which build an equal tableau."""
+    from sgi_run.integrators import integrator_config, make_integrator as build
+    integrator = make_integrator(name)
+    assert integrator_config(integrator) == integrator_config_of_file(name)
+    rebuilt = build(integrator_config(dataclasses.replace(integrator)))
+    assert dataclasses.replace(rebuilt, tableau=integrator.tableau) == integrator    # its class and options
+    for field in dataclasses.fields(integrator.tableau):
+        np.testing.assert_array_equal(getattr(rebuilt.tableau, field.name), getattr(integrator.tableau, field.name))
