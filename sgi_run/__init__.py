@@ -8,6 +8,7 @@ Objects (the systems are classes in ``sgi_run.systems``, keyword arguments their
 - ``plan(**keys)``, ``convergence_plan(**keys)``: sampling plans, conf/plan/'s defaults changed.
 - ``formula_system(kind, **keys)``: a system written as formulas.
 - ``register_system(name, cls)``: a ``System`` class of one's own, runnable by ``simulate``.
+- ``load_module(path)``: a Python file of one's own that registers systems (``sgi-run --module FILE``).
 - ``step(system, integrator, z, dt, xi)``, ``draw(...)``, ``initial_state(...)``: one step, its random
   variables and a path's start, pure JAX for one's own ``jit``/``vmap`` code (float64 on needed).
 
@@ -41,11 +42,11 @@ __version__ = "0.1.0"
 
 # Imported whole (help(sgi_run) shows them all): that adds Hydra and h5py to `import sgi_run.systems`, about
 # 0.5 s once per process beside JAX's own 1.2 s (measured on the 2-core development machine).
-from sgi_run.api import (compose, convergence_plan, draw, formula_system, initial_state, integrator, plan,
-                         register_system, run, simulate, step)
+from sgi_run.api import (compose, convergence_plan, draw, formula_system, initial_state, integrator, load_module,
+                         plan, register_system, run, simulate, step)
 from sgi_run.core.errors import ConfigError
 from sgi_run.runner import RunResult
 from sgi_run.store import Ensemble, load
 
-__all__ = ["simulate", "integrator", "plan", "convergence_plan", "formula_system", "register_system", "step", "draw",
+__all__ = ["simulate", "integrator", "plan", "convergence_plan", "formula_system", "register_system", "load_module", "step", "draw",
            "initial_state", "compose", "run", "load", "Ensemble", "RunResult", "ConfigError", "__version__"]

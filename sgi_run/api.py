@@ -8,6 +8,7 @@ directory and cache. ``sgi_run`` exports these names; this module is where they 
 from __future__ import annotations
 
 from pathlib import Path
+from types import ModuleType
 from collections.abc import Callable, Iterable, Mapping
 
 from omegaconf import DictConfig
@@ -133,6 +134,57 @@ def register_system(name: str, cls: type[System]) -> None:
     """
     from sgi_run.systems import register
     register(name, cls)
+
+
+def load_module(path: str | Path) -> ModuleType:
+    """Import a Python file of one's own whose ``register_system`` calls make its systems runnable, as
+    ``sgi-run --module FILE`` and ``sgi-figures --module FILE`` do before they compose their runs: a config of
+    one's own (``--config-dir``) then chooses such a system by its registered name (``system.name``). The file is
+    imported under its own name (its stem), so a dask worker can import it again where the file's directory is
+    on its ``PYTHONPATH``. A run of such a system is reused from the cache only while the file is unchanged
+    (``provenance.class_digest``).
+
+    Example:
+
+        >>> import pathlib, tempfile, sgi_run
+        >>> folder = pathlib.Path(tempfile.mkdtemp())
+        >>> _ = (folder / "my_quartic.py").write_text(
+        ...     "import dataclasses, jax.numpy as jnp, sgi_run\\n"
+        ...     "from sgi_run.systems import CanonicalSystem\\n"
+        ...     "@dataclasses.dataclass(frozen=True)\\n"
+        ...     "class Quartic(CanonicalSystem):\\n"
+        ...     "    sigma: float = 0.1\\n"
+        ...     "    def hamiltonian(self, q, p):\\n"
+        ...     "        return jnp.sum(p**2) / 2 + jnp.sum(q**4) / 4\\n"
+        ...     "    def noise_hamiltonians(self, q, p):\\n"
+        ...     "        return jnp.array([self.sigma * jnp.sum(q)])\\n"
+        ...     "    def initial_state(self, key):\\n"
+        ...     "        return jnp.array([1.0, 0.0])\\n"
+        ...     "sgi_run.register_system('my_quartic', Quartic)\\n")
+        >>> module = sgi_run.load_module(folder / "my_quartic.py")
+        >>> module.__name__, sgi_run.simulate(module.Quartic(), "midpoint", sgi_run.plan(paths=20, T=1)).run_dir.parent.name
+        ('my_quartic', 'my_quartic-midpoint')
+    """
+    import importlib.util
+    import sys
+
+    path = Path(path)
+    if not (path.is_file() and path.suffix == ".py"):
+        raise ConfigError("--module", str(path), "a Python file (.py) that registers systems (sgi_run.register_system)")
+    name = path.stem
+    loaded = sys.modules.get(name)
+    if loaded is not None and Path(getattr(loaded, "__file__", "") or "").resolve() != path.resolve():
+        raise ConfigError("--module", str(path), f"a file whose name is no module already imported ({name} is "
+                          f"{getattr(loaded, '__file__', None) or 'built in'}): rename it")
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[name]
+        raise
+    return module
 
 
 def _executor_node(executor: str | Mapping) -> dict:

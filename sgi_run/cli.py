@@ -20,6 +20,7 @@ import hydra
 from omegaconf import DictConfig
 
 from sgi_run import __version__
+from sgi_run.api import load_module
 from sgi_run.config import (CONF_DIR, GROUPS, ConfigSource, check_hydra_groups, compose_setup, config_hash,
                             expand_sweeps, group_options, plain, register_resolvers, run_dir_for)
 from sgi_run.core import jax_setup
@@ -47,6 +48,23 @@ def _flags_and_overrides(argv: list[str]) -> tuple[list[str], list[str]]:
         else:
             overrides.append(arg)
     return flags, overrides
+
+
+def _modules(argv: list[str]) -> tuple[list[str], list[str]]:
+    """(the files of ``--module FILE`` / ``--module=FILE``, the command line without them): sgi-run's own flag,
+    which Hydra never sees."""
+    files, rest, i = [], [], 0
+    while i < len(argv):
+        name, equals, value = argv[i].partition("=")
+        if name == "--module":
+            if not equals and i + 1 >= len(argv):
+                raise ConfigError("--module", "", "a Python file (.py) that registers systems (sgi_run.register_system)")
+            files.append(value if equals else argv[i + 1])
+            i += 1 if equals else 2
+            continue
+        rest.append(argv[i])
+        i += 1
+    return files, rest
 
 
 def _check_flags(argv: list[str]) -> None:
@@ -236,7 +254,9 @@ Config groups (choose with group=option):
 Other keys: output_root (where runs go), cache=reuse|refresh_stale|off, progress=auto|on|off.
 
 Paper figures: sgi-figures --fidelity smoke|reduced|paper [--only fig4_1]  (also: make figures)
-Options: --help, --version; Hydra's own: --hydra-help, --cfg job|hydra|all, --info, -m.
+Your own systems in Python: --module FILE.py (it calls sgi_run.register_system), with --config-dir DIR holding
+their system/<name>.yaml.
+Options: --help, --version, --module FILE; Hydra's own: --hydra-help, --cfg job|hydra|all, --info, -m.
 """
 
 
@@ -250,6 +270,9 @@ def main() -> None:
         print(f"sgi-run {__version__}")
         return
     try:
+        modules, argv = _modules(argv)
+        for module in modules:      # systems of one's own, registered before any config names them
+            load_module(module)
         _check_flags(argv)
     except ConfigError as err:
         _refuse(err)

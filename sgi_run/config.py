@@ -27,6 +27,7 @@ from hydra.types import RunMode
 from omegaconf import DictConfig, ListConfig, OmegaConf, open_dict
 from omegaconf.errors import OmegaConfBaseException
 
+from sgi_run import provenance
 from sgi_run.bundled import CONF_DIR
 from sgi_run.core import jax_setup
 from sgi_run.core.errors import ConfigError
@@ -36,7 +37,7 @@ from sgi_run.engine.convergence_plan import ConvergencePlan
 from sgi_run.engine.plan import Plan, settle_defaults
 from sgi_run.engine.simulate import observable_functions
 from sgi_run.integrators import Integrator, integrator_config, make_integrator
-from sgi_run.systems import SYSTEMS, System, registered_name
+from sgi_run.systems import BUILT_IN, SYSTEMS, System, registered_name
 
 GROUPS = ("system", "integrator", "plan", "executor")
 PROGRESS = ("auto", "on", "off")
@@ -595,7 +596,10 @@ def config_hash(cfg) -> str:
     if isinstance(content.get("plan"), dict) and "kind" not in content["plan"]:
         content["plan"] = settle_defaults(content["plan"])
     if isinstance(content.get("system"), dict) and content["system"].get("name") in SYSTEMS:
-        content["system"] = SYSTEMS[content["system"]["name"]].settle_defaults(content["system"])
+        name = content["system"]["name"]
+        content["system"] = SYSTEMS[name].settle_defaults(content["system"])
+        if name not in BUILT_IN:    # a class of one's own: the numerics digest does not cover its code, this does
+            content["system_code"] = provenance.class_digest(SYSTEMS[name])
     if isinstance(content.get("integrator"), dict) and "on_fail" in content["integrator"]:
         content["integrator"]["on_fail"] = on_fail_rule(content["integrator"]["on_fail"])
     for group, keys in _HASHED_WHEN_SET.items():

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import inspect
 import os
 import subprocess
+import sys
 from sgi_run import __version__, bundled
 
 PACKAGE = bundled.PACKAGE
@@ -31,6 +33,21 @@ def code_digest() -> str:
             h.update(source.relative_to(PACKAGE).as_posix().encode())
             h.update(source.read_bytes())
     return h.hexdigest()[:12]
+
+
+def class_digest(cls: type) -> str:
+    """12 hex digits of the code of a system class of one's own (``systems.register``), which ``code_digest``
+    does not cover: the source of the module that defines it (its helpers too), else the class's own source (a
+    notebook's cell), else its methods' compiled code (a class typed into a plain interpreter). A run of that
+    class is reused from the cache only while this is the same."""
+    for source in (lambda: inspect.getsource(sys.modules[cls.__module__]), lambda: inspect.getsource(cls)):
+        try:
+            return hashlib.sha256(source().encode()).hexdigest()[:12]
+        except (OSError, TypeError, KeyError):
+            continue
+    codes = sorted((name, value.__code__.co_code, repr(value.__code__.co_consts)) for name, value in vars(cls).items()
+                   if hasattr(value, "__code__"))
+    return hashlib.sha256(repr(codes).encode()).hexdigest()[:12]
 
 
 def source_commit() -> dict:

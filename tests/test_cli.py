@@ -420,3 +420,64 @@ def test_each_job_of_a_command_line_is_built_once(tmp_path, monkeypatch, capsys,
     monkeypatch.setattr(sys, "argv", ["sgi-run", "-m", *args, "plan.seed=5,6"])
     cli.main()
     assert capsys.readouterr().out.count("wrote ") == 2 and len(build_calls) == 3
+
+
+# --- issue 44: a system of one's own from a Python module ------------------------------------------------------
+QUARTIC_MODULE = """\
+import dataclasses
+
+import jax.numpy as jnp
+
+import sgi_run
+from sgi_run.systems import CanonicalSystem
+
+
+@dataclasses.dataclass(frozen=True)
+class Quartic(CanonicalSystem):
+    sigma: float = 0.1
+    q0: float = 1.0
+
+    def hamiltonian(self, q, p):
+        return jnp.sum(p**2) / 2 + {k} * jnp.sum(q**4) / 4
+
+    def noise_hamiltonians(self, q, p):
+        return jnp.array([self.sigma * jnp.sum(q)])
+
+    def initial_state(self, key):
+        return jnp.array([self.q0, 0.0])
+
+
+sgi_run.register_system("{name}", Quartic)
+"""
+
+
+@pytest.mark.slow
+def test_a_module_of_ones_own_systems_runs_and_its_edit_is_never_served_from_the_cache(tmp_path):
+    """sgi-run --module FILE --config-dir DIR: the file registers the class, DIR's system/<name>.yaml chooses it;
+    the same command after the file changed computes again (its code is part of the run's identity)."""
+    (tmp_path / "conf" / "system").mkdir(parents=True)
+    (tmp_path / "conf" / "system" / "quartic.yaml").write_text("name: quartic_mine\nsigma: 0.2\nq0: 1.5\n")
+    module = tmp_path / "quartic_mine.py"
+    module.write_text(QUARTIC_MODULE.format(k=1.0, name="quartic_mine"))
+    args = ["--module", str(module), "--config-dir", str(tmp_path / "conf"), "system=quartic", "plan.paths=50",
+            "plan.T=2", "progress=off"]
+    first = sgi_run_cli(tmp_path, *args)
+    assert first.returncode == 0, first.stderr
+    assert "quartic_mine / midpoint" in first.stdout
+    [run_dir] = (tmp_path / "runs" / "quartic_mine-midpoint").iterdir()
+    h0 = sgi_run.load(run_dir).mean("H")[0]
+    assert h0 == pytest.approx(1.5**4 / 4)
+    assert "cached" in sgi_run_cli(tmp_path, *args).stdout.lower()
+    module.write_text(QUARTIC_MODULE.format(k=2.0, name="quartic_mine"))
+    again = sgi_run_cli(tmp_path, *args)
+    assert again.returncode == 0, again.stderr
+    runs = sorted((tmp_path / "runs" / "quartic_mine-midpoint").iterdir())
+    assert len(runs) == 2
+    assert sorted(float(sgi_run.load(r).mean("H")[0]) for r in runs) == pytest.approx([1.5**4 / 4, 2 * 1.5**4 / 4])
+
+
+def test_a_module_that_is_not_a_python_file_is_refused_in_one_line(tmp_path):
+    done = sgi_run_cli(tmp_path, "--module", str(tmp_path / "nothing.py"))
+    assert done.returncode == 2 and done.stderr == (
+        f"sgi-run: error: --module='{tmp_path / 'nothing.py'}' is not allowed: a Python file (.py) that registers "
+        "systems (sgi_run.register_system)\n")

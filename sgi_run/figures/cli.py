@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 
 from sgi_run import bundled, cache, provenance
+from sgi_run.api import load_module
 from sgi_run.config import CACHE_POLICIES, ConfigSource
 from sgi_run.core import jax_setup
 from sgi_run.core.errors import ConfigError
@@ -66,6 +67,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--config-dir", metavar="DIR",
                    help="a directory of your own configs (system/<name>.yaml, plan/<name>.yaml, ...) that the runs "
                         "of the figures may choose, as sgi-run --config-dir")
+    p.add_argument("--module", action="append", default=[], metavar="FILE",
+                   help="a Python file of your own that registers systems (sgi_run.register_system), imported before "
+                        "the runs are composed; repeatable")
     p.add_argument("--output", default="outputs/figures", help="figures, tables and index.html")
     p.add_argument("--runs-root", default="outputs/runs", help="run directories (the run cache)")
     p.add_argument("--cache", choices=CACHE_POLICIES, default="reuse",
@@ -157,6 +161,8 @@ def main(argv: list[str] | None = None) -> int:
     # The commit whose code this process runs: a checkout that moves during a long gallery must not rename it.
     source = provenance.source_commit()
     try:
+        for module in args.module:      # systems of one's own, registered before any run names them
+            load_module(module)
         experiments, listed = chosen_figures(args.experiments, args.only)
     except ConfigError as err:
         return _refuse(err)

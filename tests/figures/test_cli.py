@@ -81,9 +81,9 @@ def test_an_unknown_id_lists_each_papers_figures_once(tmp_path, capsys):
     (["--cache=never"], "--cache='never' is not allowed: one of ['reuse', 'refresh_stale', 'off']"),
     (["--executor", "k8s"], "--executor='k8s' is not allowed: one of ['local', 'dask', 'slurm']"),
     (["--bogus", "x"], "argument='--bogus' is not allowed: a flag of sgi-figures: --help, --fidelity, --only, "
-                       "--experiments, --config-dir, --output, --runs-root, --cache, --executor, --executor-option, --strict, --pack, --unpack"),
+                       "--experiments, --config-dir, --module, --output, --runs-root, --cache, --executor, --executor-option, --strict, --pack, --unpack"),
     (["stray"], "argument='stray' is not allowed: a flag of sgi-figures: --help, --fidelity, --only, "
-                "--experiments, --config-dir, --output, --runs-root, --cache, --executor, --executor-option, --strict, --pack, --unpack"),
+                "--experiments, --config-dir, --module, --output, --runs-root, --cache, --executor, --executor-option, --strict, --pack, --unpack"),
     (["--only"], "argument --only: expected one argument"),
     (["--ex", "x"], "ambiguous option: --ex could match --experiments, --executor, --executor-option"),
     (["--strict=1"], "argument --strict: ignored explicit argument '1'"),
