@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import pathlib
 import platform
 import statistics
@@ -73,13 +74,22 @@ def measure(overrides: list[str], rounds: int) -> dict:
             "cpu_ratios_by_round": [a / b for a, b in zip(times["with"]["cpu"], times["without"]["cpu"])]}
 
 
+def cpu_name() -> str:
+    """The processor's model name (Linux), else what ``platform`` knows."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            return next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
+    except (OSError, StopIteration):
+        return platform.processor() or platform.machine()
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--only", choices=list(WORKLOADS), action="append")
     parser.add_argument("--out", default=str(ROOT / "outputs" / "bench"))
     args = parser.parse_args(argv)
-    machine = f"{platform.processor() or platform.machine()}, {len(__import__('os').sched_getaffinity(0))} cores"
+    machine = f"{cpu_name()}, {len(os.sched_getaffinity(0))} cores"
     doc = {"machine": machine, "rounds": args.rounds, "workloads": {}}
     lines = ["| workload | invariants | path-steps | wall with / without (s) | ratio | CPU with / without (s) | ratio "
              "| CPU ratio by round |", "|---|---|---|---|---|---|---|---|"]
