@@ -9,8 +9,10 @@ out of the means. One place for an ensemble run (``simulate``) and a convergence
 """
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -19,6 +21,11 @@ def values(system, names: Sequence[str], z):
     """(invariants,) the invariants ``names`` of a state of ``system`` (empty without names)."""
     named = system.observables()
     return jnp.stack([named[name](z) for name in names]) if names else jnp.zeros((0,))
+
+
+def of_paths(system):
+    """``f(z)``: (paths, invariants) every declared invariant (``system.invariants()``) of a batch of states."""
+    return jax.vmap(functools.partial(values, system, system.invariants()))
 
 
 def running_sup(sup, now, initial):

@@ -94,7 +94,7 @@ def _steps_through(system, integrator, carry, z0, xi, valid, dt):
     declared invariant's drift from ``z0``'s, then the solver counters: iterations summed, the most in one step,
     unconverged and stagnated steps)."""
     step_all = jax.vmap(lambda z, x: integrator.advance(system, z, dt, x), in_axes=(0, PATHS_AXIS))
-    invariants_of = jax.vmap(functools.partial(invariants.values, system, system.invariants()))
+    invariants_of = invariants.of_paths(system)
     initial = invariants_of(z0)
 
     def one_step(carry, x):
@@ -111,8 +111,8 @@ def _steps_through(system, integrator, carry, z0, xi, valid, dt):
 def _statistics(system, names, z, z0, valid, drift):
     """The observables' count, mean and sum of squared deviations over the valid paths with finite
     values, the valid paths whose state is not finite, every path's values, and the largest drift of
-    each declared invariant over the valid paths (``drift``: their running sups, which the state ``z``'s
-    own drift completes at t = 0)."""
+    each declared invariant over the valid paths whose drift is finite (``drift``: every path's running
+    sups, which the state ``z``'s own drift completes at t = 0)."""
     functions = observable_functions(system, names)
     values = jax.vmap(lambda z, z0: jnp.concatenate([jnp.ravel(f(z, z0)) for f in functions]))(z, z0)  # (S, entries)
     finite = jnp.isfinite(values) & valid[:, None]
@@ -120,7 +120,7 @@ def _statistics(system, names, z, z0, valid, drift):
     mean = jnp.where(finite, values, 0.0).sum(axis=0) / jnp.maximum(count, 1)
     m2 = jnp.where(finite, (values - mean) ** 2, 0.0).sum(axis=0)
     nonfinite = (valid & ~jax.vmap(system.space.is_finite)(z)).sum()
-    invariants_of = jax.vmap(functools.partial(invariants.values, system, system.invariants()))
+    invariants_of = invariants.of_paths(system)
     drift = invariants.running_sup(drift, invariants_of(z), invariants_of(z0))
     return count, mean, m2, nonfinite, values, invariants.largest(drift, valid[:, None])
 
