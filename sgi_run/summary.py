@@ -110,7 +110,9 @@ def show_solver_lines(console, ens: Ensemble) -> None:
 
 def summarize(ens: Ensemble, system, integrator=None, plan=None) -> list[dict]:
     """One row per observable at the final time, in the plan's order; the method's exact mean where
-    the linear oracle applies (give ``integrator`` and ``plan``)."""
+    the linear oracle applies (give ``integrator`` and ``plan``). Each invariant the run recorded
+    (``Ensemble.invariant_drift``) has its largest drift in its observable's row, or in a row of its
+    own after them when the plan does not observe it."""
     method = None
     if integrator is not None and plan is not None and "H" in ens.observables:
         from sgi_run.engine import linear_oracle
