@@ -367,6 +367,7 @@ def _ensemble(cfg, sim: Simulator, result, wall_time: float, where: str) -> stor
         diagnostics={"nonfinite_paths": result.nonfinite}
         | ({f"{solver}_{field.name}": getattr(result.solver, field.name)
             for field in dataclasses.fields(result.solver)} if solver else {}),
+        invariant_drift={name: result.invariant_drift[:, j] for j, name in enumerate(sim.invariant_names)},
         attrs={"sgi_run_version": __version__, "code_digest": provenance.code_digest(), "seed": plan.seed,
                "config": OmegaConf.to_yaml(cfg, resolve=True), "config_hash": config_hash(cfg),
                "system": cfg.system.name, "integrator": cfg.integrator.name,

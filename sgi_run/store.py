@@ -23,6 +23,10 @@ Layout::
                                          output times in attrs ``time_average`` = [start, end]
                                          (absent without ``plan.time_average``; NaN for a path
                                          that was non-finite at any of those times)
+    /invariant_drift/<name>              per output time, for each invariant the system declares (a Lie-Poisson
+                                         system's Casimirs; absent when it declares none): the largest drift
+                                         |I(z_k) - I(z_0)| over the paths finite at that time and every step
+                                         up to it; the last is the run's (NaN where no path is finite)
     /path, /kept_path                    path indices: the scales of the path axes
     attrs: schema_version, sgi_run_version, code_digest, seed, config (resolved YAML), config_hash,
            system, integrator, paths, wall_time_s, executor (where the shards ran), shards, observables
@@ -36,7 +40,8 @@ them and raises ``DamagedFile``; a file from before the digests loads, marked no
 Dimension scales on every axis and ``units``/``description`` attributes make the file readable by
 netCDF tools: ``xarray.open_dataset(path, engine="h5netcdf", group="observables/H")`` has ``t`` as
 its coordinate, and ``xarray.open_datatree(path, engine="h5netcdf")`` opens the whole run.
-Schema v1 (before v2's group coordinates; snapshot times at /snapshots/t) still loads.
+Schema v1 (before v2's group coordinates; snapshot times at /snapshots/t) still loads, and so does a file
+from before ``invariant_drift`` (an optional group, which readers of either schema pass over).
 The file is written under a unique temporary name and renamed when complete, so a file named
 ``ensemble.h5`` is always whole.
 """
@@ -68,6 +73,8 @@ _DESCRIBED = {
     "_unconverged_steps": ("steps", "steps of the output interval whose solve failed to converge, over the paths"),
     "_stagnated_steps": ("steps", "steps of the output interval whose fixed-point solve stopped at its round-off "
                                   "floor (the update stopped decreasing), over the paths"),
+    "invariant_drift": (None, "largest |I(z_k) - I(z_0)| of the invariant over the paths finite at the output time "
+                              "and every step up to it"),
 }
 
 
@@ -91,7 +98,9 @@ class Ensemble:
     ``var``, ``count``: finite paths); the first ``plan.keep_paths`` paths in ``paths`` (``(kept_path,
     t, *shape)`` per view and observable); every path's state at ``plan.snapshots`` (``snapshot``);
     per-path ``time_averages``; ``diagnostics`` (non-finite paths, solver iterations and failures per
-    output interval); the file's ``attrs`` and its ``config``.
+    output interval); ``invariant_drift`` (per invariant the system declares, its largest drift
+    :math:`|I(z_k) - I(z_0)|` over the finite paths and every step up to each output time; empty when it
+    declares none); the file's ``attrs`` and its ``config``.
 
     Example:
 
@@ -110,6 +119,7 @@ class Ensemble:
     snapshots: dict[str, np.ndarray] = dataclasses.field(default_factory=dict)  # "t" and coordinates
     time_averages: dict[str, np.ndarray] = dataclasses.field(default_factory=dict)  # observable -> (paths,)
     verified: bool = False     # read from a file whose checksums and content digest were checked
+    invariant_drift: dict[str, np.ndarray] = dataclasses.field(default_factory=dict)  # invariant -> (t,)
 
     def has_snapshot(self, t: float | None = None) -> bool:
         """Whether the run stored every path's state at time ``t`` (None: any snapshot at all).
@@ -190,7 +200,8 @@ class Ensemble:
         return OmegaConf.create(self.attrs["config"])
 
     def to_xarray(self):
-        """The run as an ``xarray.Dataset``: ``<obs>_mean/_var/_count`` and diagnostics over ``t``, kept
+        """The run as an ``xarray.Dataset``: ``<obs>_mean/_var/_count``, diagnostics and
+        ``invariant_drift_<invariant>`` over ``t``, kept
         paths ``path_<name>`` over (``kept_path``, ``t``), snapshots ``snapshot_<coordinate>`` over
         (``snapshot_t``, ``path``), time averages ``time_average_<obs>`` over ``path``. Needs the ``read``
         extra (``pip install 'sgi-run[read]'``).
@@ -212,6 +223,8 @@ class Ensemble:
         variables = {f"{name}_{field}": dims(["t"], name, data) for name, fields in self.observables.items()
                      for field, data in fields.items()}
         variables |= {name: ("t", data) for name, data in self.diagnostics.items()}
+        variables |= {f"invariant_drift_{name}": ("t", data, {"description": _DESCRIBED["invariant_drift"][1]})
+                      for name, data in self.invariant_drift.items()}
         variables |= {f"path_{name}": dims(["kept_path", "t"], name, data) for name, data in self.paths.items()}
         variables |= {f"snapshot_{name}": dims(["snapshot_t", "path"], name, data)
                       for name, data in self.snapshots.items() if name != "t"}
@@ -450,6 +463,8 @@ def write(path: Path, ens: Ensemble, extra=None) -> Path:
         for name, data in ens.time_averages.items():
             create_series(f, f"time_averages/{name}", data, path_scale,
                           description=f"every path's time average of {name} over attrs time_average")
+        for name, data in ens.invariant_drift.items():
+            create_series(f, f"invariant_drift/{name}", data, "t", description=_DESCRIBED["invariant_drift"][1])
         if extra is not None:
             extra(f)
 
@@ -478,7 +493,7 @@ def load(path) -> Ensemble:
                          f"{', '.join(map(str, READABLE_SCHEMAS))}")
     if "snapshots/t_snapshot" in datasets:     # v2's name; Ensemble.snapshots keeps v1's "t"
         datasets["snapshots/t"] = datasets.pop("snapshots/t_snapshot")
-    coordinates = re.compile(r"(observables/[^/]+|paths|diagnostics|snapshots|time_averages)/t$")
+    coordinates = re.compile(r"(observables/[^/]+|paths|diagnostics|snapshots|time_averages|invariant_drift)/t$")
 
     def group(prefix: str) -> dict[str, np.ndarray]:
         """The group's series; its coordinates (v2's copies of t) are not data (entry axes are not read)."""
@@ -496,4 +511,5 @@ def load(path) -> Ensemble:
     if missing:
         raise DamagedFile(f"{path}: missing dataset {', '.join(missing)}")
     return Ensemble(datasets["t"], {name: observables[name] for name in order}, group("paths"),
-                    group("diagnostics"), attrs, group("snapshots"), group("time_averages"), verified)
+                    group("diagnostics"), attrs, group("snapshots"), group("time_averages"), verified,
+                    group("invariant_drift"))

@@ -9,6 +9,12 @@ Three references a final-time mean can be held against, where known:
   ``method_error_in_sem`` is Monte Carlo error alone (about N(0, 1)) and ``method_bias`` = method's
   exact mean - SDE's exact mean is the discretisation error, free of sampling noise;
 - ``equilibrium``: the t -> oo mean (an invariant measure's), which a long run reaches up to its bias.
+
+A system that declares invariants (``System.invariants``: a Lie-Poisson system's Casimirs, H where nothing changes
+it) adds the column ``max_drift``: each invariant's largest :math:`|I(z_k) - I(z_0)|` over every step of every path
+that stayed finite (``ensemble.h5``'s ``invariant_drift``), in its observable's row, or in a row of its own when
+the plan does not observe it. What the method preserves is then seen on every run: round-off for one that keeps
+the invariant, the method's error for one that does not.
 """
 from __future__ import annotations
 
@@ -28,6 +34,8 @@ COLUMNS = ["observable", "t_final", "mean", "sem", "max_rel_mc_error", "nonfinit
            "dt", "T", "paths", "seed", "unconverged_steps", "stagnated_steps", "path_steps"]
 # summary.md's title already names the plan.
 PLAN_COLUMNS = ["dt", "T", "paths", "seed"]
+# Last, and only in the tables of a run whose system declares invariants: every other run's tables are as before.
+DRIFT_COLUMN = "max_drift"
 
 
 def max_relative_error(mean: np.ndarray, sem: np.ndarray) -> float:
@@ -102,13 +110,16 @@ def show_solver_lines(console, ens: Ensemble) -> None:
 
 def summarize(ens: Ensemble, system, integrator=None, plan=None) -> list[dict]:
     """One row per observable at the final time, in the plan's order; the method's exact mean where
-    the linear oracle applies (give ``integrator`` and ``plan``)."""
+    the linear oracle applies (give ``integrator`` and ``plan``). Each invariant the run recorded
+    (``Ensemble.invariant_drift``) has its largest drift in its observable's row, or in a row of its
+    own after them when the plan does not observe it."""
     method = None
     if integrator is not None and plan is not None and "H" in ens.observables:
         from sgi_run.engine import linear_oracle
         if linear_oracle.applies(system, plan):
             method = {"H": linear_oracle.method_moments(system, integrator, plan).mean_H}
     rows = []
+    columns = COLUMNS + ([DRIFT_COLUMN] if ens.invariant_drift else [])
     nonfinite = int(ens.diagnostics["nonfinite_paths"][-1])
     run = solver_counts(ens) | {"paths": ens.attrs.get("paths", ""), "seed": ens.attrs.get("seed", "")}
     if plan is not None:
@@ -118,7 +129,7 @@ def summarize(ens: Ensemble, system, integrator=None, plan=None) -> list[dict]:
         if mean.ndim > 1:
             # A vector observable: its entries' means are in ensemble.h5; the table gives its size and
             # the largest relative Monte Carlo error of any entry at any time.
-            rows.append({c: "" for c in COLUMNS} | run | {
+            rows.append({c: "" for c in columns} | run | {
                 "observable": f"{name} [{' x '.join(map(str, mean.shape[1:]))} entries]", "t_final": float(ens.t[-1]),
                 "max_rel_mc_error": max_relative_error(mean, sem), "nonfinite_paths": nonfinite})
             continue
@@ -138,7 +149,14 @@ def summarize(ens: Ensemble, system, integrator=None, plan=None) -> list[dict]:
         equilibrium = system.ergodic_mean(name)
         if equilibrium is not None:
             row.update(equilibrium=float(equilibrium), equilibrium_error_in_sem=_in_sem(mean[-1] - equilibrium, sem[-1]))
-        rows.append({c: row.get(c, "") for c in COLUMNS})
+        rows.append({c: row.get(c, "") for c in columns})
+    for name, drift in ens.invariant_drift.items():
+        observed = [r for r in rows if r["observable"] == name]
+        if not observed:
+            observed = [{c: "" for c in columns} | run | {"observable": name, "t_final": float(ens.t[-1]),
+                                                           "nonfinite_paths": nonfinite}]
+            rows += observed
+        observed[0][DRIFT_COLUMN] = float(drift[-1])
     return rows
 
 
@@ -152,12 +170,13 @@ def write(rows: list[dict], directory: Path, title: str, notes: list[str] = ()) 
     """summary.csv at full precision (repr of every float); summary.md at 6 significant digits (the plan's
     columns in its title), then ``notes`` (``solver_lines``)."""
     directory = Path(directory)
+    columns = list(rows[0]) if rows else COLUMNS
     with open(directory / "summary.csv", "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=COLUMNS)
+        w = csv.DictWriter(f, fieldnames=columns)
         w.writeheader()
         # repr of a Python float: every digit, and no "np.float64(...)" around a numpy scalar.
         w.writerows({c: repr(float(v)) if isinstance(v, float) else v for c, v in r.items()} for r in rows)
-    shown = [c for c in COLUMNS if c not in PLAN_COLUMNS]
+    shown = [c for c in columns if c not in PLAN_COLUMNS]
     lines = [f"# {title}", "", "| " + " | ".join(shown) + " |", "|" + "---|" * len(shown)]
     lines += ["| " + " | ".join(_fmt(r[c]) for c in shown) + " |" for r in rows]
     lines += [""] + [f"**{note}.**" for note in notes] if notes else []
@@ -178,8 +197,10 @@ def _columns(rows: list[dict]) -> tuple[list, list]:
     what was measured, and how it compares with the references (empty where none is known)."""
     has = lambda key: any(r[key] != "" for r in rows)
     measured = [("obs", lambda r: r["observable"]),
-                ("mean\n± s.e.", lambda r: f"{_fmt(r['mean'])} ± {_fmt(r['sem'], 2)}"),
-                ("max\ns.e./|mean|", lambda r: _fmt(r["max_rel_mc_error"], 3))]
+                ("mean\n± s.e.", lambda r: "-" if r["mean"] == "" else f"{_fmt(r['mean'])} ± {_fmt(r['sem'], 2)}"),
+                ("max\ns.e./|mean|", lambda r: _value(r["max_rel_mc_error"], 3))]
+    if any(r.get(DRIFT_COLUMN, "") != "" for r in rows):
+        measured.append(("largest\ndrift", lambda r: _value(r[DRIFT_COLUMN], 3)))
     if any(r["nonfinite_paths"] for r in rows):
         measured.append(("non-finite\npaths", lambda r: str(r["nonfinite_paths"])))
     if any(r["unconverged_steps"] for r in rows):
@@ -201,6 +222,10 @@ def _columns(rows: list[dict]) -> tuple[list, list]:
 def _caption(rows: list[dict]) -> str:
     has = lambda key: any(r[key] != "" for r in rows)
     parts = ["s.e.: Monte Carlo standard error."]
+    if any(r.get(DRIFT_COLUMN, "") != "" for r in rows):
+        parts.append("largest drift: of each invariant the system declares, the largest |I(z_k) - I(z_0)| over "
+                     "every step of every path that stayed finite: round-off where the method keeps it exactly, the "
+                     "method's error where it does not.")
     if has("method_reference"):
         parts.append("z vs method: how many s.e. the mean lies from the method's own exact mean at this dt; "
                      "that is sampling noise alone, so it is usually within ±2. bias vs SDE: the method's "

@@ -306,6 +306,27 @@ def test_cfg_is_hydras_flag_anywhere_on_the_line(tmp_path):
 
 
 @pytest.mark.slow
+def test_the_heavy_top_shows_the_casimirs_drift_at_round_off_for_tmk_not_for_the_trapezoidal_rule(
+        tmp_path, monkeypatch, capsys):
+    """``sgi-run system=heavy_top integrator=tmk`` (fewer paths, a shorter T) prints what the method preserves: the
+    largest drift of C1 = pi.gamma and C2 = |gamma|^2 over every step, round-off for TMK; the trapezoidal rule's
+    is its error."""
+    from sgi_run import cli
+    shown = {}
+    for method in ("tmk", "lp_trapezoidal"):
+        monkeypatch.setattr(sys, "argv", ["sgi-run", "system=heavy_top", f"integrator={method}", "plan.paths=40",
+                                          "plan.T=2", f"output_root={tmp_path}/runs", "progress=off"])
+        cli.main()
+        out = capsys.readouterr().out
+        assert "largest" in out and "drift" in out, out
+        rows = {line.split()[0]: line.split() for line in out.splitlines() if line.strip().startswith(("C1", "C2"))}
+        shown[method] = {name: float(cells[-1]) for name, cells in rows.items()}
+    assert shown["tmk"].keys() == shown["lp_trapezoidal"].keys() == {"C1", "C2"}
+    assert all(0 < drift < 1e-13 for drift in shown["tmk"].values()), shown
+    assert all(drift > 1e-6 for drift in shown["lp_trapezoidal"].values()), shown
+
+
+@pytest.mark.slow
 def test_piped_output_is_never_wrapped(tmp_path, monkeypatch, capsys):
     """Into a pipe or a file (not a terminal), a line stays one line, however long: the last line
     names the file and where it ran, for scripts and logs to read."""

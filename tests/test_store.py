@@ -1,4 +1,5 @@
 import dataclasses
+import importlib.util
 import os
 import stat
 import subprocess
@@ -397,3 +398,28 @@ def test_an_observable_named_like_an_entry_axis_reads_back(tmp_path):
     back = store.load(store.write(tmp_path / "ensemble.h5", ens))
     assert sorted(back.paths) == sorted(kept)
     assert all(np.array_equal(back.paths[name], data) for name, data in kept.items())
+
+
+def test_the_invariants_drift_round_trips_over_t_and_a_file_without_it_loads(tmp_path):
+    """/invariant_drift/<name> over t, read back as Ensemble.invariant_drift; a file written without it (every file
+    before it, and any run of a system that declares no invariant) loads with none."""
+    t = np.arange(3.0)
+    moments = {"mean": np.zeros(3), "var": np.zeros(3), "count": np.ones(3)}
+    drift = {"C1": np.array([0.0, 2e-16, 4e-16]), "C2": np.array([0.0, 1e-3, np.nan])}
+    ens = store.Ensemble(t, {"H": moments}, {}, {"nonfinite_paths": np.zeros(3, np.int64)}, {"config": "{}"},
+                         invariant_drift=drift)
+    path = store.write(tmp_path / "ensemble.h5", ens)
+    back = store.load(path)
+    assert back.verified and list(back.invariant_drift) == ["C1", "C2"] and "t" not in back.invariant_drift
+    for name, data in drift.items():
+        np.testing.assert_array_equal(back.invariant_drift[name], data)
+    with h5py.File(path, "r") as f:
+        assert f["invariant_drift/C1"].dims[0][0].name == "/invariant_drift/t"   # the group's own t: netCDF's
+        assert "largest |I(z_k) - I(z_0)|" in f["invariant_drift/C1"].attrs["description"]
+    if importlib.util.find_spec("xarray"):
+        ds = back.to_xarray()
+        assert ds["invariant_drift_C2"].dims == ("t",) and "largest" in ds["invariant_drift_C2"].attrs["description"]
+    without = store.load(store.write(tmp_path / "without.h5", dataclasses.replace(ens, invariant_drift={})))
+    with h5py.File(tmp_path / "without.h5", "r") as f:
+        assert "invariant_drift" not in f
+    assert without.invariant_drift == {}

@@ -4,6 +4,7 @@ import csv
 import io
 import math
 
+import h5py
 import numpy as np
 import pytest
 from rich.console import Console
@@ -172,3 +173,68 @@ def test_stagnated_steps_are_reported_as_the_round_off_floor_not_as_failures():
     [line] = summary.solver_lines(ens)
     assert line.startswith("8 of 10 path-steps stopped at the fixed-point iteration's round-off floor")
     assert "not failed" in line and "did not converge" not in line
+
+
+# --- what a run preserves: the drift of the invariants its system declares ------------------------------------
+HEAVY_TOP = ["system=heavy_top", "plan.paths=30", "plan.T=2", "plan.dt=0.1", "plan.output_dt=0.5"]
+
+
+@pytest.fixture(scope="module")
+def heavy_top_runs(tmp_path_factory):
+    """The heavy top by TMK (keeps the Casimirs) and by the trapezoidal rule (does not), observing H alone."""
+    root = tmp_path_factory.mktemp("runs")
+    return {method: sgi_run.run(sgi_run.compose([f"output_root={root}", "progress=off", f"integrator={method}"]
+                                                + HEAVY_TOP)) for method in ("tmk", "lp_trapezoidal")}
+
+
+def test_the_casimirs_drift_is_in_every_table_at_round_off_for_tmk_only(heavy_top_runs):
+    for method, bound in (("tmk", lambda d: 0 < d < 1e-13), ("lp_trapezoidal", lambda d: d > 1e-6)):
+        run = heavy_top_runs[method]
+        assert [r["observable"] for r in run.summary] == ["H", "C1", "C2"]     # H observed, the Casimirs not
+        h, *casimirs = run.summary
+        assert h[summary.DRIFT_COLUMN] == "" and h["mean"] != ""
+        for row in casimirs:
+            drift = row[summary.DRIFT_COLUMN]
+            assert drift == run.ensemble.invariant_drift[row["observable"]][-1] and bound(drift), (method, row)
+            assert row["mean"] == "" and row["nonfinite_paths"] == 0 and row["paths"] == 30
+        with open(run.run_dir / "summary.csv") as f:
+            stored = list(csv.DictReader(f))
+        assert list(stored[0]) == summary.COLUMNS + [summary.DRIFT_COLUMN]
+        assert [float(r[summary.DRIFT_COLUMN]) for r in stored[1:]] == [r[summary.DRIFT_COLUMN] for r in casimirs]
+        md = (run.run_dir / "summary.md").read_text()
+        assert f"| {summary.DRIFT_COLUMN} |" in md and f"| {casimirs[0][summary.DRIFT_COLUMN]:.6g} |" in md
+        text = rendered(run.summary, 200)
+        assert "drift" in text and f"{casimirs[1][summary.DRIFT_COLUMN]:.3g}" in text
+        assert "largest drift: of each invariant the system declares" in " ".join(text.split())
+
+
+def test_an_observed_invariant_has_its_drift_in_its_own_row(runs_root):
+    run = sgi_run.run(sgi_run.compose(runs_root + HEAVY_TOP + ["integrator=tmk", "plan.observables=[C2,H]"]))
+    assert [r["observable"] for r in run.summary] == ["C2", "H", "C1"]
+    c2 = run.summary[0]
+    assert c2["mean"] == pytest.approx(1.0) and 0 < c2[summary.DRIFT_COLUMN] < 1e-13
+
+
+def test_a_cached_run_shows_the_drift_too(heavy_top_runs):
+    run = heavy_top_runs["lp_trapezoidal"]
+    again = sgi_run.run(run.ensemble.config)
+    assert again.cached and not again.stale and again.summary == run.summary
+
+
+@pytest.mark.parametrize("width", [40, 80, 200])
+def test_a_drift_row_is_never_cut_and_shows_dashes_for_what_it_lacks(heavy_top_runs, width):
+    text = rendered(heavy_top_runs["tmk"].summary, width)
+    assert "…" not in text and max(len(line) for line in text.splitlines()) <= width
+    assert "±  " not in text and " ± -" not in text        # no empty mean and s.e.
+    assert all(f"{r[summary.DRIFT_COLUMN]:.3g}" in text for r in heavy_top_runs["tmk"].summary[1:])
+
+
+def test_a_system_without_invariants_writes_and_shows_nothing_new(kubo_run):
+    _, result = kubo_run
+    assert result.setup.system.invariants() == () and result.ensemble.invariant_drift == {}
+    assert all(summary.DRIFT_COLUMN not in r for r in result.summary)
+    with open(result.run_dir / "summary.csv") as f:
+        assert next(csv.reader(f)) == summary.COLUMNS
+    assert "drift" not in (result.run_dir / "summary.md").read_text() and "drift" not in rendered(result.summary, 200)
+    with h5py.File(result.path, "r") as f:
+        assert "invariant_drift" not in f

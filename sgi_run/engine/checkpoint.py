@@ -67,8 +67,9 @@ class ShardStore:
         arrays.update({f"solver/{f.name}": getattr(r.solver, f.name) for f in dataclasses.fields(SolverCounts)})
         arrays.update({f"kept/{k}": v for k, v in r.kept.items()})
         arrays.update({f"snapshots/{k}": v for k, v in r.snapshots.items()})
-        if r.time_averages is not None:
-            arrays["time_averages"] = r.time_averages
+        for name in ("time_averages", "invariant_drift"):
+            if getattr(r, name) is not None:
+                arrays[name] = getattr(r, name)
         self._write(self.path(r.shard), arrays)
         self.progress_path(r.shard).unlink(missing_ok=True)
 
@@ -99,11 +100,11 @@ class ShardStore:
         with np.load(self.path(shard)) as f:
             shard_, first, paths = (int(x) for x in f["meta"])
             group = lambda prefix: {k.split("/", 1)[1]: f[k] for k in f.files if k.startswith(prefix + "/")}
+            optional = lambda name: f[name] if name in f.files else None
             return ShardResult(shard_, first, paths, Moments(f["count"], f["mean"], f["m2"]),
                                f["nonfinite"], SolverCounts(**group("solver")), group("kept"),
-                               float(f["wall_time"]), group("snapshots"),
-                               f["time_averages"] if "time_averages" in f.files else None,
-                               str(f["device"]) if "device" in f.files else "")
+                               float(f["wall_time"]), group("snapshots"), optional("time_averages"),
+                               str(f["device"]) if "device" in f.files else "", optional("invariant_drift"))
 
     def clear(self) -> None:
         for s in range(self.shard_count):

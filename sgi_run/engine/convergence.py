@@ -36,6 +36,7 @@ import numpy as np
 
 from sgi_run.core import noise
 from sgi_run.core.space import Leaf, StateSpace
+from sgi_run.engine import invariants
 from sgi_run.engine.convergence_plan import ConvergencePlan
 from sgi_run.engine.plan import _whole_ratio
 from sgi_run.integrators.base import SolverStats
@@ -151,8 +152,7 @@ class Levels(System):
 
     def invariant_values(self, z):
         """(invariants,) the declared invariants of a state of the system."""
-        named = self.inner.observables()
-        return jnp.stack([named[name](z) for name in self.invariant_names])
+        return invariants.values(self.inner, self.invariant_names, z)
 
     @property
     def space(self) -> StateSpace:
@@ -302,7 +302,7 @@ class LockStep:
                     target = jax.tree.map(lambda p: p[(j + 1) * r - 1], reference_path)
                     sup = jnp.maximum(sup, system.space.distance(z, target) ** 2)
                 if invariants0 is not None:
-                    drift = jnp.maximum(drift, jnp.abs(self.levels.invariant_values(z) - invariants0))
+                    drift = invariants.running_sup(drift, self.levels.invariant_values(z), invariants0)
                 return z, sup, drift, total.merge(stats)
 
             drift0 = jnp.zeros(() if invariants0 is None else invariants0.shape)
@@ -422,9 +422,7 @@ def _largest_drift(levels: Levels, per_path) -> np.ndarray | None:
     stayed finite), or None when the study records none."""
     if not levels.invariant_names:
         return None
-    drift = per_path["sup_drift"]                       # (paths, levels, invariants), NaN for a non-finite path
-    finite = np.isfinite(drift)
-    return np.where(finite.any(axis=0), np.max(np.where(finite, drift, -np.inf), axis=0), np.nan)
+    return np.asarray(invariants.largest(per_path["sup_drift"]))    # (paths, levels, invariants), NaN: non-finite
 
 
 def _pick(rng, v):

@@ -9,6 +9,7 @@ from collections.abc import Callable
 import numpy as np
 
 from sgi_run.core import jax_setup
+from sgi_run.engine import invariants
 from sgi_run.engine.checkpoint import ShardStore
 from sgi_run.engine.executor import Cluster
 from sgi_run.engine.moments import Moments
@@ -29,6 +30,9 @@ class EnsembleResult:
     wall_time: float
     devices: tuple[str, ...] = ()  # what computed the shards (engine.device.describe), each named once
     resumed_part_way: dict[int, int] = dataclasses.field(default_factory=dict)  # shard -> the step it resumed from
+    # (times, invariants): each declared invariant's largest drift over the paths finite at the output time and every
+    # step up to it (NaN: none finite); None when the system declares none
+    invariant_drift: np.ndarray | None = None
 
     @property
     def newton_iterations(self) -> np.ndarray:
@@ -91,9 +95,10 @@ def run_shards(sim: Simulator, store: ShardStore | None,
     snapshots = sim.space.from_leaves({name: np.concatenate([r.snapshots[name] for r in ordered], axis=1)
                                        for name in ordered[0].snapshots})
     averaged = [r.time_averages for r in ordered]
-    solver = ordered[0].solver
+    solver, drift = ordered[0].solver, ordered[0].invariant_drift
     for r in ordered[1:]:
         solver = solver.merge(r.solver)
+        drift = invariants.merge(drift, r.invariant_drift) if drift is not None else None
     return EnsembleResult(
         moments=moments,
         snapshots=snapshots,
@@ -107,6 +112,7 @@ def run_shards(sim: Simulator, store: ShardStore | None,
         wall_time=sum(r.wall_time for r in ordered),
         devices=tuple(dict.fromkeys(r.device for r in ordered if r.device)),
         resumed_part_way=part_way,
+        invariant_drift=drift,
     )
 
 

@@ -17,6 +17,10 @@ Observables are the system's named functions of the state, plus ``<name>_change`
 its change since t = 0 on the same path, :math:`g(z_t) - g(z_0)`. Its mean is the drift of
 :math:`E(g)` with the *paired* standard error, far smaller than that of the difference of two
 means when the initial ensemble is random (spec 000, Figure 4.11).
+
+A system that declares invariants (``System.invariants``) has their drift recorded whatever the observables: each
+path carries the running sup of :math:`|I(z_k) - I(z_0)|` over every step beside its state, and each output time
+gets the largest over the paths still finite there (``engine.invariants``).
 """
 from __future__ import annotations
 
@@ -31,7 +35,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from sgi_run.core import noise
-from sgi_run.engine import device, programs
+from sgi_run.engine import device, invariants, programs
 from sgi_run.engine.moments import Moments
 from sgi_run.engine.plan import Plan
 
@@ -85,24 +89,30 @@ def _draw_block(draw, noise_keys, first_step, length: int, dt, bound):
     return jax.vmap(one_step)(first_step + jnp.arange(length))
 
 
-def _steps_through(system, integrator, carry, xi, valid, dt):
-    """Every path's steps through one block of variables ``xi`` from ``carry`` (the state, then the solver
-    counters: iterations summed, the most in one step, unconverged and stagnated steps)."""
+def _steps_through(system, integrator, carry, z0, xi, valid, dt):
+    """Every path's steps through one block of variables ``xi`` from ``carry`` (the state, the running sup of each
+    declared invariant's drift from ``z0``'s, then the solver counters: iterations summed, the most in one step,
+    unconverged and stagnated steps)."""
     step_all = jax.vmap(lambda z, x: integrator.advance(system, z, dt, x), in_axes=(0, PATHS_AXIS))
+    invariants_of = invariants.of_paths(system)
+    initial = invariants_of(z0)
 
     def one_step(carry, x):
-        z, it_sum, it_max, unconverged, stagnated = carry
+        z, drift, it_sum, it_max, unconverged, stagnated = carry
         z, stats = step_all(z, x)
         iterations = jnp.where(valid, stats.iterations, 0)
-        return (z, it_sum + iterations.sum(), jnp.maximum(it_max, iterations.max()),
-                unconverged + (valid & stats.unconverged).sum(), stagnated + (valid & stats.stagnated).sum()), None
+        return (z, invariants.running_sup(drift, invariants_of(z), initial), it_sum + iterations.sum(),
+                jnp.maximum(it_max, iterations.max()), unconverged + (valid & stats.unconverged).sum(),
+                stagnated + (valid & stats.stagnated).sum()), None
 
     return jax.lax.scan(one_step, carry, xi)[0]
 
 
-def _statistics(system, names, z, z0, valid):
+def _statistics(system, names, z, z0, valid, drift):
     """The observables' count, mean and sum of squared deviations over the valid paths with finite
-    values, the valid paths whose state is not finite, and every path's values."""
+    values, the valid paths whose state is not finite, every path's values, and the largest drift of
+    each declared invariant over the valid paths whose drift is finite (``drift``: every path's running
+    sups, which the state ``z``'s own drift completes at t = 0)."""
     functions = observable_functions(system, names)
     values = jax.vmap(lambda z, z0: jnp.concatenate([jnp.ravel(f(z, z0)) for f in functions]))(z, z0)  # (S, entries)
     finite = jnp.isfinite(values) & valid[:, None]
@@ -110,7 +120,9 @@ def _statistics(system, names, z, z0, valid):
     mean = jnp.where(finite, values, 0.0).sum(axis=0) / jnp.maximum(count, 1)
     m2 = jnp.where(finite, (values - mean) ** 2, 0.0).sum(axis=0)
     nonfinite = (valid & ~jax.vmap(system.space.is_finite)(z)).sum()
-    return count, mean, m2, nonfinite, values
+    invariants_of = invariants.of_paths(system)
+    drift = invariants.running_sup(drift, invariants_of(z), invariants_of(z0))
+    return count, mean, m2, nonfinite, values, invariants.largest(drift, valid[:, None])
 
 
 @dataclasses.dataclass
@@ -146,6 +158,9 @@ class ShardResult:
     snapshots: dict[str, np.ndarray]   # the state's leaves by name, each (plan.snapshots, paths of the shard, *leaf shape)
     time_averages: np.ndarray | None = None  # (paths of the shard, observable entries) over plan.time_average
     device: str = ""              # what computed it (engine.device.describe)
+    # (times, invariants): each declared invariant's largest drift over the shard's paths finite at the output time
+    # and their steps up to it (NaN: none finite; engine.invariants)
+    invariant_drift: np.ndarray | None = None
 
 
 class ShardStopped(Exception):
@@ -159,6 +174,7 @@ class Simulator:
         self.solver_name = integrator.solver_name(system)
         self.observable_names = list(plan.observables)
         self.observable_shapes = observable_shapes(system, self.observable_names)
+        self.invariant_names = tuple(system.invariants())
         self.kept_count = min(plan.keep_paths, plan.paths_per_shard)
         # The step size and the truncation bound are arguments of the compiled programs, not constants in
         # them: the runs of a step-size scan share their programs (JAX's compilation cache finds them).
@@ -190,6 +206,7 @@ class Simulator:
         self._initial_states = programs.shared("initial states", (system,), lambda: jax.jit(jax.vmap(
             lambda k: system.initial_state(noise.init_key(k)))))
         self._no_counts = tuple(jnp.zeros((), jnp.int64) for _ in dataclasses.fields(SolverCounts))
+        self._no_drift = jnp.zeros((plan.paths_per_shard, len(self.invariant_names)))
 
     @property
     def observable_slices(self) -> dict[str, tuple[slice, tuple[int, ...]]]:
@@ -221,8 +238,8 @@ class Simulator:
         valid = jax.ShapeDtypeStruct((size,), jnp.bool_)
         z = jax.eval_shape(self._initial_states, keys)
         xi = jax.eval_shape(lambda k: self._draws(k, 0, self.block_steps, self.dt, self.bound), noise_keys)
-        lowered = [self._steps.lower((z, *self._no_counts), xi, valid, self.dt),
-                   self._statistics_of.lower(z, z, valid), self._initial_states.lower(keys)]
+        lowered = [self._steps.lower((z, self._no_drift, *self._no_counts), z, xi, valid, self.dt),
+                   self._statistics_of.lower(z, z, valid, self._no_drift), self._initial_states.lower(keys)]
         return any("custom_call" in program.as_text() for program in lowered)
 
     def _keys(self, first: int, size: int):
@@ -235,22 +252,22 @@ class Simulator:
 
     def _initial(self, path_keys, valid):
         z0 = self._initial_states(path_keys)
-        return z0, self._statistics_of(z0, z0, valid)
+        return z0, self._statistics_of(z0, z0, valid, self._no_drift)
 
-    def _advance(self, z, z0, noise_keys, valid, start_step):
+    def _advance(self, z, drift, z0, noise_keys, valid, start_step):
         """One output interval: its steps block by block (a block's variables drawn at once, then stepped
         through: ~1.5x faster on a CPU than drawing inside each step; the variables are addressed by global
         step index, so the block length never changes a number), then the statistics at its end. The loop
         is over blocks of up to BLOCK_VALUES variables, not over steps: its calls are dispatched
-        asynchronously, each behind a block of work."""
-        carry, done = (z, *self._no_counts), 0
+        asynchronously, each behind a block of work. (state, the invariants' running sups, statistics, counts)"""
+        carry, done = (z, drift, *self._no_counts), 0
         while done < self.plan.steps_per_output:
             length = min(self.block_steps, self.plan.steps_per_output - done)
             xi = self._draws(noise_keys, start_step + done, length, self.dt, self.bound)
-            carry = self._steps(carry, xi, valid, self.dt)
+            carry = self._steps(carry, z0, xi, valid, self.dt)
             done += length
-        z, *counts = carry
-        return z, self._statistics_of(z, z0, valid), counts
+        z, drift, *counts = carry
+        return z, drift, self._statistics_of(z, z0, valid, drift), counts
 
     # --- one shard ------------------------------------------------------------------------------
     def run_shard(self, shard: int, on_output: Callable[[int], None] | None = None,
@@ -272,6 +289,7 @@ class Simulator:
 
         moments = Moments.empty((n_times, entries))
         nonfinite = np.zeros(n_times, np.int64)
+        invariant_drift = np.zeros((n_times, len(self.invariant_names)))
         solver = SolverCounts.zeros(n_times)
         kept_here = max(0, min(self.kept_count, plan.keep_paths - first, count))
         kept_states = space.zeros((kept_here, n_times))
@@ -284,7 +302,7 @@ class Simulator:
         path_sums = np.zeros((count, entries))
         # Every host buffer by name: what a mid-shard checkpoint holds besides the state.
         held = {"count": moments.count, "mean": moments.mean, "m2": moments.m2, "nonfinite": nonfinite,
-                "kept_values": kept_values, "path_sums": path_sums}
+                "kept_values": kept_values, "path_sums": path_sums, "invariant_drift": invariant_drift}
         held |= {f"solver/{f.name}": getattr(solver, f.name) for f in dataclasses.fields(SolverCounts)}
         held |= {f"kept_states/{k}": v for k, v in space.leaves_of(kept_states).items()}
         held |= {f"snapshots/{k}": v for k, v in space.leaves_of(snapshots).items()}
@@ -294,8 +312,8 @@ class Simulator:
             jax.tree.map(lambda buffer, x: buffer.__setitem__(index, np.asarray(x[:paths])), buffers, z)
 
         def record(i, z, stats):
-            c, mean, m2, nf = jax.device_get(stats[:4])
-            moments.count[i], moments.mean[i], moments.m2[i], nonfinite[i] = c, mean, m2, nf
+            c, mean, m2, nf, drift = jax.device_get(stats[:4] + stats[5:])
+            moments.count[i], moments.mean[i], moments.m2[i], nonfinite[i], invariant_drift[i] = c, mean, m2, nf, drift
             if kept_here:
                 put(kept_states, (slice(None), i), z, kept_here)
                 kept_values[:, i] = np.asarray(stats[4][:kept_here])
@@ -315,11 +333,12 @@ class Simulator:
         if resume is None:
             z0, stats = self._initial(keys, valid)
             record(0, z0, stats)
-            z, done, earlier = z0, 0, 0.0
+            z, drift, done, earlier = z0, self._no_drift, 0, 0.0
         else:
             for name, buffer in held.items():
                 np.copyto(buffer, resume[name])
             z0, z = state_from(resume, "z0"), state_from(resume, "z")
+            drift = jnp.asarray(resume["sup_drift"])
             done, earlier = int(resume["done"]), float(resume["wall_time"])
             if on_output is not None:
                 on_output(count * done)
@@ -327,14 +346,14 @@ class Simulator:
         for i in range(done + 1, n_times):
             if stopped():
                 raise ShardStopped(shard)
-            z, stats, counts = self._advance(z, z0, noise_keys, valid, (i - 1) * plan.steps_per_output)
+            z, drift, stats, counts = self._advance(z, drift, z0, noise_keys, valid, (i - 1) * plan.steps_per_output)
             record(i, z, stats)
             for field, c in zip(dataclasses.fields(SolverCounts), counts):
                 getattr(solver, field.name)[i] = int(c)
             if on_output is not None:
                 on_output(count)
             if every and on_progress is not None and i % every == 0 and i < n_times - 1:
-                on_progress(held | state_arrays("z", z) | state_arrays("z0", z0)
+                on_progress(held | state_arrays("z", z) | state_arrays("z0", z0) | {"sup_drift": np.asarray(drift)}
                             | {"done": np.array(i), "wall_time": np.array(earlier + time.perf_counter() - start)})
 
         kept = self.views(kept_states) if kept_here else {
@@ -342,4 +361,5 @@ class Simulator:
         kept.update(self.split_entries(kept_values, 2))
         return ShardResult(shard, first, count, moments, nonfinite, solver, kept,
                            earlier + time.perf_counter() - start, space.leaves_of(snapshots),
-                           path_sums / len(averaged) if len(averaged) else None, device.describe())
+                           path_sums / len(averaged) if len(averaged) else None, device.describe(),
+                           invariant_drift if self.invariant_names else None)

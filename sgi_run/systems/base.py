@@ -61,8 +61,9 @@ class System:
 
     def invariants(self) -> tuple[str, ...]:
         """The observables the exact flow conserves on every path, for these parameters (a Lie-Poisson system's
-        Casimirs; H where no forcing or noise changes it): a convergence study with ``plan.invariants=declared``
-        records each one's largest drift per step size. None by default."""
+        Casimirs; H where no forcing or noise changes it): every ensemble run records each one's largest drift over
+        its steps and paths (``engine.invariants``), a convergence study with ``plan.invariants=declared`` per step
+        size. None by default."""
         return ()
 
     def reference_mean(self, observable: str) -> Callable | None:

@@ -97,7 +97,7 @@ def _compiled_bytes_per_path(overrides, paths=200):
     z0, _ = sim._initial(keys, valid)
     draws = sim._draws.lower(noise_keys, 0, sim.block_steps, sim.dt, sim.bound).compile()
     xi = sim._draws(noise_keys, 0, sim.block_steps, sim.dt, sim.bound)
-    steps = sim._steps.lower((z0, *sim._no_counts), xi, valid, sim.dt).compile()
+    steps = sim._steps.lower((z0, sim._no_drift, *sim._no_counts), z0, xi, valid, sim.dt).compile()
     size = lambda m: m.temp_size_in_bytes + m.argument_size_in_bytes + m.output_size_in_bytes
     measured = max(size(draws.memory_analysis()), size(steps.memory_analysis()))
     return measured / paths, memory_estimate(system, integrator, plan).parts["plan.shard_size"] / paths

@@ -161,8 +161,8 @@ def _programs(system, integrator, plan) -> tuple[str, str, str]:
     z0, _ = sim._initial(keys, valid)
     xi = sim._draws(noise_keys, 0, sim.block_steps, sim.dt, sim.bound)
     return (sim._draws.lower(noise_keys, 0, sim.block_steps, sim.dt, sim.bound).as_text(),
-            sim._steps.lower((z0, *sim._no_counts), xi, valid, sim.dt).as_text(),
-            sim._statistics_of.lower(z0, z0, valid).as_text())
+            sim._steps.lower((z0, sim._no_drift, *sim._no_counts), z0, xi, valid, sim.dt).as_text(),
+            sim._statistics_of.lower(z0, z0, valid, sim._no_drift).as_text())
 
 
 @pytest.mark.slow
