@@ -121,7 +121,10 @@ def test_an_installed_sgi_run_runs_from_an_empty_directory_and_writes_only_there
     assert list((empty / "outputs" / "runs").glob("kubo-midpoint/*/ensemble.h5"))
 
     headline = _run(bin_dir, empty, "sgi-run", "system=heavy_top", "integrator=tmk", "progress=off")
-    assert "heavy_top / tmk" in headline.stdout
+    assert "heavy_top / tmk" in headline.stdout and "largest" in headline.stdout
+    drift = {row.split()[0]: float(row.split()[-1]) for row in headline.stdout.splitlines()
+             if row.split()[:1] in (["C1"], ["C2"])}
+    assert set(drift) == {"C1", "C2"} and max(drift.values()) < 1e-12, headline.stdout   # TMK keeps the Casimirs
 
     figure = _run(bin_dir, empty, "sgi-figures", "--fidelity", "smoke", "--only", "kraus_tyranowski_2021/fig4_1")
     assert (empty / "outputs" / "figures" / "kraus_tyranowski_2021" / "fig4_1.png").is_file(), figure.stdout

@@ -101,16 +101,20 @@ def scope() -> Iterator[None]:
     cache = {} if jax.config.jax_compilation_cache_dir is not None else _cache_settings()
     previous_cache = {name: getattr(jax.config, name) for name in cache}
     previous_lowering = threefry_cpu_lowering()
+    # In a process configure() set up (the commands, the tests) nothing changes: JAX's global state is left
+    # untouched rather than set to what it already is, and the lowering is not registered again.
+    relower = previous_lowering is None or previous_lowering.rule is not _unrolled_threefry()
     try:
         for name, value in cache.items():
             jax.config.update(name, value)
-        _lower_threefry_unrolled()
-        with jax.enable_x64(True):
+        if relower:
+            _lower_threefry_unrolled()
+        with contextlib.nullcontext() if jax.config.jax_enable_x64 else jax.enable_x64(True):
             yield
     finally:
         for name, value in previous_cache.items():
             jax.config.update(name, value)
-        if previous_lowering is not None:
+        if relower and previous_lowering is not None:
             mlir.register_lowering(threefry2x32_p, previous_lowering.rule, platform="cpu",
                                    inline=previous_lowering.inline)
 
