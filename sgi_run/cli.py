@@ -165,6 +165,20 @@ def _explicit(argv: list[str], key: str) -> str | None:
     return values[-1] if values else None
 
 
+def _check_own_run_dir(directory: Path, typed: str, finished: list[str]) -> None:
+    """Refuse a ``hydra.run.dir`` that is no path, or a directory of the user's: one that holds files and no trace
+    of a run (Hydra's ``.hydra/``, a finished run's file, checkpoints). A run writes its summary and ``.hydra/``
+    there, which would replace a summary.md of the user's own (``hydra.run.dir=.`` in a project's directory)."""
+    if typed.strip().strip("'\"").strip() == "":
+        raise ConfigError("hydra.run.dir", typed, "a directory (a non-empty path)")
+    if not directory.is_dir() or any((directory / name).exists() for name in (".hydra", "shards", *finished)):
+        return
+    theirs = sorted(entry.name for entry in directory.iterdir())
+    if theirs:
+        raise ConfigError("hydra.run.dir", typed, f"a new or empty directory, or one a run was made in ({directory} "
+                          f"holds {', '.join(theirs[:3])}{', ...' if len(theirs) > 3 else ''}: not a run's files)")
+
+
 def _check_run_dirs(argv: list[str], configs: list[DictConfig]) -> bool:
     """Refuse a run directory that holds another config's result or checkpoints, or that cannot be
     written (one line, before any job starts and before Hydra writes .hydra/ there) unless it holds
@@ -179,9 +193,11 @@ def _check_run_dirs(argv: list[str], configs: list[DictConfig]) -> bool:
         return False        # the user's own sweep layout: Hydra reports it
     read_only = False
     for cfg in configs:
-        key, directory = ("hydra.run.dir", Path(explicit)) if explicit and "${" not in explicit \
+        key, directory = ("hydra.run.dir", Path(explicit)) if explicit is not None and "${" not in explicit \
             else ("output_root", run_dir_for(cfg))
         value = explicit if key == "hydra.run.dir" else cfg.output_root
+        if key == "hydra.run.dir":
+            _check_own_run_dir(directory, explicit, finished)
         for name in finished:    # another config's result there is refused before Hydra writes over .hydra/
             cache.check_identity(directory / name, config_hash(cfg), key, value)
         cache.check_checkpoints(directory, config_hash(cfg), key, value)     # and its interrupted run

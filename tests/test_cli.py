@@ -502,3 +502,28 @@ def test_a_module_that_is_not_a_python_file_is_refused_in_one_line(tmp_path):
     assert done.returncode == 2 and done.stderr == (
         f"sgi-run: error: --module='{tmp_path / 'nothing.py'}' is not allowed: a Python file (.py) that registers "
         "systems (sgi_run.register_system)\n")
+
+
+# --- issue 45: a run never writes over a user's files -----------------------------------------------------------
+@pytest.mark.parametrize("typed, allowed", [
+    ("hydra.run.dir=''", "a directory (a non-empty path)"),
+    ("hydra.run.dir=", "a directory (a non-empty path)"),
+    ("hydra.run.dir=.", "a new or empty directory, or one a run was made in (. holds README.md, summary.md: not a "
+                        "run's files)"),
+])
+def test_a_run_directory_of_the_users_own_files_is_refused_and_left_as_it_was(tmp_path, typed, allowed):
+    (tmp_path / "summary.md").write_text("mine\n")
+    (tmp_path / "README.md").write_text("# my project\n")
+    done = subprocess.run([sys.executable, "-m", "sgi_run.cli", typed, "plan.paths=10", "plan.T=1"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=300)
+    key, _, value = typed.partition("=")
+    assert done.returncode == 2 and done.stderr == f"sgi-run: error: {key}={value!r} is not allowed: {allowed}\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["README.md", "summary.md"]
+    assert (tmp_path / "summary.md").read_text() == "mine\n"
+
+
+def test_a_run_directory_a_run_was_made_in_is_still_reused(tmp_path):
+    first = sgi_run_cli(tmp_path, f"hydra.run.dir={tmp_path / 'here'}", "plan.paths=10", "plan.T=1", "progress=off")
+    assert first.returncode == 0, first.stderr
+    again = sgi_run_cli(tmp_path, f"hydra.run.dir={tmp_path / 'here'}", "plan.paths=10", "plan.T=1", "progress=off")
+    assert again.returncode == 0 and "cached" in again.stdout.lower(), again.stdout + again.stderr

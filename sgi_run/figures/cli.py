@@ -161,6 +161,7 @@ def main(argv: list[str] | None = None) -> int:
     # The commit whose code this process runs: a checkout that moves during a long gallery must not rename it.
     source = provenance.source_commit()
     try:
+        gallery.check_owned(args.output)    # the gallery replaces its README.md and index.html: never a user's
         for module in args.module:      # systems of one's own, registered before any run names them
             load_module(module)
         experiments, listed = chosen_figures(args.experiments, args.only)

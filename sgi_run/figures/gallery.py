@@ -9,6 +9,8 @@ import html
 import os
 from pathlib import Path
 
+from sgi_run.core.errors import require
+
 from sgi_run.figures.results import BY_CONSTRUCTION, CheckResult, counts_text, verdict_counts
 from sgi_run.figures.experiment import (STUDY_MD_HEADER, figure_order, md_cells, md_header, read_record, study_md_rows,
                                         work_precision_header, work_precision_md_rows)
@@ -185,27 +187,56 @@ def _paper_results(output_dir: Path, paper_results) -> dict:
             for r in records(Path(paper_results)) if at_papers_counts(r)}
 
 
+# The two files the gallery writes at the top of an output directory, and how each begins: how sgi-figures knows
+# a file it wrote from a user's (a README.md of their own in --output . is never replaced).
+OWN_FILES = {"README.md": "# Paper figures in this directory\n",
+             "index.html": "<!doctype html>\n<html><head><meta charset='utf-8'><title>sgi-run figures</title>"}
+
+
+def check_owned(output_dir, key: str = "--output") -> None:
+    """Refuse (one line) an output directory that is no path, or whose ``README.md`` or ``index.html``
+    sgi-figures did not write: ``build`` replaces those two files."""
+    text = str(output_dir)
+    require(key, text, text.strip() != "", "a directory (a non-empty path)")
+    for name, start in OWN_FILES.items():
+        path = Path(output_dir) / name
+        if path.exists() or path.is_symlink():
+            ours = path.is_file() and not path.is_symlink() and path.read_bytes().startswith(start.encode())
+            require(key, text, ours, f"a directory sgi-figures owns: its {name} was not written by sgi-figures "
+                    "(name a new or empty directory, e.g. outputs/figures)")
+
+
 def build(output_dir, experiments=(), paper_results=None) -> Path:
     """Write ``<output_dir>/index.html`` from the figure records there, and ``README.md``: the status of every
     figure (``status_table``; ``experiments``: the figures to list even where no record exists); a figure not at
     the paper's counts links its record in ``paper_results`` where one is at them. Returns the index's path."""
+    check_owned(output_dir)
     output_dir = Path(output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
     found = records(output_dir)
     links = _paper_results(output_dir, paper_results)
-    (output_dir / "README.md").write_text(
-        "# Paper figures in this directory\n\nWritten by `sgi-figures` from each figure's record "
+    _write_atomically(output_dir / "README.md",
+        OWN_FILES["README.md"] + "\nWritten by `sgi-figures` from each figure's record "
         "(`<paper>/<figure>.json`: its table, checks and provenance). \"Runs' wall s\" is the sum of the runs' own "
         "wall times as they were computed (compilation included).\n\n" + status_table(found, experiments))
     body = "".join(_figure_html(r, links.get((r["paper"], r["figure"]))) for r in found) or "<p>No figures yet: run <code>sgi-figures</code>.</p>"
     toc = "".join(f'<li><a href="#{html.escape(r["paper"])}-{html.escape(r["figure"])}">'
                   f'{html.escape(heading(r)[1])}</a> ({fidelity_label(r)})</li>' for r in found)
-    page = (f"<!doctype html>\n<html><head><meta charset='utf-8'><title>sgi-run figures</title>"
-            f"<style>{_STYLE}</style></head><body>\n<h1>sgi-run: paper figures</h1>\n"
+    page = (OWN_FILES["index.html"] + f"<style>{_STYLE}</style></head><body>\n<h1>sgi-run: paper figures</h1>\n"
             f"<p>Bands and ± values are Monte Carlo standard errors (SE). A check's margin says how many SE "
             f"its value lies inside (+) or outside (−) the acceptance band. A quick view of this directory: "
             f"<code>make docs</code> builds the documentation site, where each figure has its page with the "
             f"captions' mathematics rendered.</p><ul>{toc}</ul>{body}\n</body></html>\n")
     index = output_dir / "index.html"
-    index.write_text(page)
+    _write_atomically(index, page)
     return index
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    """``text`` into a temporary file beside ``path``, renamed to it: a reader (or a full disk) never sees half."""
+    partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
+    try:
+        partial.write_text(text)
+        os.replace(partial, path)
+    finally:
+        partial.unlink(missing_ok=True)

@@ -250,3 +250,28 @@ def test_two_files_of_one_figure_id_are_refused(tmp_path, capsys):
     assert err.startswith(f"sgi-figures: error: --experiments='{copy}' is not allowed: one experiment file per "
                           "paper/figure id; kraus_tyranowski_2021/fig4_1 is also ") and err.count("\n") == 1, err
     assert not (tmp_path / "runs").exists() and not (tmp_path / "out").exists()
+
+
+# --- issue 45: the gallery never writes over a user's files -----------------------------------------------------
+@pytest.mark.parametrize("output, allowed", [
+    ("", "a directory (a non-empty path)"),
+    (".", "a directory sgi-figures owns: its README.md was not written by sgi-figures (name a new or empty directory, "
+          "e.g. outputs/figures)"),
+])
+def test_an_output_directory_holding_a_users_readme_is_refused(tmp_path, monkeypatch, capsys, output, allowed):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "README.md").write_text("# my project\n")
+    assert cli.main(["--output", output, "--fidelity", "smoke", "--only", "fig4_1", "--runs-root", "runs"]) == 2
+    assert capsys.readouterr().err == f"sgi-figures: error: --output={output!r} is not allowed: {allowed}\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["README.md"]
+    assert (tmp_path / "README.md").read_text() == "# my project\n"
+    assert cli.main(["--output", output, "--unpack", str(tmp_path / "none.tar.gz")]) == 2
+
+
+def test_the_gallery_rebuilds_its_own_readme_and_index(tmp_path):
+    from sgi_run.figures import gallery
+    gallery.build(tmp_path)
+    first = (tmp_path / "README.md").read_text(), (tmp_path / "index.html").read_text()
+    gallery.build(tmp_path)                               # its own files: replaced, whole
+    assert ((tmp_path / "README.md").read_text(), (tmp_path / "index.html").read_text()) == first
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["README.md", "index.html"]    # no partial file left
