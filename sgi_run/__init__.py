@@ -38,7 +38,7 @@ Example:
     >>> ens.mean("H").shape, ens.sem("H").shape
     ((3,), (3,))
 """
-__version__ = "0.1.0"
+from sgi_run.version import __version__
 
 # Imported whole (help(sgi_run) shows them all): that adds Hydra and h5py to `import sgi_run.systems`, about
 # 0.5 s once per process beside JAX's own 1.2 s (measured on the 2-core development machine).

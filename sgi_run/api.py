@@ -7,6 +7,7 @@ directory and cache. ``sgi_run`` exports these names; this module is where they 
 """
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from types import ModuleType
 from collections.abc import Callable, Iterable, Mapping
@@ -133,6 +134,8 @@ def register_system(name: str, cls: type[System]) -> None:
         ('quartic', 'quartic-midpoint')
     """
     from sgi_run.systems import register
+    if isinstance(cls, type) and dataclasses.is_dataclass(cls):
+        config.check_parameter_types(cls)     # a parameter's annotation no config value has: a TypeError, now
     register(name, cls)
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import hydra
 from omegaconf import DictConfig
 
-from sgi_run import __version__
+from sgi_run.version import __version__
 from sgi_run.api import load_module
 from sgi_run.config import (CONF_DIR, GROUPS, ConfigSource, check_hydra_groups, compose_setup, config_hash,
                             expand_sweeps, group_options, plain, register_resolvers, run_dir_for)

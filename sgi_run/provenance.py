@@ -13,7 +13,8 @@ import inspect
 import os
 import subprocess
 import sys
-from sgi_run import __version__, bundled
+from sgi_run import bundled
+from sgi_run.version import __version__
 
 PACKAGE = bundled.PACKAGE
 # A copy of the repository shipped elsewhere (a remote GPU machine gets the working tree, and at most a .git of

@@ -21,7 +21,8 @@ from collections.abc import Callable
 import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
-from sgi_run import __version__, cache, convergence_run, provenance, store, summary, systems
+from sgi_run import cache, convergence_run, provenance, store, summary, systems
+from sgi_run.version import __version__
 from sgi_run.config import Setup, plain, build, config_hash, run_dir_for
 from sgi_run.core import jax_setup
 from sgi_run.core.errors import ConfigError

@@ -26,7 +26,8 @@ import numpy as np
 import yaml
 from omegaconf import DictConfig
 
-from sgi_run import __version__, work_precision
+from sgi_run import work_precision
+from sgi_run.version import __version__
 from sgi_run.config import ConfigSource, Setup, compose_setup, config_hash
 from sgi_run.convergence_run import drift_cells
 from sgi_run.core.errors import ConfigError, require

@@ -62,7 +62,9 @@ def register(name: str, cls: type[System]) -> None:
     directory. A name of one's own may be registered again (a notebook cell run twice); a built-in's may not.
     In this process only: a dask worker registers it again from the module that defines ``cls``
     (``runner.Recipe``), so ``executor=dask`` needs a class defined in an importable module, not in a notebook.
-    A parameter's annotation outside the types a config value is checked against is a TypeError.
+    Its parameters' annotations are checked against the types a config value is checked against where a run
+    builds it (``config.build_system``; ``sgi_run.register_system`` checks them at once): the config layer's
+    concern, above this one.
 
     Example:
 
@@ -84,15 +86,12 @@ def register(name: str, cls: type[System]) -> None:
         Traceback (most recent call last):
         sgi_run.core.errors.ConfigError: name='kubo' is not allowed: a name that is not a built-in system's ...
     """
-    from sgi_run.config import check_parameter_types
-
     if not (isinstance(name, str) and name.isidentifier()):
         raise ConfigError("name", name, "a name of letters, digits and underscores (a run directory's first part)")
     if name in BUILT_IN and SYSTEMS[name] is not cls:
         raise ConfigError("name", name, f"a name that is not a built-in system's ({sorted(BUILT_IN)})")
     if not (isinstance(cls, type) and issubclass(cls, System) and dataclasses.is_dataclass(cls)):
         raise ConfigError("cls", cls, "a System subclass that is a frozen dataclass (its fields are its parameters)")
-    check_parameter_types(cls)
     SYSTEMS[name] = cls
 
 
