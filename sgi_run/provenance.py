@@ -21,7 +21,7 @@ PACKAGE = bundled.PACKAGE
 # some other commit) names the commit it was copied from here: ``SGI_RUN_COMMIT=$(git rev-parse HEAD)`` in the
 # command that ships it. Where set it wins over the copy's own git.
 COMMIT_VARIABLE = "SGI_RUN_COMMIT"
-# The layers whose code determines a run's numbers (DESIGN.md: core, systems, integrators, engine).
+# The layers whose code determines a run's numbers (docs/architecture.md: core, systems, integrators, engine).
 NUMERICS_LAYERS = ("core", "systems", "integrators", "engine")
 
 

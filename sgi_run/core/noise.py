@@ -12,7 +12,7 @@ Kinds (``NOISE_KINDS``), each an array of shape ``(rows, m)`` per step, ``m`` = 
 * ``gaussian_pair``: rows ``(\Delta W, \Delta Z)`` with
   :math:`\Delta Z = \int_{t_k}^{t_{k+1}} (W(s) - W(t_k))\,ds = \tfrac12\Delta t^{3/2}(\chi + \eta/\sqrt3)`,
   so :math:`\mathrm{Var}\,\Delta Z = \Delta t^3/3`, :math:`\mathrm{Cov}(\Delta W, \Delta Z) = \Delta t^2/2`
-  (spec 000 section 2.0). The :math:`\chi` of ``gaussian`` and ``gaussian_pair`` are the same draw,
+  (the joint law E1 needs; not in paper 000). The :math:`\chi` of ``gaussian`` and ``gaussian_pair`` are the same draw,
   so E1 and a Gaussian method see the same Brownian path.
 * ``three_point``: :math:`\hat I = \pm\sqrt{3\Delta t}` with probability 1/6 each, 0 with 2/3.
 

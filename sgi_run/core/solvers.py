@@ -14,7 +14,7 @@ Stopping rules. Newton and chord: the residual at the new iterate is small,
 :math:`\|r(x)\| \le \mathrm{tol}\,(1 + \|x\|)`. Fixed point: the update is small,
 :math:`\|x_{k+1} - x_k\| \le \mathrm{tol}\,\max(1, \|x_0\|)`, or it *stagnates*: the update stopped
 decreasing while within ``ROUND_OFF_ULPS`` ulps of the iterate, which is as converged as the iteration
-gets (spec 004 P3: an absolute 1e-15 is unreachable when entries are large); a stagnation exit is
+gets (paper 004's absolute 1e-15 is unreachable when entries are large); a stagnation exit is
 reported, not failed (an update that stops shrinking far above round-off is a failure). Not earlier: a
 solve stopped where the contraction of its last two updates put the iterate within an ulp of the fixed
 point (one iteration fewer) left a residual of one sign, and over the 2.56 x 10^5 steps of Ephrati et al.'s
@@ -66,7 +66,7 @@ MAX_ITER_LIMIT = 10**6
 # A relative tolerance below float64 round-off is met only by an exact zero: every solve would fail.
 MIN_TOL = float(np.finfo(np.float64).eps)
 # A fixed-point update that stops shrinking is at round-off only below this many ulps of the iterate
-# (spec 004: the floor is about eps max|X| sqrt(N), 11 ulps at N = 128); above it the iteration is
+# (the project's estimate: the floor is about eps max|X| sqrt(N), 11 ulps at N = 128); above it the iteration is
 # diverging or not contracting, and the solve has failed.
 ROUND_OFF_ULPS = 1000
 

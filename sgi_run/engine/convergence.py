@@ -81,7 +81,7 @@ class ConvergenceResult:
 
     def sup_fit(self) -> tuple[np.ndarray, float, str]:
         """The sup-in-time errors' resolvable points, their fitted order (no bootstrap) and its note; a strong
-        study only (paper 002's e_sup, spec 3.15)."""
+        study only (paper 002's e_sup: the sup-in-time error of its Theorem 6.1)."""
         resolvable, order, _, note = _fit(self.dts, self.sup_error, self.sup_se, None, 0, 0, self.resolvable_se)
         return resolvable, order, note
 

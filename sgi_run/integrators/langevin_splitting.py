@@ -1,4 +1,4 @@
-r"""Splitting integrators for Langevin systems of Bou-Rabee & Owhadi (paper 003; spec 003 section 2).
+r"""Splitting integrators for Langevin systems of Bou-Rabee & Owhadi (paper 003).
 One implementation; the six methods SVIA/B/C and CSVIA/B/C are data (``conf/integrator/*.yaml``).
 
 Per coordinate j, with :math:`x_j = ch/m_j`, :math:`F = -\nabla U` and :math:`\eta \sim N(0, I)`
@@ -10,25 +10,25 @@ Per coordinate j, with :math:`x_j = ch/m_j`, :math:`F = -\nabla U` and :math:`\e
 with the tableau choosing
 
 * ``friction: exact_ou``: :math:`\lambda = e^{-x}`, :math:`v = 1 - e^{-2x}`: the exact
-  Ornstein-Uhlenbeck step of :math:`dp = -(c/m)p\,dt + \sigma dW` (spec 2.0; ``expm1``, and never
+  Ornstein-Uhlenbeck step of :math:`dp = -(c/m)p\,dt + \sigma dW` (``expm1``, and never
   :math:`e^{ch}`, so :math:`ch > 709` neither overflows nor loses digits);
 * ``friction: euler``: :math:`\lambda = 1 - x`, :math:`v = 2x`: Euler-Maruyama, noise
   :math:`\sigma\sqrt h` (SVIB, eq. 4.2);
 * ``force_damped``: :math:`w = \lambda` (SVIC: the force is damped, "BOA") or :math:`w = 1`
-  (SVIA, eq. 1.2/4.1 corrected in spec 2.1: the force is not damped, "OBA").
+  (SVIA, eq. 1.2/4.1 with the garbled noise term read as in docs/papers/bou_rabee_owhadi.md: the force is not damped, "OBA").
 
-Flat (``constrained: false``, spec 2.2): :math:`p_{k+1} = p^*`, :math:`q_{k+1} = q_k + h M^{-1}p_{k+1}`
+Flat (``constrained: false``, paper 003 Fig. 2.1): :math:`p_{k+1} = p^*`, :math:`q_{k+1} = q_k + h M^{-1}p_{k+1}`
 (symplectic Euler: force at the old q, drift with the new p).
 
-Constrained (``constrained: true``, spec 2.3; paper eq. 2.2-2.3 and 6.2-6.3) on
+Constrained (``constrained: true``; paper eq. 2.2-2.3 and 6.2-6.3) on
 :math:`g(q) = 0`, :math:`G = \partial g/\partial q`: SHAKE with the constraint force along the old
 gradient, :math:`\hat p = p^* + G(q_k)^\top\mu`, :math:`q_{k+1} = q_k + hM^{-1}\hat p`,
 :math:`g(q_{k+1}) = 0`, then the RATTLE-type projection (2.3)/(6.3) of :math:`\hat p` onto the cotangent
 space at :math:`q_{k+1}` (:math:`G(q_{k+1})M^{-1}p_{k+1} = 0`). On the unit sphere the SHAKE equation is
 a quadratic with a closed-form root; on any other manifold (or with ``shake: newton``) it is solved for
 the k multipliers by the integrator's solver (Newton, or chord: ``integrator.solver``). No solution (a
-negative discriminant, or a solve not converging) makes the path NaN, which the engine counts (spec 2.3:
-never clamped; ``on_fail: count`` keeps the last iterate and counts the step instead).
+negative discriminant, or a solve not converging) makes the path NaN, which the engine counts (the project's
+choice: never clamped; ``on_fail: count`` keeps the last iterate and counts the step instead).
 """
 from __future__ import annotations
 
@@ -46,8 +46,8 @@ from sgi_run.systems.langevin import ConstrainedLangevinSystem, LangevinSystem
 
 FRICTIONS = ("exact_ou", "euler")
 SHAKE_SOLVERS = ("auto", "newton")
-# Newton SHAKE stops at |g(q)| <= tol (1 + |h mu|): the constraint must hold to round-off (spec F2-2:
-# 1e-12 after 2000 steps), and at quadratic convergence the extra iteration this costs is cheap.
+# Newton SHAKE stops at |g(q)| <= tol (1 + |h mu|): the constraint must hold to round-off (the project's
+# check of paper 003 Fig. 2.2: 1e-12 after 2000 steps), and at quadratic convergence the extra iteration this costs is cheap.
 SHAKE_TOL = 1e-14
 
 
@@ -155,7 +155,7 @@ class LangevinSplitting(ImplicitIntegrator):
 
 
 def shake_rattle_sphere(q, p_star, dt, mass=1.0):
-    r"""Spec 2.3 steps 2-3 on the unit sphere, mass m. With :math:`A = q + hp^*/m` and :math:`s = h\mu/m`,
+    r"""The SHAKE steps of paper 003 eqs. 2.2-2.3 on the unit sphere, mass m. With :math:`A = q + hp^*/m` and :math:`s = h\mu/m`,
     the constraint :math:`|A + sq|^2 = 1` is the quadratic
     :math:`|q|^2s^2 + 2(A\cdot q)s + |A|^2 - 1 = 0`; its root that vanishes as h -> 0, in
     cancellation-free form, is :math:`s = (1 - |A|^2)/((A\cdot q) + \sqrt D)`,

@@ -1,12 +1,12 @@
 r"""The stochastic Lie-group variational integrator with the Cayley retraction (paper 002, Prop. 3.1 and
-eqs. (54), (60); spec 002 sections 2.2-2.5) on SO(3) (the rigid body, so(3)*) and SO(3) x R^3 (the heavy
+eqs. (54), (57), (58), (60), (62), (63)) on SO(3) (the rigid body, so(3)*) and SO(3) x R^3 (the heavy
 top, se(3)*), written with this package's generator: :math:`\sigma(\bar\mu) = \Delta t\,\nabla h(\bar\mu) +
 \sum_i\overline{\Delta W^i}\nabla h_i(\bar\mu)`, an element :math:`(\sigma_\xi, \sigma_b)` of the algebra.
 
 With :math:`X = \Delta t\,\xi = \tfrac12\sigma_\xi(\bar\mu)` and the dual right-trivialised Cayley derivative
 :math:`M_\pm(X)P = [d_{\pm X}\mathrm{cay}^{-1}]^*P = P \pm \tfrac12 X\times P + q\,(X\cdot P)X`, one step solves
-:math:`M_+A = \Pi_n`, :math:`M_+B = M_-A - \sigma_b\times\tilde\Gamma` for :math:`S = A + B`, i.e. (closed form,
-spec 2.4-2.5) :math:`S = M_+^{-1}[(I + Q)\Pi_n - \sigma_b\times\tilde\Gamma]`, :math:`Q = \mathrm{cay}(-X)`,
+:math:`M_+A = \Pi_n`, :math:`M_+B = M_-A - \sigma_b\times\tilde\Gamma` for :math:`S = A + B`, i.e. (closed form of
+paper 002 eqs. (54), (60)) :math:`S = M_+^{-1}[(I + Q)\Pi_n - \sigma_b\times\tilde\Gamma]`, :math:`Q = \mathrm{cay}(-X)`,
 :math:`\tilde\Gamma = Q\Gamma_n`, :math:`\bar\mu = (S/2, \tilde\Gamma)`: a fixed point in the three numbers X
 (the paper's contraction (64)). Then, since :math:`M_-M_+^{-1} = Q` for every q,
 
@@ -157,7 +157,7 @@ class CayleyLGVI(LiePoissonIntegrator):
 
     def half_step_momenta(self, system, pi, dt, dw) -> HalfStepMomenta:
         """The rigid body's (A, B) of eqs. (62) for one step from momentum ``pi`` with fixed increments ``dw``:
-        :math:`M_+A = \\Pi`, :math:`M_+B = M_-A` at the X the step's own solve converges to (spec 2.4; the step
+        :math:`M_+A = \\Pi`, :math:`M_+B = M_-A` at the X the step's own solve converges to (paper 002 eqs. (54), (62), (63); the step
         itself needs only S = A + B), with that solve's iterations and converged flag. Paper 002's Figure 14
         maps :math:`\\|(A, B)\\|` over the sphere to show the equations are solvable with A, B bounded."""
         if not isinstance(system.algebra, lie.SO3):

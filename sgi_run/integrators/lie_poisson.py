@@ -1,4 +1,4 @@
-r"""Lie-Poisson integrators (paper 001, spec 001 section 1.2): one family, three solves of the same
+r"""Lie-Poisson integrators (paper 001, sections 2-4): one family, three solves of the same
 equation :math:`d\mu = F(\mu)\,dt + \sum_i G_i(\mu)\circ dW^i`, generic over the system's algebra.
 
 - ``tmk`` (the paper's trapezoidal Munthe-Kaas method): solve for the algebra element
@@ -122,5 +122,5 @@ class LiePoissonIntegrator(ImplicitIntegrator):
                 return _add(mu, between(start, end))
             sol = self.solve.fixed_point(next_of, mu)
             mu_next = sol.x
-        # The space's projection (identity but where the geometry needs one: P6, P7 of spec 001).
+        # The space's projection (identity but where the geometry needs one: the reality condition of paper 001's sine-Euler, section 6).
         return system.space.project(system.state(linalg.join_vectors(mu_next))), SolverStats.none().add(sol)

@@ -1,5 +1,5 @@
 r"""Explicit weak stochastic Runge-Kutta methods of Rößler (2007) for one Stratonovich noise
-(spec 000 section 2.9; RS1, RS2). One implementation; methods are tableaux.
+(Tables 5.2/5.3 there, paper 000's comparison methods, coefficients not in paper 000; RS1, RS2). One implementation; methods are tableaux.
 
 With drift :math:`a = X`, noise field :math:`b = Y_1` and the three-point variable :math:`\hat I`:
 
@@ -11,7 +11,7 @@ With drift :math:`a = X`, noise field :math:`b = Y_1` and the three-point variab
     z^+ = z + \Delta t\sum_i\alpha_i a(H^{(0)}_i) + \hat I\sum_i\beta^{(1)}_i b(H^{(1)}_i)
 
 Rößler's :math:`B^{(2)}, B^{(3)}, \beta^{(2)}` terms and the two-point :math:`\tilde I` vanish for
-one noise (spec 000 pitfall 9), so they are not part of the tableau and the family takes m = 1.
+one noise (Rößler 2007 with m = 1), so they are not part of the tableau and the family takes m = 1.
 
 This module also states the weak order conditions of this stage structure for one noise
 (``weak_order_conditions``); the weak Lagrange-d'Alembert family (``weak_lda_rk``) has the same

@@ -14,8 +14,8 @@ from sgi_run.systems.attitude import ROTATION_TOL, AttitudeCarrier, require_vect
 
 
 def euler_angles(r):
-    r"""z-x-z Euler angles :math:`(\phi, \theta, \psi)` of :math:`R = R_z(\phi)R_x(\theta)R_z(\psi)` (spec 002
-    2.8, P9): :math:`\theta = \arccos R_{33}`, :math:`\phi = \mathrm{atan2}(R_{13}, -R_{23})`,
+    r"""z-x-z Euler angles :math:`(\phi, \theta, \psi)` of :math:`R = R_z(\phi)R_x(\theta)R_z(\psi)` (paper 002
+    section 8; its printed R has a sign typo in entry (2,1), corrected here): :math:`\theta = \arccos R_{33}`, :math:`\phi = \mathrm{atan2}(R_{13}, -R_{23})`,
     :math:`\psi = \mathrm{atan2}(R_{31}, R_{32})`, both mod :math:`2\pi`."""
     theta = jnp.arccos(jnp.clip(r[2, 2], -1.0, 1.0))
     phi = jnp.mod(jnp.arctan2(r[0, 2], -r[1, 2]), 2 * jnp.pi)
@@ -23,21 +23,21 @@ def euler_angles(r):
     return phi, theta, psi
 
 
-# Where Euler-angle diagnostics divide by sin(theta) they use at least this (spec 002 P10).
+# Where Euler-angle diagnostics divide by sin(theta) they use at least this (the project's guard: theta comes near 0 in paper 002's case 3).
 SIN_THETA_MIN = 1e-8
 
 
 def effective_potential(theta, p_psi, p_phi, i1: float, mgh: float):
     r""":math:`V(\theta; p_\psi, p_\phi) = \frac{(p_\phi - p_\psi\cos\theta)^2}{2I_1\sin^2\theta} + Mgh\cos\theta`
-    of the symmetric heavy top (spec 002 2.8), with :math:`\sin\theta` at least ``SIN_THETA_MIN``."""
+    of the symmetric heavy top (paper 002 section 8, Figs 3, 10, 13), with :math:`\sin\theta` at least ``SIN_THETA_MIN``."""
     s = jnp.maximum(jnp.abs(jnp.sin(theta)), SIN_THETA_MIN)
     return (p_phi - p_psi * jnp.cos(theta)) ** 2 / (2 * i1 * s**2) + mgh * jnp.cos(theta)
 
 
 @dataclasses.dataclass(frozen=True)
 class HeavyTop(AttitudeCarrier):
-    r"""The stochastic heavy top on se(3)* (paper 001 section 5, spec 001 section 2.1; paper 002 section 8,
-    spec 002 section 1.4): state :math:`(\pi, \gamma)`, :math:`h = k\,\pi\cdot I^{-1}\pi + s\,\chi\cdot\gamma`
+    r"""The stochastic heavy top on se(3)* (paper 001 section 5, eq. (39); paper 002
+    section 8): state :math:`(\pi, \gamma)`, :math:`h = k\,\pi\cdot I^{-1}\pi + s\,\chi\cdot\gamma`
     with ``kinetic_factor`` k = 1/2 and ``gravity_sign`` s = -1 (paper 001, P2: eq. (39) is authoritative;
     paper 002 has s = +1 and :math:`\chi = mga`). Casimirs :math:`C_1 = \pi\cdot\gamma`, :math:`C_2 = |\gamma|^2`.
 
@@ -47,8 +47,8 @@ class HeavyTop(AttitudeCarrier):
     ``gxgy`` (case 3) :math:`mgk_1\gamma_x, mgk_2\gamma_y`, ``pixpiy`` (3') :math:`k_1\pi_x, k_2\pi_y`.
 
     With the attitude (``R0``, :math:`\gamma_0 = R_0^\top e_z` required): the body axis in space
-    :math:`Re_3`, the z-x-z Euler angles and their rates from :math:`\omega = I^{-1}\pi` (spec 2.8; the
-    :math:`\sin\theta` division guarded at 1e-8, P10), :math:`p_\psi = \pi_z`, :math:`p_\phi = \pi\cdot\gamma`,
+    :math:`Re_3`, the z-x-z Euler angles and their rates from :math:`\omega = I^{-1}\pi` (paper 002 section 8; the
+    :math:`\sin\theta` division guarded at 1e-8, the project's choice), :math:`p_\psi = \pi_z`, :math:`p_\phi = \pi\cdot\gamma`,
     :math:`E' = E - p_\psi^2/(2I_3)` and the effective potential at the current angle."""
     inertia: float | tuple[float, ...] = (4.0, 4.0, 1.0)
     chi: float | tuple[float, ...] = (0.0, 0.0, 1.0)
@@ -119,7 +119,7 @@ class HeavyTop(AttitudeCarrier):
         return jnp.asarray(self.pi0, dtype=jnp.float64), jnp.asarray(self.gamma0, dtype=jnp.float64)
 
     def euler_diagnostics(self, z) -> dict:
-        """Euler angles, their rates and the conjugate momenta of a state with its attitude (spec 2.8)."""
+        """Euler angles, their rates and the conjugate momenta of a state with its attitude (paper 002 section 8, eq. (61))."""
         pi, gamma = self.dual(z)
         phi, theta, psi = euler_angles(self.attitude(z))
         omega = pi / jnp.asarray(self.inertia)

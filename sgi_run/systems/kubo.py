@@ -1,4 +1,4 @@
-r"""Damped Kubo oscillator (paper 000, section 4.1; spec 000 section 1.1).
+r"""Damped Kubo oscillator (paper 000, section 4.1).
 
 :math:`H = h/\beta = \tfrac12(p^2 + q^2)`, :math:`F = -\nu p`, :math:`f = -\beta\nu p`, so the
 noise field is :math:`\beta` times the drift field and every path is the deterministic damped

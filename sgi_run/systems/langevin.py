@@ -1,11 +1,11 @@
-r"""Langevin systems of Bou-Rabee & Owhadi (paper 003, eq. 1.1; spec 003 section 1).
+r"""Langevin systems of Bou-Rabee & Owhadi (paper 003, eq. 1.1).
 
 .. math::
     dq = M^{-1}p\,dt,\qquad dp = -\nabla U(q)\,dt - c\,M^{-1}p\,dt + \sigma\,dW,
     \qquad \sigma = \sqrt{2c/\beta},
 
 with diagonal mass :math:`M` and one noise per coordinate. The config takes the friction ``c`` and
-the inverse temperature ``beta``; :math:`\sigma` is derived (spec 1.1, pitfall 6: the figures vary
+the inverse temperature ``beta``; :math:`\sigma` is derived (paper 003 eq. 1.1; its Figs 2.1 and 2.2 are read as varying
 ``c`` at fixed ``beta``, so fixing :math:`\sigma` instead would move the reference line).
 
 Written canonically, so every canonical integrator (midpoint, Heun, ...) runs on the flat systems
@@ -69,7 +69,7 @@ class LangevinSystem(CanonicalSystem):
     q0: float | tuple[float, ...] = 0.0
     p0: float | tuple[float, ...] = 0.0
 
-    # One noise per coordinate (spec 2.1: the printed sum over i is spurious): noises = dof.
+    # One noise per coordinate (the sum over i printed in paper 003's eq. 1.2 is spurious): noises = dof.
     dof: ClassVar[int] = 1
     noises: ClassVar[int] = 1
 
@@ -92,7 +92,7 @@ class LangevinSystem(CanonicalSystem):
 
     @property
     def sigma(self) -> float:
-        """Diffusion constant sqrt(2 c / beta) (spec 1.1: beta = 2c / sigma^2)."""
+        """Diffusion constant sqrt(2 c / beta) (paper 003 eq. 1.1: beta = 2c / sigma^2)."""
         return math.sqrt(2 * self.c / self.beta)
 
     @property
@@ -133,8 +133,8 @@ class LangevinSystem(CanonicalSystem):
         return jnp.concatenate([q0, p0])
 
     def observables(self):
-        """H, each coordinate, ``two_H`` = 2H (what the paper plots, spec section 3) and
-        ``kinetic_temperature`` = 2 K / d = p.M^{-1}p / d (spec pitfall 4)."""
+        """H, each coordinate, ``two_H`` = 2H (what the paper plots, Figs 2.1 and 2.2) and
+        ``kinetic_temperature`` = 2 K / d = p.M^{-1}p / d (the "instantaneous temperature" of paper 003 section 2)."""
         named = super().observables()
         named["two_H"] = lambda z: 2 * self.energy(z)
         named["kinetic_temperature"] = lambda z: 2 * self.kinetic_energy(*self.split(z)) / self.kinetic_dimension
@@ -164,7 +164,7 @@ class LangevinSystem(CanonicalSystem):
         return energy if observable == "H" else 2 * energy
 
     def overdamped_svia_mean(self, observable: str) -> float | None:
-        r"""The limit of SVIA's stationary mean of ``observable`` as the friction c -> oo and then h -> 0 (spec 2.6):
+        r"""The limit of SVIA's stationary mean of ``observable`` as the friction c -> oo and then h -> 0 (not in the paper: the project's derivation):
         SVIA tends to Euler-Maruyama for the overdamped dynamics at inverse temperature :math:`2\beta`, so the
         positions' law is :math:`e^{-2\beta U}` while the momentum keeps its temperature :math:`1/\beta`:
         :math:`\langle 2H\rangle = d/\beta + 2\langle U\rangle_{2\beta}` (0.8033 for the double well at
@@ -190,10 +190,10 @@ class LangevinSystem(CanonicalSystem):
 
 @dataclasses.dataclass(frozen=True)
 class LangevinDoubleWell(LangevinSystem):
-    r"""The paper's "cubic oscillator" (eq. 2.1, spec 1.2): :math:`U = q^4/4 - q^2/2`, force
+    r"""The paper's "cubic oscillator" (eq. 2.1): :math:`U = q^4/4 - q^2/2`, force
     :math:`q - q^3`, unit mass, n = 1. Wells at :math:`\pm1` (U = -1/4), barrier at 0.
 
-    Default start: at rest at the bottom of the right-hand well, :math:`2H_0 = -1/2` (spec 3.1)."""
+    Default start: at rest at the bottom of the right-hand well, :math:`2H_0 = -1/2` (the project's choice for Fig. 2.1; not in the paper)."""
 
     q0: float | tuple[float, ...] = 1.0
     p0: float | tuple[float, ...] = 0.0
@@ -215,7 +215,7 @@ class LangevinDoubleWell(LangevinSystem):
 
 @dataclasses.dataclass(frozen=True)
 class LangevinHarmonic(LangevinSystem):
-    r"""Harmonic oscillator :math:`U = \omega^2 q^2/2` (spec 1.4; not in the paper): every splitting
+    r"""Harmonic oscillator :math:`U = \omega^2 q^2/2` (not in the paper): every splitting
     scheme is then linear, so its stationary law is known exactly. A test oracle.
 
     Exact: :math:`\langle q^2\rangle = 1/\beta\omega^2`, :math:`\langle p^2\rangle = m/\beta`,
@@ -250,10 +250,10 @@ class LangevinHarmonic(LangevinSystem):
                     "qp": 0.0}[observable]
         return super().equilibrium_mean(observable)
 
-    # --- exact stationary law of each splitting scheme (spec 1.4) ------------------------------------
+    # --- exact stationary law of each splitting scheme (not in the paper) ------------------------------------
     def splitting_linear_map(self, scheme: str, dt: float) -> tuple[np.ndarray, np.ndarray]:
         r"""(A, b) of the scheme's one step :math:`x_{k+1} = A x_k + b\,\eta_k`, :math:`x = (q, p)`,
-        :math:`\eta \sim N(0, 1)`, written from spec 2.2 (mass m, x = ch/m, a = e^{-x}):
+        :math:`\eta \sim N(0, 1)`, written from paper 003's flat schemes, eqs. 1.2/4.1 and 4.2 (mass m, x = ch/m, a = e^{-x}):
 
         * ``svia``: :math:`p' = a p - h\omega^2 q + s\eta`, :math:`s^2 = m(1 - a^2)/\beta`
         * ``svib``: :math:`p' = (1 - x) p - h\omega^2 q + \sqrt{2ch/\beta}\,\eta`
@@ -278,7 +278,7 @@ class LangevinHarmonic(LangevinSystem):
         r"""Stationary covariance of (q, p) under ``scheme`` (``svia`` | ``svib`` | ``svic``) with step
         ``dt``: the solution of :math:`\Sigma = A\Sigma A^\top + bb^\top`
         (``scipy.linalg.solve_discrete_lyapunov``). None where the chain has no stationary law
-        (spectral radius of A >= 1, e.g. SVIB for :math:`2ch + h^2\omega^2 \ge 4`, spec 2.6)."""
+        (spectral radius of A >= 1, e.g. SVIB for :math:`2ch + h^2\omega^2 \ge 4`; the paper's h > 1/c understates it)."""
         from scipy.linalg import solve_discrete_lyapunov
         A, b = self.splitting_linear_map(scheme, dt)
         if np.max(np.abs(np.linalg.eigvals(A))) >= 1:
@@ -286,7 +286,7 @@ class LangevinHarmonic(LangevinSystem):
         return solve_discrete_lyapunov(A, np.outer(b, b))
 
     def splitting_stationary_moments(self, scheme: str, dt: float) -> dict[str, float]:
-        r"""The closed forms of spec 1.4 (unit mass), :math:`a = e^{-ch}`:
+        r"""The project's closed forms (not in the paper; unit mass), :math:`a = e^{-ch}`:
         ``q_sq`` :math:`\langle q^2\rangle`, ``p_sq`` :math:`\langle p^2\rangle`, ``qp`` :math:`\langle qp\rangle`."""
         h, w2, beta = float(dt), self.omega**2, self.beta
         a = math.exp(-self.c * h)
@@ -305,7 +305,7 @@ class LangevinHarmonic(LangevinSystem):
 @dataclasses.dataclass(frozen=True)
 class ConstrainedLangevinSystem(LangevinSystem):
     r"""Langevin dynamics on the manifold :math:`\Sigma = \{q : g(q) = 0\}`, :math:`g: \mathbb R^n \to
-    \mathbb R^k` (paper 003 section 6, eq. 6.1-6.3; spec 2.3): the constraint force :math:`G^\top\lambda`,
+    \mathbb R^k` (paper 003 section 6, eq. 6.1-6.3): the constraint force :math:`G^\top\lambda`,
     :math:`G = \partial g/\partial q`, keeps q on :math:`\Sigma` and p on the cotangent space
     :math:`G M^{-1} p = 0`. The noise is ambient: one per coordinate of :math:`\mathbb R^n` (pitfall 11).
 
@@ -318,7 +318,7 @@ class ConstrainedLangevinSystem(LangevinSystem):
 
     structure: ClassVar[str] = "constrained"
     constraints: ClassVar[int] = 1
-    # The unit sphere |q| = 1 has a closed-form SHAKE solve (spec 2.3), which the integrators use.
+    # The unit sphere |q| = 1 has a closed-form SHAKE solve (of paper 003 eqs. 2.2-2.3), which the integrators use.
     unit_sphere: ClassVar[bool] = False
 
     def constraint(self, q):
@@ -367,11 +367,11 @@ class ConstrainedLangevinSystem(LangevinSystem):
 
 @dataclasses.dataclass(frozen=True)
 class SphericalPendulum(ConstrainedLangevinSystem):
-    r"""Spherical pendulum at uniform temperature (paper eq. 2.2, spec 1.3): :math:`q \in \mathbb R^3`
+    r"""Spherical pendulum at uniform temperature (paper eq. 2.2): :math:`q \in \mathbb R^3`
     on :math:`|q| = 1`, :math:`U = q_3` exactly as printed (so it hangs at :math:`-e_3`, pitfall 9),
     3-dimensional ambient noise (pitfall 11), uniform mass (the paper's is 1).
 
-    The constrained integrators use the closed-form SHAKE solve of spec 2.3 here (``unit_sphere``).
+    The constrained integrators use the closed-form SHAKE solve of paper 003 eqs. 2.2-2.3 here (``unit_sphere``).
     :math:`H = \tfrac12|p - (p\cdot q)q/|q|^2|^2/m + q_3` (pitfall 10), kinetic temperature over d = 2.
     Default start: at rest at the bottom, :math:`2H_0 = -2`."""
 
@@ -396,8 +396,8 @@ class SphericalPendulum(ConstrainedLangevinSystem):
         return p - (jnp.dot(p, q) / jnp.dot(q, q)) * q
 
     def constraint_residual(self, states) -> np.ndarray:
-        """Per path, max(| |q| - 1 |, |q . p|) of a snapshot: spec 003 F2-2's two residuals, each at
-        most 1e-12."""
+        """Per path, max(| |q| - 1 |, |q . p|) of a snapshot: the constraint's two residuals (paper 003 section 6),
+        each at most 1e-12 in the project's check of Fig. 2.2."""
         q = np.stack([states[f"q{i}"] for i in (1, 2, 3)])
         p = np.stack([states[f"p{i}"] for i in (1, 2, 3)])
         return np.maximum(np.abs(np.linalg.norm(q, axis=0) - 1), np.abs(np.sum(q * p, axis=0)))

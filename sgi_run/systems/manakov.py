@@ -1,10 +1,10 @@
-r"""The stochastic Manakov (generalised rigid body) system on so(n) (paper 004 section 6.2, spec 004
-section 1.2), as its physics: :math:`X` a real n x n antisymmetric matrix,
+r"""The stochastic Manakov (generalised rigid body) system on so(n) (paper 004 section 6.2),
+as its physics: :math:`X` a real n x n antisymmetric matrix,
 :math:`H_0 = \tfrac12\mathrm{tr}((\mathcal I^{-1}X)^TX) = \sum_{i<j}X_{ij}^2/d_{ij}` with :math:`d_{ij}` the
 1-based row-major index of (i, j) in the strict upper triangle (eq. (36): the moments 1 .. n(n-1)/2,
-a generic diagonal inertia, P17), and one noise per pair i < j, :math:`H_{ij} = a X_{ij}^2`, so that the
+a generic diagonal inertia, not Manakov's integrable one: implemented as printed), and one noise per pair i < j, :math:`H_{ij} = a X_{ij}^2`, so that the
 gradient on so(n) is :math:`a X_{ij}(E_{ij} - E_{ji})` (eq. (37)). The initial condition is not in the
-paper (spec P8): upper-triangular entries i.i.d. N(0, 1) from ``ic_seed``, the same for every path.
+paper (the project's choice): upper-triangular entries i.i.d. N(0, 1) from ``ic_seed``, the same for every path.
 """
 from __future__ import annotations
 

@@ -18,7 +18,7 @@ class RigidBody(AttitudeCarrier):
     r"""The free rigid body on so(3)* (paper 004 section 6.1, paper 002 sections 6.1 and 7): momentum
     :math:`\pi`, :math:`h = \tfrac12\pi\cdot I^{-1}\pi`. Noise ``quadratic`` (paper 004):
     :math:`h_i = \tfrac{a}{2}\pi_i^2`, so :math:`\nabla h_i = a\,\pi_i e_i`; ``linear`` (paper 002):
-    :math:`h_i = a\,e_i\cdot\pi`; ``vector`` (paper 002's commuting case, spec 3.15): one noise
+    :math:`h_i = a\,e_i\cdot\pi`; ``vector`` (paper 002's commuting case of Theorem 6.1): one noise
     :math:`h_1 = a\,\chi\cdot\pi`, :math:`\chi` = ``noise_vector``. Casimir :math:`|\pi|^2`. With the attitude
     (``R0``): the spatial momentum :math:`J = R\pi` (Noether; ``J1``..``J3``)."""
     inertia: float | tuple[float, ...] = (2.0, 1.0, 2.0 / 3.0)
@@ -62,7 +62,7 @@ class RigidBody(AttitudeCarrier):
 
     def observables(self) -> dict[str, Callable]:
         """Also ``sin2pi_sum`` = sin 2 pi x1 + sin 2 pi x2 + sin 2 pi x3, the weak test function of paper 004
-        (Figure 5 right, spec 3.3, after Brehier-Cohen-Jahnke); with the attitude, ``J`` = R pi and its
+        (Figure 5 right, after Brehier-Cohen-Jahnke); with the attitude, ``J`` = R pi and its
         components."""
         named = super().observables() | {"sin2pi_sum": lambda z: jnp.sum(jnp.sin(2 * jnp.pi * self.dual(z)))}
         if self.carries_attitude:

@@ -17,7 +17,7 @@ from sgi_run.systems.lie_poisson import LiePoissonSystem
 
 
 class ZeitlinBasis:
-    r"""The Zeitlin basis of su(N), N odd (spec 001 section 2.2): modes m in [-K, K]^2 \ {0}, K = (N-1)/2,
+    r"""The Zeitlin basis of su(N), N odd (paper 001 section 6): modes m in [-K, K]^2 \ {0}, K = (N-1)/2,
     :math:`T_m = J_m/(2i\varepsilon)`, :math:`J_m = e^{-i\varepsilon m_1m_2} g^{m_1} h^{m_2}` with
     :math:`g = \mathrm{diag}(e^{2i\varepsilon k})`, h the cyclic shift, :math:`\varepsilon = 2\pi/N`;
     :math:`[T_m, T_n] = c(m, n)\,T_{m+n}`, :math:`\mathrm{tr}(T_mT_n) = -\tfrac{N}{4\varepsilon^2}\delta_{m+n}`.
@@ -50,8 +50,8 @@ class ZeitlinBasis:
 
 @dataclasses.dataclass(frozen=True)
 class SineEuler(LiePoissonSystem):
-    r"""The stochastic sine-Euler equations, Zeitlin's truncation on su(N) (paper 001 section 6, spec 001
-    section 2.2), as the N x N skew-Hermitian vorticity matrix W. Equation (S6.37) is
+    r"""The stochastic sine-Euler equations, Zeitlin's truncation on su(N) (paper 001 section 6),
+    as the N x N skew-Hermitian vorticity matrix W. Equation (S6.37) is
     :math:`dW = [dP, W]`, :math:`dP = \sum_n(\omega_n/|n|^2\,dt + \sum_i\zeta_{i,n}\circ dW^i)T_n`; with this
     package's pairing that is the Lie-Poisson equation of :math:`h = -\tfrac{N}{8\varepsilon^2}\sum_m|\omega_m|^2/|m|^2`
     and :math:`h_i = -\mathrm{Re\,tr}(Z_i^\dagger W)`, :math:`Z_i = \sum_m\zeta_{i,m}T_m`. Noise (P8):

@@ -1,4 +1,4 @@
-r"""Van der Pol oscillator with additive noise (paper 000, section 4.2, eq. 4.6; spec 000 section 1.2).
+r"""Van der Pol oscillator with additive noise (paper 000, section 4.2, eq. 4.6).
 
 :math:`H = \tfrac12(p^2 + q^2)`, :math:`F = \nu(1 - q^2)p`, :math:`h = -\sigma q`, :math:`f = 0`:
 
@@ -21,7 +21,7 @@ from sgi_run.systems.canonical import CanonicalSystem
 
 # Milstein & Tretyakov (2007), the paper's ref. [90]: a 2nd-order weak quasi-symplectic method at
 # T_ref = 10^4, dt = 0.05, 4x10^6 paths, for nu = 0.001, sigma = 0.05. A Monte Carlo number
-# (uncertainty of order 1e-3, spec 000 pitfall 16), not an exact mean.
+# (uncertainty of order 1e-3: paper 000 section 4.2 quotes it from its ref. [90]), not an exact mean.
 REFERENCE_ERGODIC_ENERGY = 2.3165
 REFERENCE_PARAMETERS = {"nu": 0.001, "sigma": 0.05}
 
@@ -63,7 +63,7 @@ class VanDerPol(CanonicalSystem):
         return REFERENCE_ERGODIC_ENERGY if paper else None
 
     def averaging_ergodic_energy(self) -> float | None:
-        r"""Stochastic-averaging estimate of :math:`H^{\rm erg}` (spec 000 section 1.2; not in the paper).
+        r"""Stochastic-averaging estimate of :math:`H^{\rm erg}` (not in the paper).
 
         Averaging :math:`dE = [\nu(1-q^2)p^2 + \sigma^2/2]dt + \sigma p\,dW` over the fast angle
         (:math:`\langle p^2\rangle = E`, :math:`\langle q^2p^2\rangle = E^2/2`) gives the stationary

@@ -1,7 +1,7 @@
 r"""Particles of the Vlasov equation with collisions, as stochastic forced Hamiltonian systems
-(paper 000, section 4.3; spec 000 sections 1.3 and 1.4).
+(paper 000, section 4.3).
 
-Sign convention for both (spec 000 pitfall 6): :math:`H = \tfrac12|V|^2 - \phi(X)` and the electric
+Sign convention for both (paper 000 section 4.3, as read in docs/papers/kraus_tyranowski_2021.md): :math:`H = \tfrac12|V|^2 - \phi(X)` and the electric
 field is :math:`E = -\nabla\phi`, so the acceleration is :math:`\dot V = -E = +\nabla\phi(X)`.
 Positions are never wrapped here: the implicit stages need continuous coordinates, and the
 potentials are periodic (period 1/2 in each variable), so wrap mod 1 only for histograms.
@@ -119,7 +119,7 @@ class VlasovLenardBernstein(CanonicalSystem):
 
     def observables(self):
         """H, x, v and ``sin4pix`` = sin(4 pi X): the one statistic that tells a sign error in both
-        force and H apart from the right answer (spec 000 pitfall 6; ergodic value -0.1185)."""
+        force and H apart from the right answer (the sign convention above; ergodic value -0.1185)."""
         named = super().observables()
         named["sin4pix"] = lambda z: jnp.sin(4 * jnp.pi * z[0])
         named["cos2pix"] = lambda z: jnp.cos(2 * jnp.pi * z[0])   # the initial law's perturbation
@@ -150,7 +150,7 @@ class VlasovLenardBernstein(CanonicalSystem):
     def gibbs_density_x(self, x):
         r"""x-marginal of the invariant (Gibbs) density (4.10) on [0, 1): :math:`e^{-b\sin4\pi x}/I_0(b)`.
 
-        (Spec 000 pitfall 20: compare final-time histograms with this, not with the initial law.)"""
+        (Paper 000 Figs 4.8/4.9 compare final-time histograms with this, the marginals of eq. 4.10, not with the initial law.)"""
         from scipy.special import i0e
         b = self.gibbs_coupling
         # i0e(b) = exp(-b) I0(b) keeps large b finite.

@@ -1,8 +1,8 @@
-r"""The stochastic Euler-Zeitlin equations on su(N) (paper 004 section 6.4, spec 004 section 1.4), written
+r"""The stochastic Euler-Zeitlin equations on su(N) (paper 004 section 6.4), written
 as their physics on the Lie-Poisson base.
 
 The state is the N x N skew-Hermitian traceless matrix :math:`X = X^q/\hbar`, :math:`\hbar = 2/\sqrt{N^2-1}`
-(spec 1.4.4 "Time/normalisation convention", P5): :math:`X^q` is the vorticity matrix in quflow's
+(the project's reading of paper 004's units, documented in docs/papers/ephrati_2023.md): :math:`X^q` is the vorticity matrix in quflow's
 normalisation (O(1) coefficients for an O(1) vorticity function), :math:`X` the one the paper's formulas
 (40)-(44) use verbatim. The dynamics
 
@@ -18,9 +18,9 @@ are the Lie-Poisson equation of (this package's conventions: drift :math:`[X, \n
   \tfrac{c}{l(l+1)}c_{lm}T_{lm}`; ``constant`` noise: :math:`h_{lm} = \tfrac{c}{l(l+1)}c_{lm}`;
 
 with :math:`c_{lm} = \langle T_{lm}, X\rangle = \mathrm{Re\,tr}(T_{lm}^*X)` the coefficients in the real
-Hoppe-Yau basis (spec 1.4.1-1.4.2). ``HoppeYau`` holds that basis WITHOUT any dense basis: per diagonal
+Hoppe-Yau basis (paper 004 section 6.4 and its refs. [41], [42]: Hoppe; Hoppe & Yau). ``HoppeYau`` holds that basis WITHOUT any dense basis: per diagonal
 m the real orthogonal eigenvector matrix :math:`V^{(m)}` of the Laplacian's symmetric tridiagonal block,
-and the O(N^3) transforms of spec 1.4.3 written in jax.numpy (jax.grad and vmap go through them). The
+and the O(N^3) transforms (not in paper 004; as in quflow) written in jax.numpy (jax.grad and vmap go through them). The
 blocks of diagonals m and N - m (sizes N - m and m) share one N x N slot of a (N//2 + 1, N, N) tensor,
 so each transform is one batched matrix product (about N^3/2 multiply-adds, 8.5 MB of constants at N = 128).
 
@@ -64,7 +64,7 @@ def degrees(n: int) -> np.ndarray:
 
 
 def tridiagonal_block(n: int, m: int, dtype=float) -> tuple[np.ndarray, np.ndarray]:
-    """The Hoppe-Yau Laplacian on the m-th sub-diagonal (entries (k + m, k), k = 0..N-m-1), spec 1.4.1:
+    """The Hoppe-Yau Laplacian on the m-th sub-diagonal (entries (k + m, k), k = 0..N-m-1; Hoppe & Yau, paper 004's ref. [42]):
     diagonal :math:`d_k = -2(s(s+1) - (k+m-s)(k-s))`, off-diagonal
     :math:`e_k = \\sqrt{(k+m+1)(N-k-m-1)}\\sqrt{(k+1)(N-k-1)}`; eigenvalues :math:`-l(l+1)`, l = m..N-1."""
     s = dtype(n - 1) / 2
@@ -77,7 +77,7 @@ def tridiagonal_block(n: int, m: int, dtype=float) -> tuple[np.ndarray, np.ndarr
 
 def block_eigenvectors(n: int, m: int) -> np.ndarray:
     """:math:`V^{(m)}` ((N-m) x (N-m), real orthogonal): column j is the unit eigenvector of degree
-    l = m + j, its last component of sign :math:`(-1)^m` (spec 1.4.2: Hoppe's / quflow's orientation).
+    l = m + j, its last component of sign :math:`(-1)^m` (Hoppe's / quflow's orientation).
 
     LAPACK's QR driver (``stev``) gives them to :math:`\\epsilon\\|\\Delta_N\\|/\\text{gap}` (3e-13 at N = 128
     for l = 1: the rounding of the float64 off-diagonal alone moves them that much); one Ogita-Aishima
@@ -109,8 +109,8 @@ def block_eigenvectors(n: int, m: int) -> np.ndarray:
 
 
 class HoppeYau:
-    r"""The real Hoppe-Yau basis :math:`T_{lm}` of u(N) (spec 1.4.2) as per-diagonal eigenvector blocks,
-    and the fast transforms between N x N matrices and flat coefficient vectors (spec 1.4.3).
+    r"""The real Hoppe-Yau basis :math:`T_{lm}` of u(N) (paper 004 section 6.4) as per-diagonal eigenvector blocks,
+    and the fast transforms between N x N matrices and flat coefficient vectors (not in paper 004; as in quflow).
 
     ``forward(X)`` = :math:`\langle T_{lm}, X\rangle = \mathrm{Re\,tr}(T_{lm}^*X)` (for any complex X: the
     pairing with its skew-Hermitian part), ``backward(c)`` = :math:`\sum c_{lm}T_{lm}` (exactly
@@ -216,7 +216,7 @@ class HoppeYau:
 
     def apply(self, x, w):
         """:math:`\\sum w_{lm}\\langle T_{lm},X\\rangle T_{lm}` for flat weights w (N^2,) (one forward, one
-        backward transform: spec 1.4.3)."""
+        backward transform)."""
         p, q = self.forward_slots(x)
         wp, wq = self.from_flat(jnp.asarray(w))
         return self.backward_slots(wp * p, wq * q)
@@ -245,7 +245,7 @@ def diagonals(a):
 
 
 class PoissonSolver:
-    r""":math:`\Delta_N^{-1}X` on su(N) by one tridiagonal solve per diagonal (spec 1.4.3's "solve"; O(N^2)
+    r""":math:`\Delta_N^{-1}X` on su(N) by one tridiagonal solve per diagonal (O(N^2)
     instead of the O(N^3) pair of transforms): diagonal m of X (entries X[k + m, k]) goes through the block
     of ``tridiagonal_block``. The blocks are negative definite for m >= 1, so their LDU (Thomas) factors
     need no pivoting and are computed once. The two sweeps are ``lax.scan`` over k, all diagonals at once:
@@ -310,7 +310,7 @@ def poisson_solver(n: int) -> PoissonSolver:
 
 
 def spin_matrices(n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Hermitian spin-s matrices :math:`J_1, J_2, J_3` (s = (N-1)/2, spec 1.4.1): :math:`[J_1, J_2] = iJ_3`."""
+    """Hermitian spin-s matrices :math:`J_1, J_2, J_3` (s = (N-1)/2): :math:`[J_1, J_2] = iJ_3`."""
     s = (n - 1) / 2
     r = np.arange(n - 1)
     jp = np.diag(np.sqrt((r + 1) * (n - 1 - r)), -1).astype(complex)
@@ -416,7 +416,7 @@ class ZeitlinEuler(LiePoissonSystem):
 
     def project(self, x):
         """Onto su(N): the skew-Hermitian part (an exact no-op on IsoMP's exactly skew iterates) less the
-        trace (round-off; spec 3.8 wants it <= 1e-12 ||X||)."""
+        trace (round-off; the project's check of paper 004 Figure 10 wants it <= 1e-12 ||X||)."""
         return self.algebra.project(x)
 
     # --- physics ----------------------------------------------------------------------------------------

@@ -53,7 +53,7 @@ def fitted_order(study, *, min: float | None = None, max: float | None = None, n
 @check_kind("resolved_levels", study=True, unit="step sizes resolvable")
 def resolved_levels(study, *, min: float | None = None, max: float | None = None) -> Measurement:
     """How many step sizes have an error resolvable above the Monte Carlo noise (|error| > plan.resolvable_se
-    SE): the ones the order is fitted on (spec 004: at least three at reduced fidelity). SKIP when the
+    SE): the ones the order is fitted on (the project's choice: at least three at reduced fidelity). SKIP when the
     study has fewer step sizes than ``min`` (a smoke profile)."""
     if min is not None and len(study.dts) < min:
         return Measurement(math.nan, None, None, Band(min, max),

@@ -1,7 +1,7 @@
 """Panel kind ``sphere`` (3-D): the kept state view ``solid``, e.g. gamma, on the shaded sphere of its initial
 radius, and ``dashed``, e.g. pi; ``red`` runs drawn red from a red dot, ``select`` the kept path a rule picks,
 ``at`` every kept path's point at one time, ``contours`` the energy's level sets and separatrix, ``view`` the
-angles: spec 002 Figs 1, 2."""
+angles: paper 002 Figs 1, 2."""
 from __future__ import annotations
 
 import numpy as np
@@ -56,13 +56,13 @@ def _check_sphere_extras(panel: dict, k, where: str) -> None:
 def _sphere_panel(ax, exp, panel: dict, data: dict[str, RunData], styles: dict) -> int:
     """A 3-D panel (``ax`` has ``projection="3d"``): the state view ``solid`` (e.g. gamma) along one
     kept path, drawn solid on the grey-shaded sphere of its initial radius, and ``dashed`` (e.g. pi)
-    dashed, of each run (spec 001, Figs 1-3). A view of several vectors (point vortices: (t, k, 3)) draws
+    dashed, of each run (paper 001, Figs 1-3). A view of several vectors (point vortices: (t, k, 3)) draws
     one curve per vector, one colour each; the runs listed in ``black`` are drawn black (e.g. the
-    deterministic paths of spec 004 Figure 1), those in ``red`` red with their initial point a red dot (spec 002
+    deterministic paths of paper 004 Figure 1), those in ``red`` red with their initial point a red dot (paper 002
     Figs 1, 2: the deterministic path from Pi0). ``select: {run, rule, orbit}`` draws the kept path of ``run`` a
     rule picks (statistics.SELECTION_RULES; ``orbit``: the run whose path is the deterministic orbit), ``at`` a
-    time draws every kept path's point at that time instead of paths (spec 002 Fig. 2), and ``contours: n``
-    draws n level sets of the first run's energy on the sphere and its separatrix in black (spec 002 P17)."""
+    time draws every kept path's point at that time instead of paths (paper 002 Fig. 2), and ``contours: n``
+    draws n level sets of the first run's energy on the sphere and its separatrix in black (paper 002 Figs 1, 2)."""
     solid, dashed, at = panel.get("solid", "gamma"), panel.get("dashed"), panel.get("at")
     radius = 0.0
     for run_id in panel["runs"]:
@@ -137,7 +137,7 @@ def _sphere_paths(panel: dict, run_id: str, data: dict[str, RunData]) -> tuple[l
 
 
 def _sphere_points(ax, run: RunData, view: str, paths: list[int], at: float, tone, label: str) -> float:
-    """Every listed kept path's ``view`` at output time ``at`` as a point (one realisation each: spec 002 Fig. 2's
+    """Every listed kept path's ``view`` at output time ``at`` as a point (one realisation each: paper 002 Fig. 2's
     ensemble forecast); returns the sphere's radius (|view(0)| of the first path)."""
     i = run.output_index(at)
     points = np.array([run.kept_view(view, p)[i] for p in paths]) if i is not None else np.empty((0, 3))
@@ -151,7 +151,7 @@ def _energy_contours(ax, system, radius: float, count: int) -> None:
     """``count`` level sets of the system's energy on the sphere of ``radius`` (thin) and its separatrix (thicker),
     black, on the hemisphere facing the viewer only (the far side's would show through the shaded sphere and
     cross the paths): computed on a (theta, phi) mesh from the run's own hamiltonian (statistics.sphere_energy;
-    spec 002 P17)."""
+    paper 002 Figs 1, 2)."""
     import contourpy
 
     theta, phi, energy = sphere_energy(system, radius)
