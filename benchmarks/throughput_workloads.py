@@ -305,7 +305,7 @@ WORKLOADS = {
                            "Langevin on |q| = 1 in R^3, U = q3, 3-d ambient noise (SHAKE/RATTLE)", "sph-"),
     "circle_pendulum": (dict(c=1.0, beta=1.0, mass=(1.0, 3.0, 2.0)), 0.05, 200,
                         "Langevin on |q| = 1, q3 = 0 in R^3 (two constraints), U = q2, M = diag(1, 3, 2)", "circ-"),
-    # Issue 11 (Speed): the non-integrable top of spec 001 section 2.1 (I = diag(4, 2, 1), chi = e3,
+    # Issue 11 (Speed): the non-integrable top of Luesink et al. (2023) Sec. 5 (I = diag(4, 2, 1), chi = e3,
     # alpha = (0.01, 0.02, 0.03), pi0 = gamma0 = (-1, 1, 0)/sqrt(2): the system's defaults), 10^3 steps.
     "heavy_top": (dict(inertia=(4.0, 2.0, 1.0), alpha=(0.01, 0.02, 0.03)), 0.01, 1000,
                   "Stratonovich SDE (paper 001 eq. 39) dpi = (pi x omega + chi x gamma) dt + pi x alpha∘dW, "

@@ -59,8 +59,8 @@ def test_netcdf_readers_open_a_study(runs_root):
 
 @pytest.mark.slow
 def test_the_resolvability_threshold_is_a_plan_option(runs_root):
-    """plan.resolvable_se: an error enters the fitted order only above that many SEs (spec 004: 3
-    half-widths); far above every error, no order is fitted and the note says why; it is kept in the file."""
+    """plan.resolvable_se: an error enters the fitted order only above that many SEs (the project's choice
+    for Ephrati et al. 2024: 3 half-widths); far above every error, no order is fitted and the note says why; it is kept in the file."""
     strict = sgi_run.run(sgi_run.compose(runs_root + SMALL + ["plan.resolvable_se=1e9"]))
     assert not strict.result.resolvable.any() and np.isnan(strict.result.order)
     assert "<= 1e+09 SE" in strict.result.note and load(strict.run_dir)[0].resolvable_se == 1e9

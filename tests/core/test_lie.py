@@ -94,7 +94,7 @@ def test_matrix_exp_against_scipy(n, complex_):
 
 
 def test_se3_coadjoint_exp_keeps_the_heavy_top_casimirs_for_a_tiny_rotation():
-    """theta below SMALL_ANGLE takes the Taylor branch: still the exact flow (spec 001 section 2.1)."""
+    """theta below SMALL_ANGLE takes the Taylor branch: still the exact flow (Rodrigues' formula for Luesink et al. 2023 Sec. 5)."""
     algebra = SE3()
     s = (jnp.array([1e-7, -2e-7, 0.5e-7]), jnp.array([0.3, 0.1, -0.2]))
     mu = (jnp.array([-0.7, 0.7, 0.0]), jnp.array([-0.7, 0.7, 0.0]))

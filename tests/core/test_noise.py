@@ -72,7 +72,7 @@ def test_streams_depend_on_path_index_not_on_batch():
 
 
 def test_the_log_dt_truncation_bound_is_that_of_papers_002_and_004():
-    """Spec 002: D = 0.42919 at dt = 0.01; spec 004: A_h = sqrt(4 |ln h|) = 4.41, 4.71, 5.77, 6.66 for
+    """Gay-Balmaz & Wu (2024) (55): D = 0.42919 at dt = 0.01; Ephrati et al. (2024) Sec. 4.2: A_h = sqrt(4 |ln h|) = 4.41, 4.71, 5.77, 6.66 for
     dW / sqrt(h) at h = 2^-7, 2^-8, 2^-12, 2^-16."""
     assert noise.truncation_bound("log_dt", 0.01) == pytest.approx(0.42919, abs=5e-6)
     for k, a in ((7, 4.41), (8, 4.71), (12, 5.77), (16, 6.66)):

@@ -75,7 +75,7 @@ def test_fixed_point_iteration_on_a_pytree_converges_in_either_norm():
 def test_fixed_point_stops_where_round_off_stops_it_and_says_so():
     """A contraction to 3 plus a kick of size a towards the other side: no exact fixed point, the
     iterates end circling 3 at distance ~a. At a = 1e-14 (round-off size) that is a stagnation exit,
-    reported, not failed (spec 004 P3); at a = 1e-9 it is a failure, not a stagnation."""
+    reported, not failed (Ephrati et al. 2024's 1e-15 absolute tolerance can be out of reach: docs/papers/ephrati_2023.md); at a = 1e-9 it is a failure, not a stagnation."""
     for a, stagnated in ((1e-14, True), (1e-9, False)):
         g = lambda x: 3.0 + 0.5 * (x - 3.0) + a * jnp.where(x > 3.0, -1.0, 1.0)
         sol = fixed_point_solve(g, jnp.array([0.0]), tol=1e-15, max_iter=500)
@@ -151,7 +151,7 @@ def test_untested_iterations_are_refused_past_max_iter_and_for_newton_or_chord()
 @pytest.mark.slow
 def test_a_fixed_point_solve_run_to_its_tolerance_keeps_a_long_paths_spectrum(tmp_path):
     """Ephrati et al.'s Figure 4: one rigid-body IsoMP path, 2.56 x 10^5 steps of 2^-8. Each solve stops
-    where its update reaches tol (or round-off), so the spectrum drifts by round-off only (spec 004 P14:
+    where its update reaches tol (or round-off), so the spectrum drifts by round-off only (docs/papers/ephrati_2023.md:
     about 1e-13). A solve stopped one iteration earlier, where the contraction of its last two updates put
     the iterate within an ulp of the fixed point, left a residual of one sign: 4.6e-12."""
     import sgi_run

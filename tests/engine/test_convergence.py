@@ -1,6 +1,6 @@
 """Convergence studies (``engine.convergence``) and their plan (``engine.convergence_plan``).
 
-Kubo parameters of spec 000 section 2.10 (nu = 0.3 exercises the forcing terms), few paths.
+Kubo oscillator of Kraus & Tyranowski (2021) Sec. 4.1 with nu = 0.3 (the project's choice; it exercises the forcing terms), few paths.
 """
 import jax
 import jax.numpy as jnp
@@ -21,14 +21,14 @@ KUBO = Kubo(beta=0.5, nu=0.3, q0=2.0, p0=0.0)
 @pytest.mark.slow
 def test_midpoint_strong_order_one_against_the_exact_path(make_integrator):
     """Order ~1 with a tight bootstrap interval. The interval covers Monte Carlo noise only, not
-    the pre-asymptotic curvature (slopes approach 1.02 from above, spec 000 section 2.10), so the
+    the pre-asymptotic curvature (slopes approach 1.02 from above in the project's regression data), so the
     order is held to 1 within 0.12 rather than to the interval."""
     r = strong_study(KUBO, make_integrator("midpoint"), T=1.0, dts=[2.0**-k for k in range(4, 8)], paths=500)
     assert r.error_kind == "strong" and r.reference == "exact" and r.samples == "shared"
     assert abs(r.order - 1) < 0.12 and r.order_ci[0] <= r.order <= r.order_ci[1], (r.order, r.order_ci)
     assert r.order_ci[1] - r.order_ci[0] < 0.2
     assert np.all(np.diff(r.error) < 0) and r.resolvable.all() and r.note == ""
-    # Spec 000 section 2.10: midpoint's RMS error at dt = 2^-7 is 1.00e-3 (4000 paths).
+    # Project regression value (docs/papers/kraus_tyranowski_2021.md, order_verification): midpoint's RMS error at dt = 2^-7 is 1.00e-3 (4000 paths).
     assert r.error[-1] == pytest.approx(1.00e-3, rel=0.06)
     assert np.isnan(r.local_slopes[0]) and np.all(np.abs(r.local_slopes[1:] - 1) < 0.15)
 
@@ -69,7 +69,7 @@ def test_weak_errors_of_rs2_match_the_method_exact_errors(make_integrator):
 @pytest.mark.slow
 def test_unresolvable_weak_errors_are_reported_not_fitted(make_integrator):
     """SRKw2's weak errors on Kubo are below the Monte Carlo noise of 100 paths: ~2.5 SE at dt = 1/4,
-    less at 1/8, under spec 004's resolvability threshold of 3 x 1.96 SE (the default 2 SE would
+    less at 1/8, under the project's resolvability threshold of 3 x 1.96 SE (docs/papers/ephrati_2023.md) (the default 2 SE would
     call an error of one level in twenty resolvable by the draw alone)."""
     r = weak_study(Kubo(), make_integrator("srkw2"), 1.0, [0.25, 0.125], paths=100, bootstrap=10,
                    resolvable_se=3 * 1.96)

@@ -8,7 +8,7 @@ from sgi_run.engine.plan import Plan
 from sgi_run.engine.simulate import Simulator
 from sgi_run.systems import Kubo
 
-# Spec 000 section 3 (Figure 4.1 table), computed independently there: E(H)(5000) of each method.
+# Kraus & Tyranowski (2021) Figure 4.1, values computed independently by the project: E(H)(5000) of each method.
 SPEC_E5000 = [("midpoint", 0.5, 0.025456), ("dirk", 0.5, 0.016212), ("stormer_verlet", 0.2, 0.14532),
               ("heun", 0.02, 3.0127), ("r2", 0.02, 3.0127), ("e1", 0.02, 0.0050673)]
 
@@ -22,7 +22,7 @@ def test_oracle_matches_the_spec_table(name, dt, expected, make_integrator):
 
 
 def test_e1_oracle_sees_the_dz_correlation(make_integrator):
-    """Spec 000 pitfall 10: E1(0.01) gives 0.010614 only with the correct (dW, dZ) pair."""
+    """Burrage & Burrage's E1 (cited, not printed, by Kraus & Tyranowski 2021): E1(0.01) gives 0.010614 only with the correct (dW, dZ) pair."""
     plan = Plan(paths=1, dt=0.01, T=5000.0, output_dt=5000.0)
     assert method_moments(Kubo(), make_integrator("e1"), plan).mean_H[-1] == pytest.approx(0.010614, rel=1e-4)
 

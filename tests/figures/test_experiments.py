@@ -90,12 +90,12 @@ PAPER_COUNTS = {   # paper/figure: (paths, T) of every run at paper fidelity, fr
     "ephrati_2023/fig5": {"isomp": (500, 0.1015625), "isomp_weak": (10**7, 0.1015625)},   # per run
     "ephrati_2023/fig10": (1, 50.001525948759),     # N = 128: 32000 steps of 0.1 hbar (T = 50)
     "ephrati_2023/fig2": (1, 50.001525948759),      # the run of Figure 10
-    # Gay-Balmaz & Wu: single realisations per case, dt = 0.01, T = 50 (spec 002 P6: T not stated, >= 45)
+    # Gay-Balmaz & Wu: single realisations per case, dt = 0.01, T = 50 (Gay-Balmaz & Wu 2024 do not state T; >= 45, docs/papers/gay_balmaz_wu.md)
     **{f"gay_balmaz_wu/fig{n}": (1, 50) for n in (3, 4, 5, 6, 8, 10, 11, 13)},
     # The paper shows one realisation per case; the spec's statistics run 20 (case 1) or 200 paths beside it.
     **{f"gay_balmaz_wu/fig{n}": {"stochastic": (1, 50), "deterministic": (1, 50), "ensemble": (paths, 50)}
        for n, paths in ((7, 20), (9, 200), (12, 200))},
-    # ... the rigid body: 2 paths shown, picked from 50 candidates (spec 002 Fig. 1); an ensemble of 20 (Fig. 2)
+    # ... the rigid body: 2 paths shown, picked from 50 candidates (Gay-Balmaz & Wu 2024 Fig. 1); an ensemble of 20 (Fig. 2)
     "gay_balmaz_wu/fig1": {"deterministic": (1, 50), "candidates": (50, 50)},
     "gay_balmaz_wu/fig2": {"deterministic": (1, 50), "ensemble": (20, 50)},
     "gay_balmaz_wu/fig14": (1, 0.01),   # one step: the run supplies the system and integrator the map is solved with

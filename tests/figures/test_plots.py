@@ -1,4 +1,4 @@
-"""Drawing: what a panel shows (spec 003 section 3 layout for diverging runs) and the conventions
+"""Drawing: what a panel shows (the project's layout for diverging runs in Bou-Rabee & Owhadi 2007 Figs 2.1, 2.2) and the conventions
 every figure follows: the paper's figure name in the heading, legends outside the data, readable
 labels, off-scale curves marked where they leave, bands only where they mean something, a compact
 footer. Checked on the matplotlib objects, not on pixels."""
@@ -395,7 +395,7 @@ def test_a_sphere_panel_is_3d_with_the_vector_on_the_shaded_sphere_of_its_initia
 
 # --- potential panels: the heavy top's V(theta) from a kept path's momenta -----------------------------
 def test_a_potential_panel_draws_v_of_theta_at_each_time_with_its_e_prime_dashed():
-    """Spec 002 Figs 3, 10, 13: V(theta; p_psi(t), p_phi(t)) solid, E'(t) dashed in the same colour, per time."""
+    """Gay-Balmaz & Wu (2024) Figs 3, 10, 13: V(theta; p_psi(t), p_phi(t)) solid, E'(t) dashed in the same colour, per time."""
     p_phi = np.cos(0.15 * np.pi)
     run = _one_path({"p_psi": np.where(T < 5, 1.0, 0.9), "p_phi": np.full_like(T, p_phi),
                      "E_prime": np.full_like(T, 0.98 * p_phi)})
@@ -417,7 +417,7 @@ def test_a_potential_panel_draws_v_of_theta_at_each_time_with_its_e_prime_dashed
     assert "t = 9" in v9.get_label() and not np.allclose(v9.get_ydata(), v0.get_ydata())
 
 
-# --- the rigid body on its momentum sphere, and the solvability map (spec 002 Figs 1, 2, 14) -----------------
+# --- the rigid body on its momentum sphere, and the solvability map (Gay-Balmaz & Wu 2024 Figs 1, 2, 14)--------------
 def _rigid_body_runs():
     """A deterministic orbit about -e_x and three kept stochastic paths (path 2 crosses the separatrix)."""
     import jax.numpy as jnp
@@ -463,7 +463,7 @@ def test_a_sphere_panel_at_a_time_draws_every_kept_paths_point():
 
 
 def test_a_solvability_panel_maps_the_norm_of_a_b_per_increment_vector():
-    """Spec 002 Fig. 14: one (theta, phi) map per fixed increment vector, from the run's integrator's half-step
+    """Gay-Balmaz & Wu (2024) Fig. 14: one (theta, phi) map per fixed increment vector, from the run's integrator's half-step
     momenta (here a stand-in: A = B = pi, so ||(A, B)|| = sqrt 2 |pi|), titled with the increments."""
     import jax.numpy as jnp
 

@@ -1,4 +1,4 @@
-"""IsoMP (paper 004, eq. (26), spec 004 section 2) on every system with a matrix Lie algebra."""
+"""IsoMP (Ephrati et al. 2024, eq. (26)) on every system with a matrix Lie algebra."""
 import dataclasses
 
 import jax
@@ -63,7 +63,7 @@ def test_spectrum_is_kept_and_every_iterate_exactly_skew(make_integrator, system
 @pytest.mark.slow
 def test_a_long_manakov_path_keeps_its_spectrum_to_round_off(tmp_path):
     """Ephrati et al.'s Figure 6: one Manakov so(10) IsoMP path, 2.56 x 10^5 steps of 2^-8. X_n+1 takes Psi and
-    the commutator at the solution X~ (spec 004 P15), and the spectrum drifts about 1e-14; taken from the last
+    the commutator at the solution X~ (Ephrati et al. 2024 (26)), and the spectrum drifts about 1e-14; taken from the last
     iteration instead (at the iterate before the solution), it drifted 4.1e-13."""
     cfg = sgi_run.compose(["system=manakov", "integrator=isomp", "plan.paths=1", "plan.keep_paths=1",
                            "plan.dt=0.00390625", "plan.output_dt=1", "plan.T=1000", "plan.truncate=log_dt",
@@ -74,8 +74,8 @@ def test_a_long_manakov_path_keeps_its_spectrum_to_round_off(tmp_path):
 
 @pytest.mark.slow
 def test_deterministic_rigid_body_is_second_order_and_keeps_energy(make_integrator):
-    """The deterministic limit is Viviani's isospectral midpoint rule (spec 2.3): order 2 against solve_ivp,
-    |dH/H| <= 1e-5 at dt = 2^-8 (spec 3.2's contrast check) over T = 20."""
+    """The deterministic limit is Viviani's isospectral midpoint rule (the noise-free (26) of Ephrati et al. 2024 Sec. 4): order 2 against solve_ivp,
+    |dH/H| <= 1e-5 at dt = 2^-8 (the contrast with Ephrati et al. 2024 Figure 4) over T = 20."""
     from scipy.integrate import solve_ivp
     system = RigidBody(noise_amplitude=0.0)
     z0 = np.asarray(system.initial_state(None))
@@ -93,7 +93,7 @@ def test_deterministic_rigid_body_is_second_order_and_keeps_energy(make_integrat
 
 @pytest.mark.slow
 def test_point_vortices_move_by_the_papers_vector_field(make_integrator):
-    """Spec 1.3: dx_i/dt = 1/(2 pi) sum_j G_i G_j x_i x x_j / (1 - x_i.x_j); small IsoMP steps agree."""
+    """Ephrati et al. (2024) Sec. 6.3: dx_i/dt = 1/(2 pi) sum_j G_i G_j x_i x x_j / (1 - x_i.x_j); small IsoMP steps agree."""
     system, dt = PointVortices(noise_amplitude=0.0), 1e-4
     z0 = system.initial_state(None)
     x = np.asarray(positions(z0))

@@ -1,6 +1,6 @@
 """Strong order ~1 of the mean-square methods on the damped Kubo oscillator against (4.1).
 
-Parameters of spec 000 section 2.10 (nu = 0.3 exercises the forcing terms), fewer paths.
+Kubo oscillator of Kraus & Tyranowski (2021) Sec. 4.1 with nu = 0.3 (the project's choice; it exercises the forcing terms), fewer paths.
 """
 import numpy as np
 import pytest

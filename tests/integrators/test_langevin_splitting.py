@@ -1,4 +1,4 @@
-"""Langevin splitting integrators SVIA/B/C and CSVIA/B/C (spec 003 sections 2.2-2.5)."""
+"""Langevin splitting integrators SVIA/B/C and CSVIA/B/C (Bou-Rabee & Owhadi 2007, (4.1), (4.2), Sec. 6, Figs 2.1, 2.2)."""
 import dataclasses
 import math
 
@@ -72,7 +72,7 @@ def test_a_bad_tableau_is_refused_with_one_line(make_integrator, tableau, key):
 @pytest.mark.parametrize("name", FLAT)
 @pytest.mark.parametrize("c,h", [(1.0, 0.25), (0.3, 0.1), (3.0, 0.5)])
 def test_conformal_symplecticity_with_the_noise_fixed(make_integrator, name, c, h):
-    """Spec 2.5(1), Thm 4.1/4.2: J^T Jsym J = lambda Jsym, lambda = e^{-ch} (A, C), 1 - ch (B)."""
+    """Bou-Rabee & Owhadi (2007) Thm 4.1/4.2, (1.3): J^T Jsym J = lambda Jsym, lambda = e^{-ch} (A, C), 1 - ch (B)."""
     integrator = make_integrator(name)
     system = CoupledWells(c=c)
     xi = xi_of([0.7, -1.2], h)
@@ -86,7 +86,7 @@ def test_conformal_symplecticity_with_the_noise_fixed(make_integrator, name, c, 
 
 
 def _gibbs_identity_sides(integrator, system, q, p, h, nodes=60):
-    r"""Spec 2.5(2), Thm 5.2: the one-step density from e^{-beta H} at (q, p),
+    r"""Bou-Rabee & Owhadi (2007) Thm 5.2: the one-step density from e^{-beta H} at (q, p),
     E_eta[e^{-beta H}(Phi_eta^{-1}(q, p)) |det D Phi_eta^{-1}|], and e^{-beta H(qbar, p + h U'(qbar))}.
     Phi_eta^{-1} is read off the integrator's own step: q' = qbar + h p', and p' is affine in pbar."""
     beta = system.beta
@@ -124,7 +124,7 @@ def test_one_step_gibbs_identity_holds_for_svia(make_integrator, c, h):
 
 
 def test_one_step_gibbs_identity_fails_for_svic(make_integrator):
-    """The regression check that A and C are not swapped (spec pitfall 3)."""
+    """The regression check that A and C are not swapped (docs/papers/bou_rabee_owhadi.md)."""
     system = LangevinDoubleWell(c=1.0)
     errors = [abs(lhs / rhs - 1) for lhs, rhs in
               (_gibbs_identity_sides(make_integrator("svic"), system, q, p, 0.25) for q, p in POINTS)]
@@ -135,7 +135,7 @@ def test_one_step_gibbs_identity_fails_for_svic(make_integrator):
 @pytest.mark.parametrize("name", FLAT)
 @pytest.mark.parametrize("c,h", [(1.0, 0.25), (0.3, 0.1), (5.0, 0.3), (1e4, 0.25)])
 def test_free_particle_stationary_momentum_variance(make_integrator, name, c, h):
-    """Spec 2.5(3): p' = lambda p + s eta, read off the step; Var p = s^2 / (1 - lambda^2) is 1/beta
+    """Free particle (U = 0): p' = lambda p + s eta, read off the step; Var p = s^2 / (1 - lambda^2) is 1/beta
     for A and C at every h, and 2/(beta (2 - ch)) for B (no stationary law for ch > 2)."""
     integrator, system = make_integrator(name), FreeParticle(c=c, beta=2.0)
     p_next = lambda p, eta: integrator.step(system, jnp.array([0.3, p]), h, xi_of(eta, h))[0][1]
@@ -153,7 +153,7 @@ def test_free_particle_stationary_momentum_variance(make_integrator, name, c, h)
 
 @pytest.mark.parametrize("name", ["svia", "svic"])
 def test_large_friction_neither_overflows_nor_loses_the_noise(make_integrator, name):
-    """Spec 2.0: ch = 2500 is fine (e^{ch} would overflow): p' = h F (A) or 0 (C), plus eta/sqrt(beta)."""
+    """The schemes in expanded form (expm1): ch = 2500 is fine (e^{ch} would overflow): p' = h F (A) or 0 (C), plus eta/sqrt(beta)."""
     system = LangevinDoubleWell(c=1e4)
     z, _ = make_integrator(name).step(system, jnp.array([0.5, 3.0]), 0.25, xi_of(0.8, 0.25))
     expected_p = 0.8 + (0.25 * (0.5 - 0.5**3) if name == "svia" else 0.0)
@@ -161,7 +161,7 @@ def test_large_friction_neither_overflows_nor_loses_the_noise(make_integrator, n
 
 
 def test_svia_without_friction_is_symplectic_euler(make_integrator):
-    """Spec 2.0 / 2.4: c = 0 gives a = 1 and no noise."""
+    """c = 0 (the deterministic map (1.4)/(5.4)) gives a = 1 and no noise."""
     system, h = LangevinDoubleWell(c=0.0), 0.25
     z, iterations = make_integrator("svia").step(system, jnp.array([0.5, 0.2]), h, xi_of(1.7, h))
     p = 0.2 + h * (0.5 - 0.5**3)
@@ -171,7 +171,7 @@ def test_svia_without_friction_is_symplectic_euler(make_integrator):
 @pytest.mark.slow
 @pytest.mark.parametrize("name", FLAT)
 def test_step_is_the_oracles_linear_map_on_the_harmonic_oscillator(make_integrator, name):
-    """The system's (A, b) (written from spec 2.2) is the integrator's step, mass 1 and mass 2."""
+    """The system's (A, b) (written from the paper's (4.1), (4.2)) is the integrator's step, mass 1 and mass 2."""
     for mass in (1.0, 2.0):
         system, h = LangevinHarmonic(c=0.7, beta=1.3, omega=1.4, mass=mass), 0.2
         step = lambda z, eta: make_integrator(name).step(system, z, h, xi_of(eta, h))[0]
@@ -182,8 +182,8 @@ def test_step_is_the_oracles_linear_map_on_the_harmonic_oscillator(make_integrat
 
 @pytest.mark.parametrize("name", FLAT)
 def test_harmonic_stationary_moments_by_monte_carlo(name, runs_root):
-    """Spec 2.5(4): 4000 paths, 200 steps of h = 0.25 at c = 1 (relaxed: e^{-t/2} ~ 1e-11); each
-    second moment within 4 SE of the scheme's closed form (spec 1.4)."""
+    """4000 paths, 200 steps of h = 0.25 at c = 1 (relaxed: e^{-t/2} ~ 1e-11); each
+    second moment within 4 SE of the scheme's closed form (the harmonic oracle)."""
     cfg = sgi_run.compose(runs_root + ["system=langevin_harmonic", f"integrator={name}", "plan.dt=0.25",
                                        "plan.T=50", "plan.output_dt=50", "plan.paths=4000", "plan.keep_paths=0",
                                        "plan.observables=[q_sq,p_sq,qp]"])
@@ -198,7 +198,7 @@ def test_harmonic_stationary_moments_by_monte_carlo(name, runs_root):
 
 # --- constrained schemes ------------------------------------------------------------------------
 def great_circle_step(q, p_star, h):
-    """Spec 2.3's closed form: v the tangent part of p*, kappa = sqrt(1 - h^2 |v|^2),
+    """The closed form of the constrained step (Bou-Rabee & Owhadi 2007 Sec. 6): v the tangent part of p*, kappa = sqrt(1 - h^2 |v|^2),
     q' = kappa q + h v, p' = kappa v - h |v|^2 q."""
     v = p_star - (p_star @ q) * q
     kappa = jnp.sqrt(1 - h**2 * (v @ v))
@@ -230,7 +230,7 @@ def test_quadratic_shake_equals_the_great_circle_closed_form(make_integrator, na
 
 
 def test_normal_noise_has_no_effect(make_integrator):
-    """Spec 2.3: only the tangent part of p* matters, so a noise along q changes nothing."""
+    """Bou-Rabee & Owhadi (2007) Sec. 6: only the tangent part of p* matters, so a noise along q changes nothing."""
     integrator, system, h = make_integrator("csvia"), SphericalPendulum(), 0.1
     q, p = jnp.array([0.0, 0.6, -0.8]), jnp.array([0.5, 0.0, 0.0])
     eta = jnp.array([0.3, -1.0, 0.4])
@@ -241,7 +241,7 @@ def test_normal_noise_has_no_effect(make_integrator):
 
 @pytest.mark.parametrize("name", CONSTRAINED)
 def test_constraints_hold_to_round_off_over_many_steps(make_integrator, name):
-    """Spec 2.5(5) / F2-2: ||q| - 1| and |q.p| <= 1e-12 at every one of 2000 steps (h = 0.1, c = 1)."""
+    """Figure 2.2 check F2-2: ||q| - 1| and |q.p| <= 1e-12 at every one of 2000 steps (h = 0.1, c = 1)."""
     integrator, system, h, steps, paths = make_integrator(name), SphericalPendulum(c=1.0), 0.1, 2000, 16
     z0 = jnp.tile(system.initial_state(None), (paths, 1))
     keys = jax.random.split(jax.random.key(7), steps)
@@ -258,7 +258,7 @@ def test_constraints_hold_to_round_off_over_many_steps(make_integrator, name):
 
 
 def test_shake_failure_is_a_nan_path_the_engine_counts(runs_root):
-    """Spec 2.3 / pitfall 12: h|v| = 0.1 * 100 > 1 has no real SHAKE root; the paths become NaN, are
+    """SHAKE failure (the project's resolution, docs/papers/bou_rabee_owhadi.md): h|v| = 0.1 * 100 > 1 has no real SHAKE root; the paths become NaN, are
     counted as non-finite and leave the statistics, and nothing raises."""
     cfg = sgi_run.compose(runs_root + ["system=spherical_pendulum", "integrator=csvia", "system.p0=[0,100,0]",
                                        "plan.dt=0.1", "plan.T=0.2", "plan.output_dt=0.1", "plan.paths=20",

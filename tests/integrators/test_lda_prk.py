@@ -14,7 +14,7 @@ def step(integrator, z, dt, dw):
 
 
 def test_midpoint_is_the_cayley_map_on_kubo(make_integrator):
-    """Spec 000 section 1.1: midpoint = (I - tau K/2)^-1 (I + tau K/2), tau = dt + beta dW."""
+    """Kraus & Tyranowski (2021) Sec. 4.1, (3.36): midpoint = (I - tau K/2)^-1 (I + tau K/2), tau = dt + beta dW."""
     dt, dw = 0.2, 0.37
     tau = dt + 0.5 * dw
     K = np.array([[0, 1], [-1, -0.3]])
@@ -23,7 +23,7 @@ def test_midpoint_is_the_cayley_map_on_kubo(make_integrator):
 
 
 def test_dirk_is_two_midpoint_substeps(make_integrator):
-    """Spec 000 section 2.4: DIRK(lam) = midpoint(lam dt, lam dW) then midpoint((1-lam) dt, (1-lam) dW)."""
+    """Kraus & Tyranowski (2021) (3.40), as resolved in docs/papers/kraus_tyranowski_2021.md: DIRK(lam) = midpoint(lam dt, lam dW) then midpoint((1-lam) dt, (1-lam) dW)."""
     midpoint = make_integrator("midpoint")
     for lam in (0.5, 0.3):
         dirk = make_integrator("dirk", parameters={"lam": lam})
@@ -33,7 +33,7 @@ def test_dirk_is_two_midpoint_substeps(make_integrator):
 
 
 def test_heun_and_r2_coincide_on_kubo(make_integrator):
-    """Spec 000 pitfall 11: both are I + tau K + tau^2 K^2 / 2 here."""
+    """Heun and R2 on Kubo (docs/papers/kraus_tyranowski_2021.md): both are I + tau K + tau^2 K^2 / 2 here."""
     for dw in (-0.8, 0.1, 1.4):
         a = step(make_integrator("heun"), Z, 0.1, dw)
         b = step(make_integrator("r2"), Z, 0.1, dw)
@@ -42,7 +42,7 @@ def test_heun_and_r2_coincide_on_kubo(make_integrator):
 
 @pytest.mark.slow
 def test_stormer_verlet_jacobian_is_the_corrected_pade_factor(make_integrator):
-    """Thm 3.9 with the sign corrected (spec 000 section 0.3): det = (1 - g/2)/(1 + g/2),
+    """Thm 3.9 with the sign corrected (docs/papers/kraus_tyranowski_2021.md): det = (1 - g/2)/(1 + g/2),
     gamma = dt*nu + dW*beta*nu, independent of the state."""
     sv = make_integrator("stormer_verlet")
     dt, dw = 0.2, 0.45

@@ -1,4 +1,4 @@
-"""The Cayley LGVI (paper 002, spec 002 sections 2.2-2.5) on the rigid body and the heavy top."""
+"""The Cayley LGVI (Gay-Balmaz & Wu 2024, Prop. 3.1, eqs. (28), (54)-(63)) on the rigid body and the heavy top."""
 import dataclasses
 
 import jax
@@ -19,13 +19,13 @@ R0_TOP = ((1.0, 0.0, 0.0), (0.0, np.cos(THETA0), np.sin(THETA0)), (0.0, -np.sin(
 
 
 def rigid_body(amplitude=0.0, **changes):
-    """Paper 002's rigid body (spec 1.3) with its attitude."""
+    """Paper 002's rigid body (Sec. 6.1, 7) with its attitude."""
     return RigidBody(**{"inertia": (1.0, 2.0, 3.0), "noise_kind": "linear", "noise_amplitude": amplitude,
                         "pi0": (-0.5878, 0.0, 0.8090), "R0": EYE, **changes})
 
 
 def heavy_top(case="det", **changes):
-    """Paper 002's heavy top (spec 1.4) with its attitude."""
+    """Paper 002's heavy top (Sec. 8) with its attitude."""
     return HeavyTop(**{"inertia": (0.1, 0.1, 1.0), "chi": (0.0, 0.0, 0.98), "gravity_sign": 1.0, "pi0": (0.0, 0.0, 1.0),
                        "gamma0": tuple(np.asarray(R0_TOP).T @ [0.0, 0.0, 1.0]), "R0": R0_TOP, "noise_case": case,
                        **changes})
@@ -42,8 +42,8 @@ def test_closed_form_solve_and_the_cayley_identity(q):
 
 @pytest.mark.slow
 def test_deterministic_rigid_body_paper_variant(make_integrator):
-    """Spec Fig. 1 criterion 2: the paper variant keeps the energy exactly (App. 10.1), |Pi| and R Pi to round-off,
-    and passes the spec's positions at t = 5, 20, 40, 50 (independent prototype, within 2e-3)."""
+    """Fig. 1, the project's criterion 2: the paper variant keeps the energy exactly (App. 10.1), |Pi| and R Pi to round-off,
+    and passes the reference positions at t = 5, 20, 40, 50 (independent prototype, within 2e-3)."""
     system = rigid_body()
     states, stats = path(make_integrator("lgvi_cayley"), system, 0.01, 5000)
     pi, r = states["pi"], states["R"]
@@ -64,7 +64,7 @@ def one_step_map(integrator, system, dt):
 
 @pytest.mark.slow
 def test_only_the_exact_variant_is_a_lie_poisson_map(make_integrator):
-    """Spec 2.3 (P1): D Phi hat(Pi) D Phi^T = hat(Phi(Pi)) for the one-step map: the exact variant to round-off,
+    """The Cayley variants (sign of [d cay^-1]^*, docs/papers/gay_balmaz_wu.md): D Phi hat(Pi) D Phi^T = hat(Phi(Pi)) for the one-step map: the exact variant to round-off,
     the paper variant not (measured here 8.5e-12, 8.5e-8 and 6.9e-6 at dt = 0.01, 0.1, 0.3: O(dt^4), also by
     central differences; the spec's prototype reported 1.6e-9 and 1.5e-6 at 0.01 and 0.1)."""
     system, p = rigid_body(), jnp.array([-0.5878, 0.0, 0.8090])
@@ -77,7 +77,7 @@ def test_only_the_exact_variant_is_a_lie_poisson_map(make_integrator):
 
 
 def test_exact_variant_energy_is_bounded_not_exact(make_integrator):
-    """Spec 2.3: without noise the exact variant's energy error stays near 2.6e-7 (dt = 0.01, T = 50)."""
+    """The Cayley variants: without noise the exact variant's energy error stays near 2.6e-7 (dt = 0.01, T = 50)."""
     system = rigid_body()
     states, _ = path(make_integrator("lgvi_cayley", dtau_variant="exact"), system, 0.01, 5000)
     energy = 0.5 * jnp.sum(states["pi"] ** 2 / jnp.array([1.0, 2.0, 3.0]), axis=1)
@@ -87,7 +87,7 @@ def test_exact_variant_energy_is_bounded_not_exact(make_integrator):
 
 @pytest.mark.slow
 def test_stochastic_rigid_body_keeps_the_sphere_and_the_spatial_momentum(make_integrator):
-    """Spec Fig. 1 criteria 1 and 3, with strong noise (chi = 0.5) so that the energy visibly moves."""
+    """Fig. 1, the project's criteria 1 and 3, with strong noise (chi = 0.5) so that the energy visibly moves."""
     system = rigid_body(0.5)
     states, stats = path(make_integrator("lgvi_cayley"), system, 0.01, 2000)
     pi, r = states["pi"], states["R"]
@@ -100,7 +100,7 @@ def test_stochastic_rigid_body_keeps_the_sphere_and_the_spatial_momentum(make_in
 
 @pytest.mark.parametrize("variant", ["paper", "exact"])
 def test_half_step_momenta_are_the_steps_own_solution(make_integrator, variant):
-    """Spec 2.4 (Fig. 14): (A, B) solve M_+A = Pi, M_+B = M_-A at the X of the step's own solve: X = dt xi with
+    """Rigid-body step, eqs. (54), (57), (58) (Fig. 14): (A, B) solve M_+A = Pi, M_+B = M_-A at the X of the step's own solve: X = dt xi with
     xi = I^-1 S / 4 + sum_i chi_i dW_i / (2 dt), S = A + B, and the step's Pi_{n+1} = M_-(X) B = cay(-X)^2 Pi."""
     system, dt = rigid_body(0.02), 0.01
     integrator = make_integrator("lgvi_cayley", dtau_variant=variant, tol=1e-15)
@@ -131,7 +131,7 @@ def test_half_step_momenta_vmap_over_momenta_and_refuse_the_heavy_top(make_integ
 
 @pytest.mark.slow
 def test_deterministic_heavy_top_keeps_its_momenta_and_bounds_the_energy(make_integrator):
-    """Spec Fig. 5: p_psi, p_phi and |Gamma|^2 to 1e-12, max |E - E0| in [1e-7, 1e-4] (6.7e-6 measured by the spec),
+    """Fig. 5: p_psi, p_phi and |Gamma|^2 to 1e-12, max |E - E0| in [1e-7, 1e-4] (6.7e-6 by an independent prototype),
     Gamma = R^T e_z, and theta between the turning points 0.15 pi and 0.59161 (Fig. 4)."""
     system = heavy_top()
     states, _ = path(make_integrator("lgvi_cayley"), system, 0.01, 5000)
@@ -151,8 +151,8 @@ def test_deterministic_heavy_top_keeps_its_momenta_and_bounds_the_energy(make_in
 @pytest.mark.parametrize("case", ["piz", "gz", "gxgy", "normpi2", "pixpiy"])
 def test_stochastic_heavy_top_cases(make_integrator, case):
     """Every noise case keeps |Gamma|^2 and p_phi = Pi.Gamma (Noether) exactly; p_psi is kept exactly by the cases
-    that commute with it (piz, gz, normpi2) and moves under gxgy and pixpiy (spec 1.4); the Euler-angle identity
-    E' = V(theta) + I1 omega_theta^2 / 2 holds at every step (spec 2.8, 1e-9)."""
+    that commute with it (piz, gz, normpi2) and moves under gxgy and pixpiy (Sec. 8); the Euler-angle identity
+    E' = V(theta) + I1 omega_theta^2 / 2 holds at every step (Sec. 8, 1e-9)."""
     system = heavy_top(case, **({"k1": 0.01, "k2": 0.01} if case == "pixpiy" else {}))
     states, stats = path(make_integrator("lgvi_cayley"), system, 0.01, 3000)
     names = ("p_psi", "p_phi", "C2", "E_prime", "V", "omega_theta")

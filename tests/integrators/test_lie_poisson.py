@@ -1,4 +1,4 @@
-"""TMK, IM and TRAP on the heavy top and the rigid body (paper 001, spec 001 sections 1.2, 3, 5)."""
+"""TMK, IM and TRAP on the heavy top and the rigid body (Luesink et al. 2023, Sections 2-6)."""
 import dataclasses
 from typing import ClassVar
 
@@ -124,7 +124,7 @@ def test_heavy_top_tmk_through_the_runner(runs_root):
 @pytest.mark.slow
 @pytest.mark.parametrize("inertia", [(4.0, 4.0, 1.0), (4.0, 2.0, 1.0)])
 def test_tmk_is_second_order_against_a_tight_ode_solve(make_integrator, inertia):
-    """Spec 001 consistency test (catches P1): deterministic heavy top at T = 1 against DOP853 (rtol 1e-13):
+    """Luesink et al. (2023) Sec. 5, consistency test (catches a wrong sign of the TMK exponent, docs/papers/luesink_2023.md): deterministic heavy top at T = 1 against DOP853 (rtol 1e-13):
     error <= 5e-6 at dt = 0.01, observed order in [1.8, 2.2] over dt = 0.02, 0.01, 0.005."""
     from scipy.integrate import solve_ivp
     system = HeavyTop(inertia=inertia, alpha=(0.0, 0.0, 0.0))
@@ -142,7 +142,7 @@ def test_tmk_is_second_order_against_a_tight_ode_solve(make_integrator, inertia)
 @pytest.mark.slow
 @pytest.mark.parametrize("ic_kind", ["real_even", "complex"])
 def test_sine_euler_tmk_keeps_casimirs_and_direct_trap_does_not(make_integrator, ic_kind):
-    """Spec 001 Figs 8-9, shortened to T = 200 at dt = 0.5: TMK's relative Casimir errors stay at round-off
+    """Luesink et al. (2023) Figs 8-9, shortened to T = 200 at dt = 0.5: TMK's relative Casimir errors stay at round-off
     (<= 1e-11; the bands over T = 10^4 are 1e-10), TRAP applied directly drifts far above them."""
     system = SineEuler(ic_kind=ic_kind)
     relative = lambda states, name: np.abs(np.asarray(jax.vmap(system.observables()[name])(states)) /
@@ -156,7 +156,7 @@ def test_sine_euler_tmk_keeps_casimirs_and_direct_trap_does_not(make_integrator,
 
 @pytest.mark.slow
 def test_sine_euler_tmk_is_second_order_and_keeps_energy_without_noise(make_integrator):
-    """Spec 001 consistency tests: deterministic sine-Euler TMK is second order at T = 5 and keeps H to
+    """Luesink et al. (2023) Sec. 6, consistency tests: deterministic sine-Euler TMK is second order at T = 5 and keeps H to
     <= 1e-12 over T = 1000 (2000 steps at dt = 0.5)."""
     system = SineEuler(noise_amplitude=0.0)
     reference, _ = path(make_integrator("tmk"), system, 0.1 / 16, 16 * 50)
@@ -171,7 +171,7 @@ def test_sine_euler_tmk_is_second_order_and_keeps_energy_without_noise(make_inte
 
 @pytest.mark.slow
 def test_tmk_is_strong_order_one_on_the_stochastic_heavy_top(runs_root):
-    """Spec 001 "optional strong convergence": one (commutative) noise, so order 1 (Remark 4.2). RMS error of
+    """Luesink et al. (2023), strong convergence (a statement without a figure): one (commutative) noise, so order 1 (Remark 4.2). RMS error of
     the state at T = 1 against a fine TMK reference (dt = 2^-9), 200 samples, dt = 2^-3 .. 2^-6. alpha is
     ten times the paper's so that the noise's first-order error dwarfs the deterministic second-order one
     (1.3e-4 at dt = 1/8, against 1.7e-2 here) and the fit measures the stochastic order."""

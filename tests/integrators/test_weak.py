@@ -1,6 +1,6 @@
 """Weak methods: SRKw1, SRKw2 (weak Lagrange-d'Alembert RK) and RS1, RS2 (Rößler).
 
-Tableau conditions, equivalent forms of one step, the exact weak-error table of spec 000
+Tableau conditions, equivalent forms of one step, the project's exact weak-error table for Kraus & Tyranowski (2021)
 section 2.10 (exact-of-method moments, no sampling) with the observed orders, and Monte Carlo
 against the same oracle.
 """
@@ -56,7 +56,7 @@ class TwoNoisePendulum(CanonicalSystem):
 
 @dataclasses.dataclass(frozen=True)
 class AdditiveVanDerPol(CanonicalSystem):
-    """dq = p dt, dp = (-q + nu (1 - q^2) p) dt + sigma dW: additive noise (spec 000 section 1.2)."""
+    """dq = p dt, dp = (-q + nu (1 - q^2) p) dt + sigma dW: additive noise (Kraus & Tyranowski 2021 (4.6))."""
     nu: float = 0.5
     sigma: float = 0.4
 
@@ -167,7 +167,7 @@ def test_stages_solved_in_order_match_the_coupled_solve(name, system):
 # --- equivalent forms of one step ------------------------------------------------------------------------
 @pytest.mark.slow
 def test_srkw1_is_a_midpoint_drift_step_then_a_midpoint_noise_step():
-    """Spec 000 section 2.6 (lam = 0): z* = z + dt X((z + z*)/2), then z+ = z* + I Y((z* + z+)/2);
+    """SRKw1, Kraus & Tyranowski (2021) (3.48) (lam = 0): z* = z + dt X((z + z*)/2), then z+ = z* + I Y((z* + z+)/2);
     for two noises the noise step is the midpoint rule in both. lam = 1/2 is the midpoint rule."""
     system, z = TwoNoisePendulum(), jnp.array([0.7, -0.4])
     midpoint = jitted_step(make("midpoint"), system)
@@ -182,7 +182,7 @@ def test_srkw1_is_a_midpoint_drift_step_then_a_midpoint_noise_step():
 
 
 def test_srkw2_with_additive_noise_is_sequential():
-    """Spec 000 section 2.7: for constant Y, Z0_i = z + dt sum_{j<=i} a0_ij X(Z0_j) + I r_i Y with
+    """SRKw2, Kraus & Tyranowski (2021) (3.49): for constant Y, Z0_i = z + dt sum_{j<=i} a0_ij X(Z0_j) + I r_i Y with
     r = b0 e, and z+ = z + dt/4 sum_i X(Z0_i) + I Y, on a nonlinear drift."""
     system, srkw2 = AdditiveVanDerPol(), make("srkw2")
     a0, r = srkw2.tableau.a0, srkw2.tableau.b0.sum(axis=1)
@@ -202,7 +202,7 @@ def test_srkw2_with_additive_noise_is_sequential():
     assert np.allclose(coupled, sequential(z), rtol=1e-12, atol=1e-14)
 
 
-# --- exact weak errors (spec 000 section 2.10) -------------------------------------------------------------
+# --- exact weak errors (the project's regression table) -------------------------------------------------------------
 KUBO = Kubo(beta=0.5, nu=0.3, q0=2.0, p0=0.0)
 T_WEAK = 2.0
 
@@ -228,7 +228,7 @@ def weak_error(name: str, n: int) -> float:
 @pytest.mark.slow
 @pytest.mark.parametrize("name", WEAK)
 def test_weak_errors_match_the_spec_table(name):
-    """To the three significant digits the spec prints (half a unit of the last digit)."""
+    """To the three significant digits the table prints (half a unit of the last digit)."""
     for n, expected in SPEC_WEAK_ERRORS[name].items():
         last_digit = 10.0 ** (np.floor(np.log10(abs(expected))) - 2)
         assert weak_error(name, n) == pytest.approx(expected, abs=0.5 * last_digit), (name, n)

@@ -16,7 +16,7 @@ def test_fields_come_from_the_hamiltonians():
 
 
 def test_ito_drift_matches_closed_form():
-    """Spec 000 section 1.1 (checks the corrected Ito correction (2.2))."""
+    """Kraus & Tyranowski (2021) Sec. 4.1 (checks the Ito correction (2.2), with its typo corrected: docs/papers/kraus_tyranowski_2021.md)."""
     b, nu = 0.5, 0.3
     s = Kubo(beta=b, nu=nu)
     q, p = 0.7, -1.3
@@ -36,7 +36,7 @@ def test_exact_path_solves_the_clock_changed_ode():
 
 
 def test_exact_mean_energy_reference_values():
-    """Spec 000 section 1.1 reference values for beta = 0.5, nu = 0.001, (q0, p0) = (2, 0)."""
+    """Kraus & Tyranowski (2021) (4.2)-(4.3): reference values for beta = 0.5, nu = 0.001, (q0, p0) = (2, 0)."""
     s = Kubo()
     expected = {0: 2.0, 1000: 0.735851, 2000: 0.270738, 3000: 0.0996115, 4000: 0.0366496, 5000: 0.0134843}
     for t, value in expected.items():

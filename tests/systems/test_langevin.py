@@ -1,4 +1,4 @@
-"""Langevin systems of paper 003 (spec 003 section 1): parameters, physics, Boltzmann-Gibbs means,
+"""Langevin systems of Bou-Rabee & Owhadi (2007), (1.1), (2.1), (2.2): parameters, physics, Boltzmann-Gibbs means,
 and the harmonic oracle's stationary covariances."""
 import dataclasses
 import math
@@ -22,7 +22,7 @@ def test_registered_with_their_config_names():
 
 @pytest.mark.parametrize("c,beta", [(1.0, 1.0), (10.0, 1.0), (0.3, 2.5)])
 def test_sigma_is_derived_from_c_and_beta(c, beta):
-    """Spec 1.1: beta = 2c / sigma^2; the noise field's p-row is sigma e_i."""
+    """Bou-Rabee & Owhadi (2007) (1.1): beta = 2c / sigma^2; the noise field's p-row is sigma e_i."""
     s = LangevinDoubleWell(c=c, beta=beta)
     assert s.sigma == pytest.approx(math.sqrt(2 * c / beta), rel=1e-15)
     assert 2 * s.c / s.sigma**2 == pytest.approx(beta, rel=1e-14)
@@ -48,21 +48,21 @@ def test_observables_and_initial_values():
     z0 = s.initial_state(None)
     obs = s.observables()
     assert {"H", "two_H", "kinetic_temperature", "q", "p"} <= set(obs)
-    assert float(obs["two_H"](z0)) == -0.5                # spec F1-7: 2H(0) = -0.5 exactly
+    assert float(obs["two_H"](z0)) == -0.5                # Figure 2.1 check F1-7: 2H(0) = -0.5 exactly
     z = jnp.array([0.2, 1.5])
     assert float(obs["kinetic_temperature"](z)) == pytest.approx(1.5**2)
     pend = SphericalPendulum()
-    assert float(pend.observables()["two_H"](pend.initial_state(None))) == -2.0   # spec F2-8
+    assert float(pend.observables()["two_H"](pend.initial_state(None))) == -2.0   # Figure 2.2 check F2-8
 
 
 def test_double_well_equilibrium_by_quadrature():
-    """Spec 1.2 / F1-1: 2<H> = 0.979101351756 at beta = 1; also the identity <q^4> - <q^2> = 1/beta."""
+    """Bou-Rabee & Owhadi (2007) (2.1), Figure 2.1 check F1-1: 2<H> = 0.979101351756 at beta = 1; also the identity <q^4> - <q^2> = 1/beta."""
     s = LangevinDoubleWell(beta=1.0)
     assert s.equilibrium_mean("two_H") == pytest.approx(0.979101351756, abs=1e-6)
     assert s.equilibrium_mean("two_H") == pytest.approx(0.979101351756, abs=1e-11)
     assert s.ergodic_energy() == pytest.approx(s.equilibrium_mean("two_H") / 2, rel=1e-15)
     assert s.equilibrium_mean("kinetic_temperature") == 1.0
-    # Independent route, spec 1.2: 2<H> = 3/(2 beta) - <q^2>/2 for this U (integration by parts).
+    # Independent route: 2<H> = 3/(2 beta) - <q^2>/2 for this U (integration by parts).
     from scipy import integrate
     for beta in (0.5, 1.0, 2.0):
         w = lambda q: np.exp(-beta * (q**4 / 4 - q**2 / 2))
@@ -71,7 +71,7 @@ def test_double_well_equilibrium_by_quadrature():
 
 
 def test_double_well_overdamped_svia_limit_has_the_positions_at_twice_beta():
-    """Spec 2.6: SVIA as c -> oo is Euler-Maruyama at inverse temperature 2 beta for q, the momentum at 1/beta:
+    """The project's analysis (docs/papers/bou_rabee_owhadi.md; not in the paper): SVIA as c -> oo is Euler-Maruyama at inverse temperature 2 beta for q, the momentum at 1/beta:
     2<H> = 1/beta + 2<U>_{2 beta}, 0.803 at beta = 1 (the SVIA diagnostic's limit line); <U>_{2 beta} by the
     integration-by-parts route of the test above, 2<U> = 1/(2 beta') - <q^2>/2 at beta' = 2 beta."""
     from scipy import integrate
@@ -85,7 +85,7 @@ def test_double_well_overdamped_svia_limit_has_the_positions_at_twice_beta():
 
 
 def test_pendulum_equilibrium_matches_closed_form():
-    """Spec 1.3 / F2-1: 2<H> = 4/beta - 2 coth(beta) = 1.373929429001 at beta = 1 (quadrature in code)."""
+    """Bou-Rabee & Owhadi (2007) (2.2), Figure 2.2 check F2-1: 2<H> = 4/beta - 2 coth(beta) = 1.373929429001 at beta = 1 (quadrature in code)."""
     for beta in (0.5, 1.0, 3.0):
         s = SphericalPendulum(beta=beta)
         assert s.equilibrium_mean("two_H") == pytest.approx(4 / beta - 2 / math.tanh(beta), rel=1e-12)
@@ -200,7 +200,7 @@ def test_lists_from_yaml_become_float_tuples():
     hash(s)   # still a hashable frozen dataclass
 
 
-# --- the harmonic oracle (spec 1.4) -----------------------------------------------------------------
+# --- the harmonic oracle (not in the paper) -----------------------------------------------------------------
 @pytest.mark.parametrize("scheme", ["svia", "svib", "svic"])
 @pytest.mark.parametrize("c,h,beta,omega", [(1.0, 0.25, 1.0, 1.0), (0.3, 0.1, 2.0, 1.5), (3.0, 0.2, 0.5, 0.7)])
 def test_lyapunov_covariance_matches_the_closed_forms(scheme, c, h, beta, omega):
@@ -212,7 +212,7 @@ def test_lyapunov_covariance_matches_the_closed_forms(scheme, c, h, beta, omega)
 
 
 def test_spec_examples_of_stationary_moments():
-    """Spec 1.4 examples at beta = omega = 1, h = 0.25: (<q^2>, <p^2>)."""
+    """Harmonic-oracle examples at beta = omega = 1, h = 0.25: (<q^2>, <p^2>)."""
     expected = {1.0: {"svia": (0.9053, 1.0179), "svib": (1.0182, 1.1636), "svic": (1.1579, 1.0139)},
                 10.0: {"svia": (0.5571, 1.0297), "svic": (6.607, 1.0024)}}
     for c, table in expected.items():

@@ -20,7 +20,7 @@ def test_fields_are_eq_36_and_37():
     dw = jnp.asarray(np.random.default_rng(2).normal(size=45))
     z = np.zeros((10, 10))
     z[np.triu_indices(10, 1)] = dw
-    b = -0.1 * (z + z.T) * x            # sum of the generators -grad H_ij, spec 1.2's Hadamard form
+    b = -0.1 * (z + z.T) * x            # sum of the generators -grad H_ij, the Hadamard form of Ephrati et al. 2024 Sec. 6.2
     assert np.allclose(system.noise_in_algebra(x, dw), b @ x - x @ b, rtol=0, atol=1e-13)
     assert float(system.energy(x)) == pytest.approx(float(jnp.sum(jnp.triu(x, 1) ** 2 / d)))
 

@@ -9,7 +9,7 @@ from sgi_run.systems.point_vortices import matrices, positions
 
 
 def test_su2_is_r3_with_the_cross_product():
-    """[a^, b^] = (a x b)^, <a^, b^> = a.b / 2, x = 2 Re tr(s^* X) (spec 1.3's isomorphism)."""
+    """[a^, b^] = (a x b)^, <a^, b^> = a.b / 2, x = 2 Re tr(s^* X) (the su(2) isomorphism of Ephrati et al. 2024 Sec. 6.3)."""
     rng = np.random.default_rng(5)
     a, b = rng.normal(size=(1, 3)), rng.normal(size=(1, 3))
     ma, mb = matrices(jnp.asarray(a))[0], matrices(jnp.asarray(b))[0]

@@ -10,7 +10,7 @@ RNG = np.random.default_rng(7)
 
 
 def test_rigid_body_fields_are_paper_004s_vector_sde():
-    """dx = x x I^-1 x dt - 0.1 sum_i x_i (e_i x x) o dW^i (spec 004 section 1.1)."""
+    """dx = x x I^-1 x dt - 0.1 sum_i x_i (e_i x x) o dW^i (Ephrati et al. 2024 Sec. 6.1)."""
     body = RigidBody()
     x, dw = jnp.asarray(RNG.normal(size=3)), jnp.asarray(RNG.normal(size=3))
     assert np.allclose(body.drift(x), jnp.cross(x, x / jnp.array(body.inertia)), rtol=1e-14)

@@ -30,7 +30,7 @@ def test_ergodic_reference_is_the_papers_monte_carlo_number_only_at_its_paramete
 
 
 def test_averaging_estimate():
-    """Spec 000 section 1.2: 2.31596, within the reference's Monte Carlo uncertainty of 2.3165."""
+    """Kraus & Tyranowski (2021) Sec. 4.2 (stochastic averaging, docs/papers/kraus_tyranowski_2021.md): 2.31596, within the reference's Monte Carlo uncertainty of 2.3165."""
     value = VanDerPol().averaging_ergodic_energy()
     assert value == pytest.approx(2.31596, abs=1e-5)
     assert abs(value - VanDerPol().ergodic_energy()) < 2e-3

@@ -40,7 +40,7 @@ def test_position_sampler_has_the_cosine_density(eps):
 # --- Lenard-Bernstein ------------------------------------------------------------------------------
 @pytest.mark.parametrize("x,v", [(0.0, 0.0), (0.25, 0.0), (0.125, 1.5), (0.31, -2.0), (1.7, 0.4)])
 def test_lb_force_sign_and_fields(x, v):
-    """Spec 000 pitfall 6: dV = (-E0 cos(4 pi X) - nu mu V) dt + sqrt(nu) D dW."""
+    """Kraus & Tyranowski (2021) Sec. 4.3.1, signs as resolved in docs/papers/kraus_tyranowski_2021.md: dV = (-E0 cos(4 pi X) - nu mu V) dt + sqrt(nu) D dW."""
     s = VlasovLenardBernstein(nu=0.1, mu=2.0, D2=3.0, E0=3.0)
     z = jnp.array([x, v])
     assert np.allclose(s.drift(z), [v, -3.0 * np.cos(4 * np.pi * x) - 0.1 * 2.0 * v], rtol=1e-13, atol=1e-14)
@@ -55,7 +55,7 @@ def test_lb_acceleration_at_x0_is_minus_E0():
 
 
 def test_lb_ergodic_values():
-    """(4.13) and spec 000 section 1.3/pitfall 6 numbers."""
+    """(4.13) and Sec. 4.3.1 numbers (signs as in docs/papers/kraus_tyranowski_2021.md)."""
     s = VlasovLenardBernstein()
     assert s.ergodic_energy() == pytest.approx(0.4717045, abs=1e-7)
     assert s.ergodic_mean("sin4pix") == pytest.approx(-0.1185238, abs=1e-7)
@@ -83,7 +83,7 @@ def test_lb_gibbs_marginals():
 
 
 def test_lb_initial_mean_energy():
-    """Spec 000 section 1.3: E(H)(0) = (1 + a(sigma^2 + v0^2)) / (2(1 + a)) = 3.041667."""
+    """Kraus & Tyranowski (2021) Sec. 4.3.1, (4.12): E(H)(0) = (1 + a(sigma^2 + v0^2)) / (2(1 + a)) = 3.041667."""
     assert VlasovLenardBernstein().initial_mean_energy() == pytest.approx(73 / 24, rel=1e-10)
     assert VlasovLenardBernstein(a=0.0, E0=0.0).initial_mean_energy() == pytest.approx(0.5, rel=1e-10)
 
@@ -124,12 +124,12 @@ def test_lorentz_fields_match_4_15():
     v = np.stack([vx, vy], axis=1)
     assert np.allclose(drift, np.hstack([v, dphi]), rtol=1e-12, atol=1e-13)
     assert np.allclose(noise[:, 0], np.stack([0 * x, 0 * x, c * vy, -c * vx], axis=1), rtol=1e-14)
-    # Spec 000 section 1.4: Ito drift in the p-rows is grad phi - nu V.
+    # Kraus & Tyranowski (2021) Sec. 4.3.2, Ito form (2.1)-(2.2): Ito drift in the p-rows is grad phi - nu V.
     assert np.allclose(ito, np.hstack([v, dphi - 0.02 * v]), rtol=1e-12, atol=1e-13)
 
 
 def test_lorentz_noise_and_drift_are_tangent_to_energy_levels():
-    """Spec 000 pitfall 4: grad H . Y = 0 identically (fails with the paper's misprinted f)."""
+    """Kraus & Tyranowski (2021) (4.15)-(4.16), the misprint in (4.16) corrected: grad H . Y = 0 identically (fails with the paper's misprinted f)."""
     s = VlasovLorentz()
     tangency = jax.jit(jax.vmap(lambda z: jax.grad(s.energy)(z) @ jnp.stack([s.noise_fields(z)[0], s.drift(z)], 1)))
     along_noise, along_drift = np.asarray(tangency(random_states())).T
@@ -203,7 +203,7 @@ def test_lorentz_midpoint_nearly_conserves_h_along_paths(runs_root):
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["midpoint", "dirk", "stormer_verlet"])
 def test_lorentz_without_field_lda_methods_conserve_speed_to_round_off(name, make_integrator):
-    """Spec 000, Figure 4.10 unit test: with E0 = 0 the noise only rotates V, and the midpoint rule
+    """Kraus & Tyranowski (2021) Figure 4.10, as a unit test: with E0 = 0 the noise only rotates V, and the midpoint rule
     (so DIRK, its two substeps) preserves quadratic invariants; SV's velocity substeps are Cayley
     rotations. |V|^2 is kept to round-off for any dW, even large ones."""
     system, integrator = VlasovLorentz(E0=0.0), make_integrator(name)
@@ -214,7 +214,7 @@ def test_lorentz_without_field_lda_methods_conserve_speed_to_round_off(name, mak
 
 
 def test_lb_initial_means_by_quadrature():
-    """Spec 000, Figure 4.5: the sampler's targets, in closed form for the paper's parameters."""
+    """Kraus & Tyranowski (2021) Figure 4.5: the sampler's targets, in closed form for the paper's parameters."""
     lb = VlasovLenardBernstein()
     a, v0, s = lb.a, lb.v0, lb.sigma
     assert lb.initial_mean("v") == pytest.approx(a * v0 / (1 + a), rel=1e-10)

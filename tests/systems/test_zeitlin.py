@@ -1,4 +1,4 @@
-"""Euler-Zeitlin on su(N) (paper 004 section 6.4, spec 004 section 1.4): the Hoppe-Yau basis and its fast
+"""Euler-Zeitlin on su(N) (Ephrati et al. 2024, Sec. 6.4): the Hoppe-Yau basis and its fast
 transforms (P10), the drift's sign (P4), the noise as a per-mode weight (P1, P2), the initial condition,
 the parameters' refusals, and a short IsoMP run through the runner."""
 import math
@@ -63,7 +63,7 @@ def test_t10_is_the_scaled_spin_matrix(n):
 
 
 def test_transforms_round_trip_and_are_adjoint_at_128():
-    """Spec 6: ||backward(forward(X)) - X|| <= 1e-13 ||X|| at N = 128; <forward X, c> = <X, backward c>;
+    """The project's transform tests: ||backward(forward(X)) - X|| <= 1e-13 ||X|| at N = 128; <forward X, c> = <X, backward c>;
     backward's output exactly skew-Hermitian."""
     b, x = hoppe_yau(128), random_su(128)
     back = np.asarray(b.backward_numbers(b.forward_numbers(x)))
@@ -178,7 +178,7 @@ def test_generator_is_the_derived_sum(kind, amplitude):
 
 
 def test_number_of_noises():
-    """M = sum_{l=lmin}^{N-1} (2l+1): 12288 at N = 128, 108 at N = 12 (spec 1.4.4); lmin = ceil(N/2) for odd N."""
+    """M = sum_{l=lmin}^{N-1} (2l+1): 12288 at N = 128, 108 at N = 12 (Ephrati et al. 2024 (43)-(44), l <= N - 1); lmin = ceil(N/2) for odd N."""
     assert ZeitlinEuler(N=128).noises == 12288 and ZeitlinEuler(N=12).noises == 108
     assert ZeitlinEuler(N=9).noises == sum(2 * l + 1 for l in range(5, 9))
     system = ZeitlinEuler(N=16, noise_lmin=3)
@@ -187,7 +187,7 @@ def test_number_of_noises():
 
 
 def test_initial_condition():
-    """Spec 1.4.4: omega_lm ~ N(0, 1) for 1 <= l <= ic_lmax, zero above, sum omega^2 = ic_rms^2 (quflow
+    """The project's initial condition (Ephrati et al. 2024 Sec. 6.4 does not give one): omega_lm ~ N(0, 1) for 1 <= l <= ic_lmax, zero above, sum omega^2 = ic_rms^2 (quflow
     normalisation of X^q = hbar X); su(N); the same for every path key, another for another seed."""
     system = ZeitlinEuler(N=32, ic_lmax=5, ic_rms=2.0, ic_seed=3)
     x = np.asarray(system.initial_state(jax.random.PRNGKey(0)))
@@ -236,7 +236,7 @@ def test_bad_parameters_are_refused(override, key):
 
 @pytest.mark.slow
 def test_isomp_through_the_runner(runs_root):
-    """Spec 3.8 at N = 16 (the smoke size of spec 4): 200 IsoMP steps of dt = 0.1 hbar, two paths, truncated
+    """Ephrati et al. (2024) Figure 10 at N = 16 (the project's smoke size): 200 IsoMP steps of dt = 0.1 hbar, two paths, truncated
     increments: C2 to 1e-12 relative, the spectrum to 1e-12 max|lambda|, exactly skew, traceless to 1e-12 ||X||,
     every fixed point converged; the noise acts (the paths differ) and H moves."""
     dt = 0.1 * hbar(16)

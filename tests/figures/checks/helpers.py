@@ -46,7 +46,7 @@ def study(error, se=1e-4, order=2.0, ci=(1.9, 2.1), note="", kind="weak"):
                              np.zeros(len(DTS), int), 1000, note)
 
 
-WEAK = [-1.2e-2, -2.8e-3, -6.5e-4, -1.6e-4]     # SRKw2 on Kubo, spec 000 section 2.10
+WEAK = [-1.2e-2, -2.8e-3, -6.5e-4, -1.6e-4]     # SRKw2 on Kubo, the project's exact regression values
 
 
 # --- single realisations: an observable along a kept path ---------------------------------------------

@@ -134,7 +134,7 @@ def test_solver_statistic_reads_what_the_runs_solves_did():
         evaluate(spec, "run", RunData({"C2": kept(np.ones_like(T))}, "C2", dt=0.5))
 
 
-# --- the rigid body's kept paths on its momentum sphere (spec 002 Figs 1, 2) -------------------------------
+# --- the rigid body's kept paths on its momentum sphere (Gay-Balmaz & Wu 2024 Figs 1, 2) -------------------------------
 def _rigid_body_paths():
     """Four kept paths of a rigid body with I = diag(1, 2, 3) on the unit sphere (separatrix E = 1/4) and the
     deterministic orbit (a circle about -e_x): path 1 keeps closest to E0 = 0.28, path 3 crosses and stays near

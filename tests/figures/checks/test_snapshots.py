@@ -57,7 +57,7 @@ def test_constraint_residual_on_the_sphere():
 
 
 def test_spectrum_fraction_of_a_snapshot_state():
-    """Spec 004 section 3.9: the enstrophy (energy) fraction in chosen degrees of one path's state, from the
+    """Ephrati et al. (2024) Figure 2: the enstrophy (energy) fraction in chosen degrees of one path's state, from the
     system's enstrophy_spectrum; a synthetic su(6) state with S_l = 1, 2, 3, 4, 5 on l = 1..5."""
     from sgi_run.figures.results import RunData
     from sgi_run.systems.zeitlin import ZeitlinEuler, degrees, hbar, matrix_quflow
@@ -92,7 +92,7 @@ def test_spectrum_fraction_of_a_snapshot_state():
 
 
 def test_effective_potential_of_the_heavy_top_from_a_runs_momenta():
-    """Spec 002 section 2.8: V(theta; p_psi = 1, p_phi = cos 0.15 pi) has its minimum 0.861102 at 0.528597,
+    """Gay-Balmaz & Wu (2024) Sec. 8, Fig. 3: V(theta; p_psi = 1, p_phi = cos 0.15 pi) has its minimum 0.861102 at 0.528597,
     and V = E' = 0.873186 at 0.471239 (= 0.15 pi) and 0.591606; a later E' shows as a change of E'."""
     from types import SimpleNamespace
 
@@ -123,7 +123,7 @@ def test_effective_potential_of_the_heavy_top_from_a_runs_momenta():
 
 
 def test_ensemble_spread_and_its_growth_between_times():
-    """Spec 002 P15: the mean pairwise distance of the kept paths' pi; a list of times takes the largest."""
+    """Gay-Balmaz & Wu (2024) Fig. 2 gives no spread metric; the project's: the mean pairwise distance of the kept paths' pi; a list of times takes the largest."""
     from sgi_run.figures.results import RunData
     pi = np.zeros((3, len(T), 3))
     pi[1, :, 0], pi[2, :, 1] = T / 100, T / 50          # at T = 100: distances 1, 2 and sqrt 5
@@ -139,9 +139,9 @@ def test_ensemble_spread_and_its_growth_between_times():
         validate({**spec, "at": []}, "test")
 
 
-# --- the solvability map of the Cayley LGVI's implicit equations (spec 002 Fig. 14) ------------------------
+# --- the solvability map of the Cayley LGVI's implicit equations (Gay-Balmaz & Wu 2024 Fig. 14) ----------------------
 def test_solvability_of_the_rigid_bodys_implicit_equations_from_the_runs_integrator(make_integrator):
-    """Spec 002 Fig. 14 [MEASURED]: converged everywhere in <= 10 iterations, ||(A, B)|| = sqrt 2 (1 +- 4e-5),
+    """Gay-Balmaz & Wu (2024) Fig. 14, as measured by the project: converged everywhere in <= 10 iterations, ||(A, B)|| = sqrt 2 (1 +- 4e-5),
     [1.4142145, 1.4142224] without noise; "D" is the run's truncation bound."""
     from sgi_run.figures.results import RunData
     from sgi_run.systems import RigidBody
@@ -164,7 +164,7 @@ def test_solvability_of_the_rigid_bodys_implicit_equations_from_the_runs_integra
 
 
 def test_across_paths_fractions_and_medians_of_per_path_values():
-    """Spec 002 Figs 7, 9, 12: a statistic over every kept path, each reduced to x(at), |x(at) - x(0)| or its
+    """Gay-Balmaz & Wu (2024) Figs 7, 9, 12: a statistic over every kept path, each reduced to x(at), |x(at) - x(0)| or its
     running min/max; the fraction carries the binomial SE, the median its normal-approximation SE."""
     ramps = [1 + c * T / 100 for c in (0.0, 0.005, 0.02, 0.05)]      # |x(100) - x(0)| = 0, 0.005, 0.02, 0.05
     run = kept(*ramps)

@@ -1,4 +1,4 @@
-"""What a figure makes of a Zeitlin state (spec 004 section 3.9): its Berezin symbol on a latitude-longitude
+"""What a figure makes of a Zeitlin state (Ephrati et al. 2024 Figure 2): its Berezin symbol on a latitude-longitude
 grid (P10 (d)); the spectra and quflow coefficients are checked with the initial condition and the
 observables (tests/systems/test_zeitlin.py)."""
 import math
