@@ -237,7 +237,7 @@ class MatrixAlgebra:
         return m
 
     def isospectral_terms(self, p, x):
-        """[P, X] and P X P for skew P, X, each exactly skew in floating point (P20: the isospectral flow is
+        """[P, X] and P X P for skew P, X, each exactly skew in floating point (the isospectral flow is
         unstable off the algebra): with C = P X, [P, X] = C - C^* and P X P = (Q - Q^*) / 2, Q = C P."""
         c = matmul(p, x)
         return skew_part2(c), 0.5 * skew_part2(matmul(c, p))

@@ -204,7 +204,7 @@ def select_path(run: RunData, rule: str, orbit: RunData | None = None, view: str
     least max_t |E - E0| ("keeps close to the deterministic path"); ``farthest_crossing``, among the paths whose
     energy does fall below it (crossing the separatrix: the axis of rotation changes), the one farthest from the
     deterministic orbit, max_t of the distance from Pi(t) to the nearest point of ``orbit``'s kept path 0 (the
-    orbit as a curve, not the point at the same time: phase drift is no departure, P15). With no ``orbit`` the
+    orbit as a curve, not the point at the same time: phase drift is no departure). With no ``orbit`` the
     qualifying paths are counted and none is picked."""
     from sgi_run.core.errors import ConfigError
 

@@ -16,11 +16,11 @@ a similarity by the Cayley transform of :math:`\tilde\Psi`: the spectrum and eve
 :math:`\mathrm{tr} f(X)` are kept for every step size (Thms 4.5, 4.6). The step runs in the algebra's own
 coordinates (``core.lie``: ``isospectral_terms`` gives :math:`[\tilde\Psi, \tilde X]` and
 :math:`\tilde\Psi\tilde X\tilde\Psi`; so(3) as vectors). For matrices the fixed-point iteration is
-written so that every intermediate is exactly skew-Hermitian in floating point (P20: without it the
+written so that every intermediate is exactly skew-Hermitian in floating point (without it the
 isospectral flow's instability off the algebra blows the Manakov run up): with :math:`C = \tilde\Psi\tilde X`,
 :math:`[\tilde\Psi, \tilde X] = C - C^*` and :math:`\tilde\Psi\tilde X\tilde\Psi = \tfrac12(Q - Q^*)`,
 :math:`Q = C\tilde\Psi`. Its tolerance is relative to :math:`\max|X_n|` and it stops at its round-off floor
-(the engine's fixed-point solver: ``tol``, ``max_iter``, stagnation exit; P3). The increments are the
+(the engine's fixed-point solver: ``tol``, ``max_iter``, stagnation exit). The increments are the
 engine's: paper 004's truncated ones with ``plan.truncate=log_dt`` (paper 004 sections 4.2 and 6; each level of a
 convergence study truncated after summing).
 """

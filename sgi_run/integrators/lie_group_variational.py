@@ -14,10 +14,10 @@ paper 002 eqs. (54), (60)) :math:`S = M_+^{-1}[(I + Q)\Pi_n - \sigma_b\times\til
     \Pi_{n+1} = Q^2\Pi_n - (Q\sigma_b)\times\Gamma_{n+1},\qquad \Gamma_{n+1} = Q^2\Gamma_n,\qquad
     R_{n+1} = R_n\,\mathrm{cay}(X)^2
 
-(P2: twice cay(X), not cay(2X)). Every iterate keeps :math:`|\Pi|` (rigid body), :math:`|\Gamma|`,
-:math:`\Pi\cdot\Gamma` and :math:`R\Pi` exactly, whatever the solve does (P14).
+(twice cay(X), not cay(2X)). Every iterate keeps :math:`|\Pi|` (rigid body), :math:`|\Gamma|`,
+:math:`\Pi\cdot\Gamma` and :math:`R\Pi` exactly, whatever the solve does.
 
-The two variants of q are data (P1): ``paper`` :math:`q = -\tfrac14`, what paper 002 prints and the only one
+The two variants of q are data: ``paper`` :math:`q = -\tfrac14`, what paper 002 prints and the only one
 that conserves the deterministic energy exactly (App. 10.1); ``exact`` :math:`q = +\tfrac14`, the true dual of
 the Cayley derivative, the only one that is a Lie-Poisson map (Prop. 4.4). The increments are the engine's:
 ``plan.truncate=log_dt`` is the paper's :math:`D_{\Delta t} = \sqrt{4|\ln\Delta t|\Delta t}` (55).
@@ -136,7 +136,7 @@ class CayleyLGVI(LiePoissonIntegrator):
     def _solve(self, system, mu, dt, dw):
         """The fixed point of one step from the dual element ``mu`` (increments ``dw``): X = dt xi (rigid body),
         or X with the torque generator b = sigma_b (heavy top: gravity and the Gamma-noises, evaluated at the mean
-        like everything else, P3); the paper's contraction (64), solved as ``integrator.solver`` says."""
+        like everything else); the paper's contraction (64), solved as ``integrator.solver`` says."""
         q, linear = self.tableau.quadratic[self.dtau_variant], self.tableau.linear
         so3 = lie.SO3()
         semidirect = isinstance(system.algebra, lie.SE3)

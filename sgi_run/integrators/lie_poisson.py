@@ -4,11 +4,11 @@ equation :math:`d\mu = F(\mu)\,dt + \sum_i G_i(\mu)\circ dW^i`, generic over the
 - ``tmk`` (the paper's trapezoidal Munthe-Kaas method): solve for the algebra element
   :math:`\sigma = \Delta t\,\nabla h(\bar\mu) + \sum_i\Delta W^i\nabla h_i(\bar\mu)` with
   :math:`\bar\mu = \tfrac12(\mu_n + e^{A(\sigma)}\mu_n)`, then :math:`\mu_{n+1} = e^{A(\sigma)}\mu_n`,
-  :math:`A(\sigma)\mu = \mathrm{ad}^*_\sigma\mu` (the "+" exponent, P1). Every iterate lies on the
+  :math:`A(\sigma)\mu = \mathrm{ad}^*_\sigma\mu` (the "+" exponent). Every iterate lies on the
   coadjoint orbit, so Casimirs are kept to round-off whatever the solve does; by default the chord
-  method with its Jacobian at :math:`\sigma = 0`, restarted from 0 every step (S4.34, P12).
+  method with its Jacobian at :math:`\sigma = 0`, restarted from 0 every step (paper 001 section 4, the chord method).
 - ``midpoint`` (IM applied directly): :math:`\mu_{n+1} = \mu_n + \Delta t F(\bar\mu) + \sum_i\Delta W^i G_i(\bar\mu)`,
-  :math:`\bar\mu = \tfrac12(\mu_n + \mu_{n+1})`; by default fixed-point iteration (P3).
+  :math:`\bar\mu = \tfrac12(\mu_n + \mu_{n+1})`; by default fixed-point iteration.
 - ``trapezoidal`` (TRAP applied directly): :math:`\mu_{n+1} = \mu_n + \tfrac12[\Delta t(F(\mu_n) + F(\mu_{n+1}))
   + \sum_i\Delta W^i(G_i(\mu_n) + G_i(\mu_{n+1}))]`; by default Newton.
 

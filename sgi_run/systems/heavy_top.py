@@ -38,7 +38,7 @@ def effective_potential(theta, p_psi, p_phi, i1: float, mgh: float):
 class HeavyTop(AttitudeCarrier):
     r"""The stochastic heavy top on se(3)* (paper 001 section 5, eq. (39); paper 002
     section 8): state :math:`(\pi, \gamma)`, :math:`h = k\,\pi\cdot I^{-1}\pi + s\,\chi\cdot\gamma`
-    with ``kinetic_factor`` k = 1/2 and ``gravity_sign`` s = -1 (paper 001, P2: eq. (39) is authoritative;
+    with ``kinetic_factor`` k = 1/2 and ``gravity_sign`` s = -1 (paper 001: eq. (39) is authoritative;
     paper 002 has s = +1 and :math:`\chi = mga`). Casimirs :math:`C_1 = \pi\cdot\gamma`, :math:`C_2 = |\gamma|^2`.
 
     Noise Hamiltonians by ``noise_case`` (``NOISE_CASES``; mg = :math:`|\chi|`, paper 002's :math:`|a| = 1`):

@@ -385,7 +385,7 @@ class SphericalPendulum(ConstrainedLangevinSystem):
 
     def check(self):
         require("mass", self.mass, np.ndim(self.mass) == 0 or len(set(self.mass)) == 1,
-                "one number: a uniform mass (the closed-form SHAKE solve of spec 2.3 assumes M = m I)")
+                "one number: a uniform mass (the closed-form SHAKE solve on the sphere, paper 003 section 6, assumes M = m I)")
         super().check()
 
     def constraint(self, q):

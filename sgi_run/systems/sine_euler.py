@@ -54,11 +54,11 @@ class SineEuler(LiePoissonSystem):
     as the N x N skew-Hermitian vorticity matrix W. Equation (S6.37) is
     :math:`dW = [dP, W]`, :math:`dP = \sum_n(\omega_n/|n|^2\,dt + \sum_i\zeta_{i,n}\circ dW^i)T_n`; with this
     package's pairing that is the Lie-Poisson equation of :math:`h = -\tfrac{N}{8\varepsilon^2}\sum_m|\omega_m|^2/|m|^2`
-    and :math:`h_i = -\mathrm{Re\,tr}(Z_i^\dagger W)`, :math:`Z_i = \sum_m\zeta_{i,m}T_m`. Noise (P8):
+    and :math:`h_i = -\mathrm{Re\,tr}(Z_i^\dagger W)`, :math:`Z_i = \sum_m\zeta_{i,m}T_m`. Noise:
     :math:`\zeta_1` = ``noise_amplitude`` at (1, 1) and (-1, -1), :math:`\zeta_2` at (1, -1) and (-1, 1).
     Initial coefficients of the half-plane modes U(-1/2, 1/2) per path, :math:`\omega_{-m} = \bar\omega_m`;
     ``ic_kind`` ``real_even`` (real, the paper's "four-dimensional state vector") or ``complex``. The state
-    is projected after every step onto su(N) (and, real_even, the real even subspace): P6, P7.
+    is projected after every step onto su(N) (and, real_even, the real even subspace).
     Observables: ``H`` = :math:`\tfrac12\sum_m|\omega_m|^2/|m|^2`, Casimirs ``C2`` = tr((iW)^2) = -tr(W^2),
     ``C3`` = tr((iW)^3) = Im tr(W^3)."""
     noises: ClassVar[int] = 2
@@ -86,7 +86,7 @@ class SineEuler(LiePoissonSystem):
         return StateSpace((Leaf("W", (self.n, self.n), "complex128"),), bare=True, project=self.project)
 
     def project(self, w):
-        """Exactly skew-Hermitian and traceless; real_even: coefficients real and even (P6, P7)."""
+        """Exactly skew-Hermitian and traceless; real_even: coefficients real and even."""
         b = self.basis
         omega = b.coefficients(w)
         omega = 0.5 * (omega + jnp.conj(omega[b.negative]))

@@ -13,8 +13,8 @@ are the Lie-Poisson equation of (this package's conventions: drift :math:`[X, \n
 :math:`-\nabla h`)
 
 - :math:`h(X) = -\tfrac12\langle\Delta_N^{-1}X, X\rangle = \tfrac12\sum_{lm}c_{lm}^2/(l(l+1)) \ge 0`, the
-  kinetic energy, so that :math:`\nabla h = -\Delta_N^{-1}X` and the drift is exactly (40) (P4);
-- ``projection`` noise (P1, P2): :math:`h_{lm} = \tfrac{c}{2l(l+1)}c_{lm}^2`, :math:`\nabla h_{lm} =
+  kinetic energy, so that :math:`\nabla h = -\Delta_N^{-1}X` and the drift is exactly (40);
+- ``projection`` noise: :math:`h_{lm} = \tfrac{c}{2l(l+1)}c_{lm}^2`, :math:`\nabla h_{lm} =
   \tfrac{c}{l(l+1)}c_{lm}T_{lm}`; ``constant`` noise: :math:`h_{lm} = \tfrac{c}{l(l+1)}c_{lm}`;
 
 with :math:`c_{lm} = \langle T_{lm}, X\rangle = \mathrm{Re\,tr}(T_{lm}^*X)` the coefficients in the real
@@ -427,7 +427,7 @@ class ZeitlinEuler(LiePoissonSystem):
 
     def hamiltonian(self, x):
         """:math:`h = \\tfrac12\\sum c_{lm}^2/(l(l+1)) = -\\tfrac12\\langle\\Delta_N^{-1}X, X\\rangle`:
-        :math:`\\nabla h = -\\Delta_N^{-1}X`, drift :math:`[X, \\nabla h] = [\\Delta_N^{-1}X, X]` (40, P4)."""
+        :math:`\\nabla h = -\\Delta_N^{-1}X`, drift :math:`[X, \\nabla h] = [\\Delta_N^{-1}X, X]` (40)."""
         p, q = self.basis.forward_slots(x)
         w, _ = self.basis.slot_weights(self._inverse_degrees())
         return 0.5 * jnp.sum(w * (p * p + q * q))
@@ -465,7 +465,7 @@ class ZeitlinEuler(LiePoissonSystem):
 
     # --- observables ---------------------------------------------------------------------------------------
     def enstrophy(self, x):
-        """:math:`C_2 = \\mathrm{tr}(X^2) = -\\|X\\|_F^2` (P18), real."""
+        """:math:`C_2 = \\mathrm{tr}(X^2) = -\\|X\\|_F^2`, real."""
         return jnp.real(jnp.sum(x * x.T))
 
     def casimir_observables(self) -> dict[str, Callable]:

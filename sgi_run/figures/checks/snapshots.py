@@ -217,7 +217,7 @@ def spread_check(series: Series, *, data: RunData, at: float | list, minus_at: f
     """The ensemble's spread at output time ``at``, the mean pairwise Euclidean distance between the kept paths'
     ``view`` (the project's measure: paper 002 gives no numbers for Fig. 2), minus the spread at ``minus_at``, lies in [min, max]. A list of times takes the
     largest spread over them: the project's criterion for paper 002 Fig. 2, spread(5) < spread(20) < max(spread(40), spread(50)) (the
-    spread saturates on the sphere, P15). Kept paths of one run: no Monte Carlo SE. SKIP when a time is not an
+    spread saturates on the sphere). Kept paths of one run: no Monte Carlo SE. SKIP when a time is not an
     output time of the run."""
     band = Band(min, max)
     value, text = _largest_spread(data, at, view)
