@@ -48,8 +48,9 @@ from sgi_run.summary import max_relative_error, solver_counts, unconverged_line
 # A figure's run profiles: each is a set of overrides; a run never knows the profile it was made for (a smoke
 # and a reduced run with the same overrides are the same numbers, one cached result).
 FIDELITIES = ("smoke", "reduced", "paper")
-# "project choice": a diagnostic whose step size neither the paper nor its spec sets.
-DT_SOURCES = ("paper", "inferred", "spec choice", "project choice")
+# "chosen here": a paper figure whose step size the paper does not give; "project choice": a diagnostic
+# (not a figure of a paper) whose step size is the project's.
+DT_SOURCES = ("paper", "inferred", "chosen here", "project choice")
 _LABEL_KEYS = ("reference_label", "density_label")   # per-panel overrides of the derived legend labels
 _REQUIRED = ("paper", "figure", "title", "caption", "common", "fidelity", "runs", "panels", "checks")
 # `unconverged_steps:` what a run's unconverged solves mean for the figure: its numbers are not the method's, so

@@ -392,7 +392,7 @@ class SphericalPendulum(ConstrainedLangevinSystem):
         return jnp.atleast_1d(q @ q - 1)
 
     def tangent_momentum(self, q, p):
-        # The general projection reduces to this for M = m I; written out, it is the spec's formula.
+        # The general projection reduces to this for M = m I; written out, it is paper 003's formula for the sphere (section 6).
         return p - (jnp.dot(p, q) / jnp.dot(q, q)) * q
 
     def constraint_residual(self, states) -> np.ndarray:

@@ -344,7 +344,7 @@ ORDERS = "kraus_tyranowski_2021/order_verification.yaml"
 
 
 def _with_ensemble_run(spec):
-    spec["runs"]["ens"] = {"overrides": ["integrator=midpoint", "plan=default"], "label": "midpoint", "dt_source": "spec choice"}
+    spec["runs"]["ens"] = {"overrides": ["integrator=midpoint", "plan=default"], "label": "midpoint", "dt_source": "chosen here"}
 
 
 @pytest.mark.parametrize("edit, key", [
@@ -390,7 +390,7 @@ def test_the_order_verification_tables_every_study_per_step_size(runs_root, tmp_
     assert heun[0]["local_slope"] == "nan" and 0.9 < float(heun[1]["local_slope"]) < 1.2
     assert float(heun[0]["order_ci_low"]) < float(heun[0]["order"]) < float(heun[0]["order_ci_high"])
     md = outcome.files["md"].read_text()
-    assert "| Heun | strong, RMS of the state (exact reference) | 0.0625 (spec choice) | " in md
+    assert "| Heun | strong, RMS of the state (exact reference) | 0.0625 (chosen here) | " in md
     assert "| SRKw2 | weak, E(H) (exact reference) | 1 (project choice) | " in md
     record = json.loads(outcome.files["json"].read_text())
     assert record["table"] == [] and [r["dt"] for r in record["convergence"]] == [float(r["dt"]) for r in rows]
