@@ -15,9 +15,17 @@ SESSION_CORES = sorted(os.sched_getaffinity(0))   # the session's, before a work
 if os.environ.get("PYTEST_XDIST_WORKER"):
     cores.pin(int(os.environ["PYTEST_XDIST_WORKER"].removeprefix("gw")), int(os.environ["PYTEST_XDIST_WORKER_COUNT"]))
 
+import jax  # noqa: E402
+
 from sgi_run.core import jax_setup  # noqa: E402
 
 jax_setup.configure()   # float64, the compilation cache: as the commands set them
+# The test processes themselves keep their compiled programs in memory only; the subprocesses the tests start
+# (the commands) use the persistent cache as users' do. A test process compiles tens of thousands of programs,
+# and writing or reading each to the cache crashed a worker in XLA's executable (de)serialization about once
+# in three full runs (a segfault in put/get_executable_and_time, each time in a different test, none of which
+# crashed alone); the xdist session then hung until CI's limit.
+jax.config.update("jax_enable_compilation_cache", False)
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
