@@ -22,12 +22,13 @@ run: $(VENV)/.installed
 	$(BIN)/sgi-run
 
 ## test: set up and run the whole test suite (every figure's smoke profile included); the 25 slowest tests listed
+## (--max-worker-restart=0: a worker that dies ends the run, failed; under loadgroup a restarted worker hangs it)
 test: $(VENV)/.installed
-	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup --durations=25
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup --max-worker-restart=0 --durations=25
 
 ## test-fast: the inner loop: every test but those marked slow (a few minutes)
 test-fast: $(VENV)/.installed
-	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup -m "not slow" --durations=10
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup --max-worker-restart=0 -m "not slow" --durations=10
 
 ## figures: every paper figure at FIDELITY (smoke | reduced | paper); FIGURE=fig4_1 for one
 figures: $(VENV)/.installed
