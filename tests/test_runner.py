@@ -207,3 +207,29 @@ def test_the_run_kind_of_a_plan_is_an_ensembles_or_a_studys(runs_root):
     assert runner.run_kind_of(ensemble.plan) is runner.ENSEMBLE and runner.run_kind_of(study.plan) is runner.STUDY
     assert [kind.file_name for kind in runner.RUN_KINDS] == ["ensemble.h5", "convergence.h5"]
     assert runner.ENSEMBLE.levels(ensemble.plan) == 0 and runner.STUDY.levels(study.plan) == 2
+
+
+# --- issue 45: results that must not be silently bad --------------------------------------------------------
+def test_a_shard_resaved_with_other_numbers_is_set_aside_and_recomputed(runs_root, tmp_path, capsys):
+    """A finished shard re-saved as a valid .npz with its mean times 1.5 was resumed from silently (H's final
+    mean off by up to 0.125): its content digest fails, and it is named, set aside and recomputed."""
+    cfg = sgi_run.compose(runs_root + SHARDED)
+    finished = []
+
+    def stop_after_two(shard):
+        finished.append(shard.shard)
+        if len(finished) == 2:
+            raise Interrupt
+    with pytest.raises(Interrupt):
+        sgi_run.run(cfg, run_dir=tmp_path / "x", on_shard_done=stop_after_two)
+    shard = tmp_path / "x" / "shards" / f"shard-{finished[1]:05d}-of-00003.npz"
+    with np.load(shard) as f:
+        arrays = {name: f[name] for name in f.files}
+    np.savez(shard, **(arrays | {"mean": arrays["mean"] * 1.5}))
+    resumed = sgi_run.run(cfg, run_dir=tmp_path / "x")
+    whole = sgi_run.run(cfg, run_dir=tmp_path / "whole")
+    assert resumed.shards_resumed == 1
+    assert np.array_equal(resumed.ensemble.mean("H"), whole.ensemble.mean("H"))
+    [warning] = [line for line in capsys.readouterr().err.splitlines() if "damaged" in line]
+    assert f"{shard} is damaged (content digest mismatch (an array changed after the file was written))" in warning
+    assert list((tmp_path / "x" / "shards.damaged").glob(f"{shard.name}.damaged-*"))
