@@ -149,7 +149,7 @@ def _write_ensemble(path: Path, run_dir: Path, sim: Simulator, computed, ens: st
     plan, a = setup.plan, ens.attrs
     rows = summary.summarize(ens, setup.system, setup.integrator, plan)
     summary.write(rows, run_dir, f"{a['system']}/{a['integrator']}  dt={plan.dt}  paths={plan.paths}  T={plan.T}  "
-                  f"(ran on {a['executor']}, {a['device']})", summary.solver_lines(ens))
+                  f"(ran on {a['executor']}, {a['device']})", summary.note_lines(ens))
     store.write(path, ens)
     return RunResult(path, run_dir, ens, rows, cached=False, setup=setup, shards_resumed=computed.shards_resumed,
                      resumed_part_way=computed.resumed_part_way)
@@ -360,8 +360,8 @@ def _ensemble(cfg, sim: Simulator, result, wall_time: float, where: str) -> stor
     solver = result.solver_name
     return store.Ensemble(
         t=plan.times,
-        observables={name: {"mean": mean[name], "var": var[name], "count": count[name]}
-                     for name in sim.observable_names},
+        observables={name: {"mean": mean[name], "var": var[name], "count": count[name],
+                            "nonfinite": plan.paths - count[name]} for name in sim.observable_names},
         paths=result.kept,
         snapshots=({"t": plan.times[plan.snapshot_indices]} | sim.views(result.snapshots) if plan.snapshots else {}),
         time_averages=(sim.split_entries(result.time_averages, 1) if plan.time_average is not None else {}),

@@ -26,7 +26,9 @@ import numpy as np
 
 from sgi_run.store import Ensemble
 
-COLUMNS = ["observable", "t_final", "mean", "sem", "max_rel_mc_error", "nonfinite_paths",
+# nonfinite_values: the paths where the observable is not finite at t_final (left out of its mean; for a vector
+# observable, the most of any entry): those whose state is not finite, and those where it overflows on a finite state.
+COLUMNS = ["observable", "t_final", "mean", "sem", "max_rel_mc_error", "nonfinite_paths", "nonfinite_values",
            "reference", "error", "error_in_sem", "max_abs_error",
            "method_reference", "method_error_in_sem", "method_bias",
            "equilibrium", "equilibrium_error_in_sem",
@@ -94,6 +96,30 @@ def stagnated_line(ens: Ensemble) -> str | None:
             "round-off floor (stagnated: as converged as float64 allows; reported, not failed)")
 
 
+def _nonfinite_values(ens: Ensemble, name: str) -> np.ndarray:
+    """Per output time, the paths where observable ``name`` is not finite (the most of any entry of a vector)."""
+    return ens.nonfinite(name).reshape(len(ens.t), -1).max(axis=1)
+
+
+def nonfinite_value_lines(ens: Ensemble) -> list[str]:
+    """For each observable that was not finite on more paths than had a non-finite state at some output time (it
+    overflowed on a finite state), that many paths at the time of the most, in words: left out of its statistics,
+    never unsaid."""
+    lines = []
+    for name in ens.observables:
+        beyond = _nonfinite_values(ens, name) - ens.diagnostics["nonfinite_paths"]
+        if beyond.max(initial=0) > 0:
+            i = int(np.argmax(beyond))
+            lines.append(f"{name} was not finite on {beyond[i]} more path(s) than had a non-finite state (the most, at "
+                         f"t={ens.t[i]:g}): left out of its mean and variance, counted in observables/{name}/nonfinite")
+    return lines
+
+
+def note_lines(ens: Ensemble) -> list[str]:
+    """What summary.md says below its table: ``nonfinite_value_lines``, then ``solver_lines``."""
+    return nonfinite_value_lines(ens) + solver_lines(ens)
+
+
 def solver_lines(ens: Ensemble) -> list[str]:
     """What a user must be told of the run's solves (``unconverged_line``, ``stagnated_line``)."""
     return [line for line in (unconverged_line(ens), stagnated_line(ens)) if line]
@@ -131,10 +157,12 @@ def summarize(ens: Ensemble, system, integrator=None, plan=None) -> list[dict]:
             # the largest relative Monte Carlo error of any entry at any time.
             rows.append({c: "" for c in columns} | run | {
                 "observable": f"{name} [{' x '.join(map(str, mean.shape[1:]))} entries]", "t_final": float(ens.t[-1]),
-                "max_rel_mc_error": max_relative_error(mean, sem), "nonfinite_paths": nonfinite})
+                "max_rel_mc_error": max_relative_error(mean, sem), "nonfinite_paths": nonfinite,
+                "nonfinite_values": int(_nonfinite_values(ens, name)[-1])})
             continue
         row = run | {"observable": name, "t_final": float(ens.t[-1]), "mean": float(mean[-1]), "sem": float(sem[-1]),
-                     "max_rel_mc_error": max_relative_error(mean, sem), "nonfinite_paths": nonfinite}
+                     "max_rel_mc_error": max_relative_error(mean, sem), "nonfinite_paths": nonfinite,
+                     "nonfinite_values": int(_nonfinite_values(ens, name)[-1])}
         exact = system.reference_mean(name)
         if exact is not None:
             ref = exact(ens.t)
@@ -168,7 +196,7 @@ def _fmt(v, digits: int = 6) -> str:
 
 def write(rows: list[dict], directory: Path, title: str, notes: list[str] = ()) -> None:
     """summary.csv at full precision (repr of every float); summary.md at 6 significant digits (the plan's
-    columns in its title), then ``notes`` (``solver_lines``)."""
+    columns in its title), then ``notes`` (``note_lines``)."""
     directory = Path(directory)
     columns = list(rows[0]) if rows else COLUMNS
     with open(directory / "summary.csv", "w", newline="") as f:
@@ -203,6 +231,8 @@ def _columns(rows: list[dict]) -> tuple[list, list]:
         measured.append(("largest\ndrift", lambda r: _value(r[DRIFT_COLUMN], 3)))
     if any(r["nonfinite_paths"] for r in rows):
         measured.append(("non-finite\npaths", lambda r: str(r["nonfinite_paths"])))
+    if any(r["nonfinite_values"] not in ("", r["nonfinite_paths"]) for r in rows):
+        measured.append(("non-finite\nvalues", lambda r: _value(r["nonfinite_values"])))
     if any(r["unconverged_steps"] for r in rows):
         measured.append(("unconverged\npath-steps", lambda r: f"{r['unconverged_steps']} of {r['path_steps']}"))
     references = []
@@ -312,6 +342,8 @@ def show(run, title: str, console) -> None:
         console.print(f"[bold red]FAILED: {run.failure()}[/]")
     elif nonfinite:
         console.print(f"[yellow]{nonfinite} path(s) went non-finite; excluded from the statistics and counted in diagnostics/nonfinite_paths[/]")
+    for line in nonfinite_value_lines(run.ensemble):
+        console.print(f"[yellow]{line}[/]")
     show_solver_lines(console, run.ensemble)
     resumed = f" ({run.resumed()})" if run.resumed() else ""
     done = "cached (failed run)" if run.failed and run.cached else "cached" if run.cached else "wrote"

@@ -233,3 +233,17 @@ def test_a_shard_resaved_with_other_numbers_is_set_aside_and_recomputed(runs_roo
     [warning] = [line for line in capsys.readouterr().err.splitlines() if "damaged" in line]
     assert f"{shard} is damaged (content digest mismatch (an array changed after the file was written))" in warning
     assert list((tmp_path / "x" / "shards.damaged").glob(f"{shard.name}.damaged-*"))
+
+
+@pytest.mark.slow
+def test_an_observable_that_overflows_on_a_finite_state_is_counted_in_the_file_and_the_summary(runs_root):
+    """The issue's run: Heun at dt = 0.5 on p^2/2 + q^4 overflows H on paths whose state is still finite."""
+    cfg = sgi_run.compose(runs_root + ["system=custom", "system.H='p**2/2 + q**4'", "integrator=heun", "plan.dt=0.5",
+                                       "plan.T=20", "system.q0='3*xi1'", "plan.paths=20"])
+    result = sgi_run.run(cfg)
+    ens = store.load(result.path)
+    lost, values = ens.diagnostics["nonfinite_paths"], ens.observables["H"]["nonfinite"]
+    assert np.array_equal(values, 20 - ens.observables["H"]["count"]) and np.any(values > lost)
+    [row] = result.summary
+    assert row["nonfinite_values"] == values[-1]
+    assert "observables/H/nonfinite" in (result.run_dir / "summary.md").read_text()
