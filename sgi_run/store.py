@@ -380,9 +380,7 @@ def _read_whole(f: h5py.File, path) -> tuple[dict[str, np.ndarray], dict]:
 
 
 def replace_atomically(path: Path, write) -> Path:
-    """``write(h5py.File)`` into a file built in memory, then its bytes into a temporary file beside
-    ``path``, renamed to ``path``: a file under the final name is always whole, two writers never share
-    a temporary name, and a write that fails (a full disk) is one OSError that leaves nothing behind."""
+    """``write(h5py.File)`` into a file built in memory, then its bytes to ``path`` (``write_bytes_atomically``)."""
     path = Path(path)
     tmp = path.with_name(f"{path.name}.{os.getpid()}.{secrets.token_hex(4)}.partial")
     # HDF5 itself never writes to disk (the core driver without a backing store): a disk that fills
@@ -396,9 +394,18 @@ def replace_atomically(path: Path, write) -> Path:
         f.attrs["attributes_digest"] = attributes_digest(attrs)
         f.flush()
         image = f.id.get_file_image()
+    return write_bytes_atomically(path, image)
+
+
+def write_bytes_atomically(path: Path, data: bytes) -> Path:
+    """``data`` into a temporary file beside ``path``, renamed to ``path``: a file under the final name is
+    always whole, two writers never share a temporary name, and a write that fails (a full disk) is one
+    OSError that leaves nothing behind (result files, and the tables and plots that summarize them)."""
+    path = Path(path)
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.{secrets.token_hex(4)}.partial")
     try:
         with open(tmp, "xb") as out:            # exclusive creation, with the process's umask
-            out.write(image)
+            out.write(data)
         os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)

@@ -19,11 +19,13 @@ the invariant, the method's error for one that does not.
 from __future__ import annotations
 
 import csv
+import io
 import math
 from pathlib import Path
 
 import numpy as np
 
+from sgi_run import store
 from sgi_run.store import Ensemble
 
 # nonfinite_values: the paths where the observable is not finite at t_final (left out of its mean; for a vector
@@ -34,6 +36,8 @@ COLUMNS = ["observable", "t_final", "mean", "sem", "max_rel_mc_error", "nonfinit
            "equilibrium", "equilibrium_error_in_sem",
            # The run's plan (a sweep's summaries join on these) and its implicit solves' totals (empty: explicit).
            "dt", "T", "paths", "seed", "unconverged_steps", "stagnated_steps", "path_steps"]
+# What ``write`` writes, in its order: a directory holding summary.csv holds both.
+FILES = ("summary.md", "summary.csv")
 # summary.md's title already names the plan.
 PLAN_COLUMNS = ["dt", "T", "paths", "seed"]
 # Last, and only in the tables of a run whose system declares invariants: every other run's tables are as before.
@@ -195,20 +199,21 @@ def _fmt(v, digits: int = 6) -> str:
 
 
 def write(rows: list[dict], directory: Path, title: str, notes: list[str] = ()) -> None:
-    """summary.csv at full precision (repr of every float); summary.md at 6 significant digits (the plan's
-    columns in its title), then ``notes`` (``note_lines``)."""
+    """summary.md at 6 significant digits (the plan's columns in its title), then ``notes`` (``note_lines``);
+    summary.csv at full precision (repr of every float). Each is written whole or not at all, in ``FILES``' order."""
     directory = Path(directory)
     columns = list(rows[0]) if rows else COLUMNS
-    with open(directory / "summary.csv", "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=columns)
-        w.writeheader()
-        # repr of a Python float: every digit, and no "np.float64(...)" around a numpy scalar.
-        w.writerows({c: repr(float(v)) if isinstance(v, float) else v for c, v in r.items()} for r in rows)
     shown = [c for c in columns if c not in PLAN_COLUMNS]
     lines = [f"# {title}", "", "| " + " | ".join(shown) + " |", "|" + "---|" * len(shown)]
     lines += ["| " + " | ".join(_fmt(r[c]) for c in shown) + " |" for r in rows]
     lines += [""] + [f"**{note}.**" for note in notes] if notes else []
-    (directory / "summary.md").write_text("\n".join(lines) + "\n")
+    table = io.StringIO(newline="")
+    w = csv.DictWriter(table, fieldnames=columns)
+    w.writeheader()
+    # repr of a Python float: every digit, and no "np.float64(...)" around a numpy scalar.
+    w.writerows({c: repr(float(v)) if isinstance(v, float) else v for c, v in r.items()} for r in rows)
+    for name, text in zip(FILES, ["\n".join(lines) + "\n", table.getvalue()]):
+        store.write_bytes_atomically(directory / name, text.encode())
 
 
 # --- the terminal table ------------------------------------------------------------------------------------

@@ -247,3 +247,44 @@ def test_an_observable_that_overflows_on_a_finite_state_is_counted_in_the_file_a
     [row] = result.summary
     assert row["nonfinite_values"] == values[-1]
     assert "observables/H/nonfinite" in (result.run_dir / "summary.md").read_text()
+
+
+STUDY = ["plan=convergence", "plan.paths=60", "plan.dts=[0.25,0.125]", "plan.bootstrap=20", "plan.shards=3"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("study", [False, True])
+def test_a_full_disk_at_the_result_write_leaves_no_summary(runs_root, tmp_path, monkeypatch, study):
+    """Disk full at the final write left summary.csv and summary.md without an ensemble.h5: the file is written
+    first now, and the summary of the one it replaces goes before it."""
+    cfg = sgi_run.compose(runs_root + (STUDY if study else SHARDED))
+    kind = runner.run_kind_of(sgi_run.config.build(cfg).plan)
+    run_dir = tmp_path / "full"
+    sgi_run.run(cfg, run_dir=run_dir)
+    assert all((run_dir / name).exists() for name in kind.outputs)
+
+    def full(path, *args, **kwargs):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+    monkeypatch.setattr(store, "write", full)
+    with pytest.raises(runner.WriteFailed, match="^no space left on device in "):
+        sgi_run.run(sgi_run.compose(runs_root + (STUDY if study else SHARDED) + ["cache=off"]), run_dir=run_dir)
+    assert not [name for name in kind.outputs if (run_dir / name).exists()]
+
+
+@pytest.mark.slow
+def test_a_summary_the_disk_could_not_take_is_written_by_the_next_run(runs_root, tmp_path, monkeypatch, capsys):
+    """A run stopped between its ensemble.h5 and its summary (the disk filled there) is a finished run: the next
+    one shows it and writes its summary, or says it cannot."""
+    cfg = sgi_run.compose(runs_root + SHARDED)
+    run_dir = tmp_path / "full"
+    full_disk_after(monkeypatch, store, "write_bytes_atomically", 2)      # ensemble.h5 is the first
+    with pytest.raises(runner.WriteFailed):
+        sgi_run.run(cfg, run_dir=run_dir)
+    assert (run_dir / "ensemble.h5").exists() and not list(run_dir.glob("summary.*"))
+    again = sgi_run.run(cfg, run_dir=run_dir)           # the disk still full: said, the run still shown
+    assert again.cached and f"cannot write the summary of {again.path} (No space left on device); rerun to write it" \
+        in capsys.readouterr().err
+    monkeypatch.undo()
+    again = sgi_run.run(cfg, run_dir=run_dir)
+    assert again.cached and (run_dir / "summary.csv").read_text().startswith("observable,t_final,mean,sem")
+    assert "| H |" in (run_dir / "summary.md").read_text()
