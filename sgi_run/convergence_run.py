@@ -59,9 +59,10 @@ def write_study(path: Path, sim, engine_result, ens: store.Ensemble) -> tuple[Co
 
 
 def write_outputs(run) -> None:
-    """What summarizes a study's ``convergence.h5`` (a ``runner.ConvergenceRun``), in ``OUTPUTS``' order: its plot,
-    convergence.md and convergence.csv."""
-    plot(run.result, run.attrs, run.run_dir / OUTPUTS[0])
+    """What summarizes a study's ``convergence.h5`` (a ``runner.ConvergenceRun``), in ``OUTPUTS``' order: its plot
+    (none without an error to plot: every path went non-finite), convergence.md and convergence.csv."""
+    if np.any(np.abs(run.result.error) > 0):
+        plot(run.result, run.attrs, run.run_dir / OUTPUTS[0])
     write_tables(run.summary, run.run_dir, run.result, run.attrs, summary.solver_lines(run.ensemble))
 
 
@@ -218,8 +219,11 @@ def show(run, console) -> None:
     the files are."""
     console.print(render(run))
     nonfinite = int(np.sum(run.result.nonfinite))
-    if nonfinite:
+    if run.failed:
+        console.print(f"[bold red]FAILED: {run.failure()}[/]")
+    elif nonfinite:
         console.print(f"[yellow]{nonfinite} path(s) went non-finite; excluded and counted in nonfinite_paths[/]")
     summary.show_solver_lines(console, run.ensemble)
     resumed = f"; {run.resumed()}" if run.resumed() else ""
-    console.print(f"{'cached' if run.cached else 'wrote'} {run.path} (and convergence.csv, .md, .png){resumed}")
+    tables = ", ".join(name.removeprefix("convergence") for name in reversed(OUTPUTS) if (run.run_dir / name).exists())
+    console.print(f"{'cached' if run.cached else 'wrote'} {run.path} (and convergence{tables}){resumed}")

@@ -96,9 +96,10 @@ class ConvergenceRun(RunResult):
 
     @property
     def failed(self) -> bool:
-        """A study is not failed as a whole (``sgi-run`` exits 0): ``convergence_run.show`` counts its non-finite
-        paths and its note says what could not be fitted."""
-        return False
+        """Every path went non-finite, as a run's (``RunResult.failed``); a study that lost some is not failed
+        (``sgi-run`` exits 0): ``convergence_run.show`` counts its non-finite paths and its note says what could not
+        be fitted."""
+        return bool(self.result.nonfinite[-1] >= self.result.paths)
 
 
 class RunInterrupted(KeyboardInterrupt):
