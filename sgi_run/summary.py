@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from sgi_run import store
+from sgi_run.core.solvers import on_fail_rule
 from sgi_run.store import Ensemble
 
 # nonfinite_values: the paths where the observable is not finite at t_final (left out of its mean; for a vector
@@ -82,7 +83,7 @@ def unconverged_line(ens: Ensemble) -> str | None:
     if not counts["unconverged_steps"]:
         return None
     options = ens.config.get("integrator", {})
-    outcome = ("those paths were ended and are counted non-finite" if options.get("on_fail") == "nan"
+    outcome = ("those paths were ended and are counted non-finite" if on_fail_rule(options.get("on_fail")) == "nan"
                else "the results are not a converged solution")
     steps, smaller_dt = _path_steps(ens)
     return (f"{counts['unconverged_steps']} of {counts['path_steps']} {steps} did not converge ({ens.attrs['solver']}, "

@@ -56,6 +56,18 @@ def test_an_observable_that_overflows_on_a_finite_state_is_counted_and_said():
     assert "paths" in header[2] and "values" in header[2] and header[1].count("non-finite") == 2
 
 
+def test_unconverged_solves_under_on_fail_nan_typed_on_the_command_line_ended_their_paths():
+    """``integrator.on_fail=nan`` on the command line is the float nan in the stored config: the rule nan all the same
+    (the paths were ended), never "not a converged solution"."""
+    ens = failed_ensemble()
+    ens.attrs |= {"solver": "newton", "path_steps": 10,
+                  "config": "integrator:\n  on_fail: .nan\n  max_iter: 1\n  tol: 1.0e-12\n"}
+    ens.diagnostics |= {"newton_unconverged_steps": np.array([0, 5, 0]), "newton_stagnated_steps": np.zeros(3, int)}
+    assert summary.unconverged_line(ens) == (
+        "5 of 10 path-steps did not converge (newton, max_iter=1, tol=1e-12): those paths were ended and are counted "
+        "non-finite; use a smaller plan.dt or a larger integrator.max_iter")
+
+
 def test_relative_error_of_a_deterministic_start_at_zero_is_zero():
     assert summary.max_relative_error(np.array([0.0, 1.0]), np.array([0.0, 0.1])) == pytest.approx(0.1)
     assert math.isnan(summary.max_relative_error(np.array([1.0, np.nan]), np.array([0.1, np.nan])))
