@@ -3,7 +3,8 @@
 ``sgi_run.run(cfg)`` runs a study through the same pipeline as an ensemble (validation, run cache,
 lock, shards and checkpoints, progress); the engine advances every step size in lock-step
 (``engine.convergence``), and the result is a ``runner.ConvergenceRun``. ``write_study`` writes, in
-the run's directory:
+the run's directory, its ``convergence.h5``, then ``write_outputs`` what summarizes it (each file whole or
+not at all: the tables never stand beside another study's file or none):
 
 - ``convergence.h5``: the study's engine statistics as an ``ensemble.h5`` (schema versioned,
   checksummed; ``observables/sq_error`` or ``difference``/``value`` per step size at every coarse
@@ -18,6 +19,7 @@ the run's directory:
 from __future__ import annotations
 
 import csv
+import io
 from pathlib import Path
 
 import h5py
@@ -27,6 +29,9 @@ from sgi_run import store, summary
 from sgi_run.engine.convergence import RESOLVABLE_SE, ConvergenceResult, result_of
 
 FILE_NAME = "convergence.h5"
+# What ``write_outputs`` writes, in its order: a directory holding convergence.csv holds them all (the plot where
+# there is a point to plot).
+OUTPUTS = ("convergence.png", "convergence.md", "convergence.csv")
 ERROR_BAR_SE = 2   # error bars: ±2 Monte Carlo standard errors
 COLUMNS = ["system", "integrator", "error_kind", "reference", "observable", "dt", "error", "se",
            "local_slope", "resolvable", "nonfinite_paths", "order", "order_ci_low", "order_ci_high",
@@ -40,20 +45,25 @@ def title(result: ConvergenceResult, attrs: dict) -> str:
             f"against the {a['reference']} reference ({a['paths']} paths)")
 
 
-def write_study(path: Path, run_dir: Path, sim, engine_result, ens: store.Ensemble) -> tuple[ConvergenceResult, list[dict]]:
-    """The study's result from the engine's and its table rows, written beside its tables and plot (the
-    h5 last: a directory holding it is a finished study). Adds the study's attributes to ``ens.attrs``."""
+def write_study(path: Path, sim, engine_result, ens: store.Ensemble) -> tuple[ConvergenceResult, list[dict]]:
+    """The study's result from the engine's and its table rows, written to its ``convergence.h5`` (a directory
+    holding it is a finished study). Adds the study's attributes to ``ens.attrs``."""
     plan = sim.system.plan
     result = result_of(sim, engine_result)
     ens.attrs |= {"error_kind": result.error_kind, "reference": result.reference, "samples": result.samples,
                   "observable": plan.observable if plan.error == "weak" else "state",
                   "reference_dt": plan.reference_dt or 0.0, "T": plan.T, "note": result.note,
                   "resolvable_se": result.resolvable_se, "invariants": list(result.invariants)}
-    rows = table_rows_of(result, ens.attrs, summary.solver_counts(ens))
-    write_tables(rows, run_dir, result, ens.attrs, summary.solver_lines(ens))
-    plot(result, ens.attrs, run_dir / "convergence.png")
     store.write(path, ens, extra=lambda f: _fill(f, result))
-    return result, rows
+    return result, table_rows_of(result, ens.attrs, summary.solver_counts(ens))
+
+
+def write_outputs(run) -> None:
+    """What summarizes a study's ``convergence.h5`` (a ``runner.ConvergenceRun``), in ``OUTPUTS``' order: its plot
+    (none without an error to plot: every path went non-finite), convergence.md and convergence.csv."""
+    if np.any(np.abs(run.result.error) > 0):
+        plot(run.result, run.attrs, run.run_dir / OUTPUTS[0])
+    write_tables(run.summary, run.run_dir, run.result, run.attrs, summary.solver_lines(run.ensemble))
 
 
 def _fill(f: h5py.File, result: ConvergenceResult) -> None:
@@ -130,11 +140,12 @@ def _slope_text(v: float) -> str:
 
 
 def write_tables(rows: list[dict], directory: Path, r: ConvergenceResult, attrs: dict, notes: list[str] = ()) -> None:
-    """convergence.csv and convergence.md, then ``notes`` (``summary.solver_lines``) as summary.md has them."""
-    with open(directory / "convergence.csv", "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=COLUMNS + [f"drift_{name}" for name in r.invariants])
-        w.writeheader()
-        w.writerows(rows)
+    """convergence.md, then ``notes`` (``summary.solver_lines``) as summary.md has them, and convergence.csv; each
+    written whole or not at all."""
+    table = io.StringIO(newline="")
+    w = csv.DictWriter(table, fieldnames=COLUMNS + [f"drift_{name}" for name in r.invariants])
+    w.writeheader()
+    w.writerows(rows)
     drifts = [f"drift_{name}" for name in r.invariants]
     lines = [f"# {title(r, attrs)}", "",
              "| dt | error ± SE | local slope | resolvable |" + "".join(f" largest drift of {n} |" for n in r.invariants),
@@ -145,7 +156,8 @@ def write_tables(rows: list[dict], directory: Path, r: ConvergenceResult, attrs:
     if r.note:
         lines += ["", f"Note: {r.note}."]
     lines += [""] + [f"**{note}.**" for note in notes] if notes else []
-    (directory / "convergence.md").write_text("\n".join(lines) + "\n")
+    for name, text in zip(OUTPUTS[1:], ["\n".join(lines) + "\n", table.getvalue()]):
+        store.write_bytes_atomically(Path(directory) / name, text.encode())
 
 
 def render(run):
@@ -196,9 +208,10 @@ def plot(r: ConvergenceResult, attrs: dict, path: Path) -> Path:
     ax.grid(alpha=0.3, which="both")
     ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, dpi=130)
+    image = io.BytesIO()
+    fig.savefig(image, format="png", dpi=130)
     plt.close(fig)
-    return Path(path)
+    return store.write_bytes_atomically(path, image.getvalue())
 
 
 def show(run, console) -> None:
@@ -206,8 +219,11 @@ def show(run, console) -> None:
     the files are."""
     console.print(render(run))
     nonfinite = int(np.sum(run.result.nonfinite))
-    if nonfinite:
+    if run.failed:
+        console.print(f"[bold red]FAILED: {run.failure()}[/]")
+    elif nonfinite:
         console.print(f"[yellow]{nonfinite} path(s) went non-finite; excluded and counted in nonfinite_paths[/]")
     summary.show_solver_lines(console, run.ensemble)
     resumed = f"; {run.resumed()}" if run.resumed() else ""
-    console.print(f"{'cached' if run.cached else 'wrote'} {run.path} (and convergence.csv, .md, .png){resumed}")
+    tables = ", ".join(name.removeprefix("convergence") for name in reversed(OUTPUTS) if (run.run_dir / name).exists())
+    console.print(f"{'cached' if run.cached else 'wrote'} {run.path} (and convergence{tables}){resumed}")

@@ -96,9 +96,10 @@ class ConvergenceRun(RunResult):
 
     @property
     def failed(self) -> bool:
-        """A study is not failed as a whole (``sgi-run`` exits 0): ``convergence_run.show`` counts its non-finite
-        paths and its note says what could not be fitted."""
-        return False
+        """Every path went non-finite, as a run's (``RunResult.failed``); a study that lost some is not failed
+        (``sgi-run`` exits 0): ``convergence_run.show`` counts its non-finite paths and its note says what could not
+        be fitted."""
+        return bool(self.result.nonfinite[-1] >= self.result.paths)
 
 
 class RunInterrupted(KeyboardInterrupt):
@@ -134,7 +135,11 @@ class RunKind:
     levels: Callable[[object], int]                     # step sizes its plan advances in lock-step (0: none)
     load: Callable[[Path], object]                      # the finished file back (store.DamagedFile if damaged)
     finished: Callable[[Path, Path, cache.Cached, Setup], RunResult]   # a cached run of what ``load`` read
-    write: Callable[..., RunResult]                     # (path, run_dir, sim, computed, ens, setup): its files
+    write: Callable[..., RunResult]                     # (path, run_dir, sim, computed, ens, setup): its file
+    # What summarizes the file (tables, a study's plot), in the order write_outputs(run) writes them after it: a
+    # directory holding the last holds them all.
+    outputs: tuple[str, ...]
+    write_outputs: Callable[[RunResult], None]
     show: Callable[[RunResult, DictConfig, object], None]   # (result, cfg, console): what sgi-run prints
 
 
@@ -145,14 +150,16 @@ def _finished_ensemble(path: Path, run_dir: Path, found: cache.Cached, setup: Se
 
 def _write_ensemble(path: Path, run_dir: Path, sim: Simulator, computed, ens: store.Ensemble,
                     setup: Setup) -> RunResult:
-    # The summary first, ensemble.h5 last: a directory holding it is a finished run.
-    plan, a = setup.plan, ens.attrs
-    rows = summary.summarize(ens, setup.system, setup.integrator, plan)
-    summary.write(rows, run_dir, f"{a['system']}/{a['integrator']}  dt={plan.dt}  paths={plan.paths}  T={plan.T}  "
-                  f"(ran on {a['executor']}, {a['device']})", summary.solver_lines(ens))
     store.write(path, ens)
+    rows = summary.summarize(ens, setup.system, setup.integrator, setup.plan)
     return RunResult(path, run_dir, ens, rows, cached=False, setup=setup, shards_resumed=computed.shards_resumed,
                      resumed_part_way=computed.resumed_part_way)
+
+
+def _write_summary(run: RunResult) -> None:
+    plan, a = run.setup.plan, run.ensemble.attrs
+    summary.write(run.summary, run.run_dir, f"{a['system']}/{a['integrator']}  dt={plan.dt}  paths={plan.paths}  "
+                  f"T={plan.T}  (ran on {a['executor']}, {a['device']})", summary.note_lines(run.ensemble))
 
 
 def _show_ensemble(run: RunResult, cfg: DictConfig, console) -> None:
@@ -169,18 +176,19 @@ def _finished_study(path: Path, run_dir: Path, found: cache.Cached, setup: Setup
 
 def _write_study(path: Path, run_dir: Path, sim: Simulator, computed, ens: store.Ensemble,
                  setup: Setup) -> ConvergenceRun:
-    result, rows = convergence_run.write_study(path, run_dir, sim, computed, ens)
+    result, rows = convergence_run.write_study(path, sim, computed, ens)
     return ConvergenceRun(path, run_dir, ens, rows, cached=False, setup=setup, shards_resumed=computed.shards_resumed,
                           resumed_part_way=computed.resumed_part_way, result=result, attrs=ens.attrs)
 
 
 ENSEMBLE = RunKind(file_name="ensemble.h5", simulator=lambda s: Simulator(s.system, s.integrator, s.plan),
                    levels=lambda plan: 0, load=store.load, finished=_finished_ensemble, write=_write_ensemble,
-                   show=_show_ensemble)
+                   outputs=summary.FILES, write_outputs=_write_summary, show=_show_ensemble)
 STUDY = RunKind(file_name=convergence_run.FILE_NAME,
                 simulator=lambda s: convergence.simulator(s.system, s.integrator, s.plan),
                 levels=lambda plan: len(plan.dts), load=convergence_run.load_run, finished=_finished_study,
-                write=_write_study, show=lambda run, cfg, console: convergence_run.show(run, console))
+                write=_write_study, outputs=convergence_run.OUTPUTS, write_outputs=convergence_run.write_outputs,
+                show=lambda run, cfg, console: convergence_run.show(run, console))
 RUN_KINDS = (ENSEMBLE, STUDY)
 
 
@@ -265,7 +273,7 @@ def run(cfg: DictConfig, run_dir: Path | None = None, *, setup: Setup | None = N
     with cache.locked(run_dir):
         found = cache.lookup(path, wanted, policy, kind.load)
         if found is not None:
-            return kind.finished(path, run_dir, found, setup)
+            return _with_outputs(kind, kind.finished(path, run_dir, found, setup))
         sim = kind.simulator(setup)
         spec = executor.spec_of(plain(cfg.executor))
         cluster = executor.connect(spec)   # a bad address: refused here
@@ -288,9 +296,24 @@ def run(cfg: DictConfig, run_dir: Path | None = None, *, setup: Setup | None = N
                 raise RunInterrupted(run_dir, len(shards.finished()), sim.plan.shard_count, len(shards.in_progress())) from None
             ens = _ensemble(cfg, sim, result, time.perf_counter() - started,
                             cluster.where if cluster is not None else spec.describe(at_once))
+            # The file first, then what summarizes it: those of the file it replaces go before it does.
+            for name in kind.outputs:
+                (run_dir / name).unlink(missing_ok=True)
             written = kind.write(path, run_dir, sim, result, ens, setup)
+            kind.write_outputs(written)
             shards.clear()
     return written
+
+
+def _with_outputs(kind: RunKind, run: RunResult) -> RunResult:
+    """A finished run, its summary written where a run stopped between its file and its summary (a full disk); a
+    summary that cannot be written is said in a warning, the run still shown."""
+    if not (run.run_dir / kind.outputs[-1]).exists():
+        try:
+            kind.write_outputs(run)
+        except OSError as err:
+            cache.warn(f"cannot write the summary of {run.path} ({err.strerror or err}); rerun to write it")
+    return run
 
 
 def shards_at_once(local: executor.Local, sim: Simulator, setup: Setup, pending: int) -> int:
@@ -360,8 +383,8 @@ def _ensemble(cfg, sim: Simulator, result, wall_time: float, where: str) -> stor
     solver = result.solver_name
     return store.Ensemble(
         t=plan.times,
-        observables={name: {"mean": mean[name], "var": var[name], "count": count[name]}
-                     for name in sim.observable_names},
+        observables={name: {"mean": mean[name], "var": var[name], "count": count[name],
+                            "nonfinite": plan.paths - count[name]} for name in sim.observable_names},
         paths=result.kept,
         snapshots=({"t": plan.times[plan.snapshot_indices]} | sim.views(result.snapshots) if plan.snapshots else {}),
         time_averages=(sim.split_entries(result.time_averages, 1) if plan.time_average is not None else {}),

@@ -8,8 +8,10 @@ Layout::
                                          only with the group's own coordinate variables)
     /<group>/<name>_axis<i>              the i-th entry axis of a vector observable or array view
                                          (a netCDF dimension without a variable)
-    /observables/<name>/{mean,var,count} (t, *shape) per output time and entry of the observable (var
-                                         unbiased: divided by n - 1; count = finite paths)
+    /observables/<name>/{mean,var,count,nonfinite}   (t, *shape) per output time and entry of the observable
+                                         (var unbiased: divided by n - 1; count: paths where its value is
+                                         finite; nonfinite: the others, left out of mean and var; absent
+                                         in files from before it, where it is paths - count)
     /paths/<name>                        (kept_path, t, *shape): the state space's views (canonical
                                          coordinates, or each leaf of the state, complex included) and
                                          the observables along the first kept paths
@@ -64,9 +66,11 @@ _DIMENSION_ONLY = "This is a netCDF dimension but not a netCDF variable."
 # units / description attributes of what every run stores (observables' own units are the system's).
 _DESCRIBED = {
     "t": ("time", "output times"),
-    "mean": (None, "Monte Carlo mean over the finite paths at each output time"),
+    "mean": (None, "Monte Carlo mean over the paths where the value is finite at each output time"),
     "var": (None, "unbiased sample variance over the finite paths (divided by n - 1; NaN for n < 2)"),
-    "count": ("paths", "number of finite paths at each output time"),
+    "count": ("paths", "number of paths where the value is finite at each output time"),
+    "nonfinite": ("paths", "number of paths where the value is not finite at each output time (left out of mean "
+                           "and var: a non-finite state, or a finite one where the observable overflows)"),
     "nonfinite_paths": ("paths", "paths whose state is not finite at each output time"),
     "_iterations": ("iterations", "solver iterations summed over the paths and steps of the output interval"),
     "_max_iterations": ("iterations", "most solver iterations one path took in one step of the output interval"),
@@ -95,12 +99,12 @@ class DamagedFile(Exception):
 class Ensemble:
     """A run's results as numpy arrays (what ``load`` returns): its output times ``t``; per observable
     the Monte Carlo ``mean``, ``var`` and ``sem`` at each of them (``observables[name]`` holds ``mean``,
-    ``var``, ``count``: finite paths); the first ``plan.keep_paths`` paths in ``paths`` (``(kept_path,
-    t, *shape)`` per view and observable); every path's state at ``plan.snapshots`` (``snapshot``);
-    per-path ``time_averages``; ``diagnostics`` (non-finite paths, solver iterations and failures per
-    output interval); ``invariant_drift`` (per invariant the system declares, its largest drift
-    :math:`|I(z_k) - I(z_0)|` over the finite paths and every step up to each output time; empty when it
-    declares none); the file's ``attrs`` and its ``config``.
+    ``var``, ``count``: paths where it is finite, ``nonfinite``: paths where it is not); the first
+    ``plan.keep_paths`` paths in ``paths`` (``(kept_path, t, *shape)`` per view and observable); every
+    path's state at ``plan.snapshots`` (``snapshot``); per-path ``time_averages``; ``diagnostics``
+    (non-finite paths, solver iterations and failures per output interval); ``invariant_drift`` (per
+    invariant the system declares, its largest drift :math:`|I(z_k) - I(z_0)|` over the finite paths and
+    every step up to each output time; empty when it declares none); the file's ``attrs`` and its ``config``.
 
     Example:
 
@@ -112,7 +116,7 @@ class Ensemble:
         array([100, 100, 100])
     """
     t: np.ndarray
-    observables: dict[str, dict[str, np.ndarray]]   # name -> {mean, var, count}, in the plan's order
+    observables: dict[str, dict[str, np.ndarray]]   # name -> {mean, var, count, nonfinite}, in the plan's order
     paths: dict[str, np.ndarray]
     diagnostics: dict[str, np.ndarray]
     attrs: dict
@@ -186,6 +190,19 @@ class Ensemble:
         """
         o = self.observables[name]
         return np.sqrt(o["var"] / np.where(o["count"] > 1, o["count"], np.nan))
+
+    def nonfinite(self, name: str) -> np.ndarray:
+        """Paths where observable ``name`` is not finite at each output time, left out of its mean and
+        variance: a state that is not finite, or an observable that overflows on a finite one (paths - count
+        in a file from before it was stored).
+
+        >>> import sgi_run
+        >>> ens = sgi_run.load(sgi_run.run(sgi_run.compose(["plan.paths=100", "plan.T=2", "plan.snapshots=[2]"])).path)
+        >>> ens.nonfinite("H")
+        array([0, 0, 0])
+        """
+        o = self.observables[name]
+        return o["nonfinite"] if "nonfinite" in o else int(self.attrs["paths"]) - o["count"]
 
     @property
     def config(self):
@@ -363,9 +380,7 @@ def _read_whole(f: h5py.File, path) -> tuple[dict[str, np.ndarray], dict]:
 
 
 def replace_atomically(path: Path, write) -> Path:
-    """``write(h5py.File)`` into a file built in memory, then its bytes into a temporary file beside
-    ``path``, renamed to ``path``: a file under the final name is always whole, two writers never share
-    a temporary name, and a write that fails (a full disk) is one OSError that leaves nothing behind."""
+    """``write(h5py.File)`` into a file built in memory, then its bytes to ``path`` (``write_bytes_atomically``)."""
     path = Path(path)
     tmp = path.with_name(f"{path.name}.{os.getpid()}.{secrets.token_hex(4)}.partial")
     # HDF5 itself never writes to disk (the core driver without a backing store): a disk that fills
@@ -379,9 +394,18 @@ def replace_atomically(path: Path, write) -> Path:
         f.attrs["attributes_digest"] = attributes_digest(attrs)
         f.flush()
         image = f.id.get_file_image()
+    return write_bytes_atomically(path, image)
+
+
+def write_bytes_atomically(path: Path, data: bytes) -> Path:
+    """``data`` into a temporary file beside ``path``, renamed to ``path``: a file under the final name is
+    always whole, two writers never share a temporary name, and a write that fails (a full disk) is one
+    OSError that leaves nothing behind (result files, and the tables and plots that summarize them)."""
+    path = Path(path)
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.{secrets.token_hex(4)}.partial")
     try:
         with open(tmp, "xb") as out:            # exclusive creation, with the process's umask
-            out.write(image)
+            out.write(data)
         os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)

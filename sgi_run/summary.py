@@ -19,19 +19,26 @@ the invariant, the method's error for one that does not.
 from __future__ import annotations
 
 import csv
+import io
 import math
 from pathlib import Path
 
 import numpy as np
 
+from sgi_run import store
+from sgi_run.core.solvers import on_fail_rule
 from sgi_run.store import Ensemble
 
-COLUMNS = ["observable", "t_final", "mean", "sem", "max_rel_mc_error", "nonfinite_paths",
+# nonfinite_values: the paths where the observable is not finite at t_final (left out of its mean; for a vector
+# observable, the most of any entry): those whose state is not finite, and those where it overflows on a finite state.
+COLUMNS = ["observable", "t_final", "mean", "sem", "max_rel_mc_error", "nonfinite_paths", "nonfinite_values",
            "reference", "error", "error_in_sem", "max_abs_error",
            "method_reference", "method_error_in_sem", "method_bias",
            "equilibrium", "equilibrium_error_in_sem",
            # The run's plan (a sweep's summaries join on these) and its implicit solves' totals (empty: explicit).
            "dt", "T", "paths", "seed", "unconverged_steps", "stagnated_steps", "path_steps"]
+# What ``write`` writes, in its order: a directory holding summary.csv holds both.
+FILES = ("summary.md", "summary.csv")
 # summary.md's title already names the plan.
 PLAN_COLUMNS = ["dt", "T", "paths", "seed"]
 # Last, and only in the tables of a run whose system declares invariants: every other run's tables are as before.
@@ -76,7 +83,7 @@ def unconverged_line(ens: Ensemble) -> str | None:
     if not counts["unconverged_steps"]:
         return None
     options = ens.config.get("integrator", {})
-    outcome = ("those paths were ended and are counted non-finite" if options.get("on_fail") == "nan"
+    outcome = ("those paths were ended and are counted non-finite" if on_fail_rule(options.get("on_fail")) == "nan"
                else "the results are not a converged solution")
     steps, smaller_dt = _path_steps(ens)
     return (f"{counts['unconverged_steps']} of {counts['path_steps']} {steps} did not converge ({ens.attrs['solver']}, "
@@ -92,6 +99,30 @@ def stagnated_line(ens: Ensemble) -> str | None:
         return None
     return (f"{counts['stagnated_steps']} of {counts['path_steps']} {_path_steps(ens)[0]} stopped at the fixed-point iteration's "
             "round-off floor (stagnated: as converged as float64 allows; reported, not failed)")
+
+
+def _nonfinite_values(ens: Ensemble, name: str) -> np.ndarray:
+    """Per output time, the paths where observable ``name`` is not finite (the most of any entry of a vector)."""
+    return ens.nonfinite(name).reshape(len(ens.t), -1).max(axis=1)
+
+
+def nonfinite_value_lines(ens: Ensemble) -> list[str]:
+    """For each observable that was not finite on more paths than had a non-finite state at some output time (it
+    overflowed on a finite state), that many paths at the time of the most, in words: left out of its statistics,
+    never unsaid."""
+    lines = []
+    for name in ens.observables:
+        beyond = _nonfinite_values(ens, name) - ens.diagnostics["nonfinite_paths"]
+        if beyond.max(initial=0) > 0:
+            i = int(np.argmax(beyond))
+            lines.append(f"{name} was not finite on {beyond[i]} more path(s) than had a non-finite state (the most, at "
+                         f"t={ens.t[i]:g}): left out of its mean and variance, counted in observables/{name}/nonfinite")
+    return lines
+
+
+def note_lines(ens: Ensemble) -> list[str]:
+    """What summary.md says below its table: ``nonfinite_value_lines``, then ``solver_lines``."""
+    return nonfinite_value_lines(ens) + solver_lines(ens)
 
 
 def solver_lines(ens: Ensemble) -> list[str]:
@@ -131,10 +162,12 @@ def summarize(ens: Ensemble, system, integrator=None, plan=None) -> list[dict]:
             # the largest relative Monte Carlo error of any entry at any time.
             rows.append({c: "" for c in columns} | run | {
                 "observable": f"{name} [{' x '.join(map(str, mean.shape[1:]))} entries]", "t_final": float(ens.t[-1]),
-                "max_rel_mc_error": max_relative_error(mean, sem), "nonfinite_paths": nonfinite})
+                "max_rel_mc_error": max_relative_error(mean, sem), "nonfinite_paths": nonfinite,
+                "nonfinite_values": int(_nonfinite_values(ens, name)[-1])})
             continue
         row = run | {"observable": name, "t_final": float(ens.t[-1]), "mean": float(mean[-1]), "sem": float(sem[-1]),
-                     "max_rel_mc_error": max_relative_error(mean, sem), "nonfinite_paths": nonfinite}
+                     "max_rel_mc_error": max_relative_error(mean, sem), "nonfinite_paths": nonfinite,
+                     "nonfinite_values": int(_nonfinite_values(ens, name)[-1])}
         exact = system.reference_mean(name)
         if exact is not None:
             ref = exact(ens.t)
@@ -167,20 +200,21 @@ def _fmt(v, digits: int = 6) -> str:
 
 
 def write(rows: list[dict], directory: Path, title: str, notes: list[str] = ()) -> None:
-    """summary.csv at full precision (repr of every float); summary.md at 6 significant digits (the plan's
-    columns in its title), then ``notes`` (``solver_lines``)."""
+    """summary.md at 6 significant digits (the plan's columns in its title), then ``notes`` (``note_lines``);
+    summary.csv at full precision (repr of every float). Each is written whole or not at all, in ``FILES``' order."""
     directory = Path(directory)
     columns = list(rows[0]) if rows else COLUMNS
-    with open(directory / "summary.csv", "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=columns)
-        w.writeheader()
-        # repr of a Python float: every digit, and no "np.float64(...)" around a numpy scalar.
-        w.writerows({c: repr(float(v)) if isinstance(v, float) else v for c, v in r.items()} for r in rows)
     shown = [c for c in columns if c not in PLAN_COLUMNS]
     lines = [f"# {title}", "", "| " + " | ".join(shown) + " |", "|" + "---|" * len(shown)]
     lines += ["| " + " | ".join(_fmt(r[c]) for c in shown) + " |" for r in rows]
     lines += [""] + [f"**{note}.**" for note in notes] if notes else []
-    (directory / "summary.md").write_text("\n".join(lines) + "\n")
+    table = io.StringIO(newline="")
+    w = csv.DictWriter(table, fieldnames=columns)
+    w.writeheader()
+    # repr of a Python float: every digit, and no "np.float64(...)" around a numpy scalar.
+    w.writerows({c: repr(float(v)) if isinstance(v, float) else v for c, v in r.items()} for r in rows)
+    for name, text in zip(FILES, ["\n".join(lines) + "\n", table.getvalue()]):
+        store.write_bytes_atomically(directory / name, text.encode())
 
 
 # --- the terminal table ------------------------------------------------------------------------------------
@@ -203,6 +237,8 @@ def _columns(rows: list[dict]) -> tuple[list, list]:
         measured.append(("largest\ndrift", lambda r: _value(r[DRIFT_COLUMN], 3)))
     if any(r["nonfinite_paths"] for r in rows):
         measured.append(("non-finite\npaths", lambda r: str(r["nonfinite_paths"])))
+    if any(r["nonfinite_values"] not in ("", r["nonfinite_paths"]) for r in rows):
+        measured.append(("non-finite\nvalues", lambda r: _value(r["nonfinite_values"])))
     if any(r["unconverged_steps"] for r in rows):
         measured.append(("unconverged\npath-steps", lambda r: f"{r['unconverged_steps']} of {r['path_steps']}"))
     references = []
@@ -312,6 +348,8 @@ def show(run, title: str, console) -> None:
         console.print(f"[bold red]FAILED: {run.failure()}[/]")
     elif nonfinite:
         console.print(f"[yellow]{nonfinite} path(s) went non-finite; excluded from the statistics and counted in diagnostics/nonfinite_paths[/]")
+    for line in nonfinite_value_lines(run.ensemble):
+        console.print(f"[yellow]{line}[/]")
     show_solver_lines(console, run.ensemble)
     resumed = f" ({run.resumed()})" if run.resumed() else ""
     done = "cached (failed run)" if run.failed and run.cached else "cached" if run.cached else "wrote"

@@ -218,3 +218,31 @@ def test_the_invariants_drift_is_written_read_back_and_tabled(runs_root):
     rows = list(csv.DictReader(open(run.run_dir / "convergence.csv")))
     assert float(rows[1]["drift_H"]) == run.result.drift_max[1, 0]
     assert "| largest drift of H |" in (run.run_dir / "convergence.md").read_text()
+
+
+FAILING = ["system=van_der_pol", "integrator=midpoint", "plan=convergence", "plan.paths=100", "plan.dts=[0.5,0.25]",
+           "plan.T=1", "plan.bootstrap=20", "integrator.max_iter=1", "integrator.on_fail=nan"]
+
+
+@pytest.mark.slow
+def test_a_study_whose_every_path_failed_says_so_and_writes_what_it_honestly_can(runs_root):
+    """Issue 45: its table blamed Monte Carlo noise, then drawing crashed and no convergence.h5 was written. Now the
+    note says every path went non-finite, the study is failed (as a run is), and there is no plot."""
+    study = sgi_run.run(sgi_run.compose(runs_root + FAILING))
+    assert study.failed and study.failure().startswith("every one of the 100 paths went non-finite")
+    assert study.result.note == "every one of the 100 paths went non-finite: no error is computed"
+    assert not (study.run_dir / "convergence.png").exists()
+    assert "Monte Carlo noise" not in (study.run_dir / "convergence.md").read_text()
+    result, _ = load(study.path)
+    assert result.note == study.result.note and list(result.nonfinite) == [100, 100]
+    cached = sgi_run.run(sgi_run.compose(runs_root + FAILING))
+    assert cached.cached and cached.failed
+
+
+@pytest.mark.slow
+def test_cli_a_study_whose_every_path_failed_says_so_and_exits_1(tmp_path):
+    out = sgi_run_cli(tmp_path, *FAILING)
+    assert out.returncode == 1 and "Traceback" not in out.stderr, out.stderr
+    printed = " ".join(out.stdout.split())
+    assert "FAILED: every one of the 100 paths went non-finite (the first by t=0.5, all by t=0.5)" in printed
+    assert "(and convergence.csv, .md)" in printed

@@ -207,3 +207,84 @@ def test_the_run_kind_of_a_plan_is_an_ensembles_or_a_studys(runs_root):
     assert runner.run_kind_of(ensemble.plan) is runner.ENSEMBLE and runner.run_kind_of(study.plan) is runner.STUDY
     assert [kind.file_name for kind in runner.RUN_KINDS] == ["ensemble.h5", "convergence.h5"]
     assert runner.ENSEMBLE.levels(ensemble.plan) == 0 and runner.STUDY.levels(study.plan) == 2
+
+
+# --- issue 45: results that must not be silently bad --------------------------------------------------------
+def test_a_shard_resaved_with_other_numbers_is_set_aside_and_recomputed(runs_root, tmp_path, capsys):
+    """A finished shard re-saved as a valid .npz with its mean times 1.5 was resumed from silently (H's final
+    mean off by up to 0.125): its content digest fails, and it is named, set aside and recomputed."""
+    cfg = sgi_run.compose(runs_root + SHARDED)
+    finished = []
+
+    def stop_after_two(shard):
+        finished.append(shard.shard)
+        if len(finished) == 2:
+            raise Interrupt
+    with pytest.raises(Interrupt):
+        sgi_run.run(cfg, run_dir=tmp_path / "x", on_shard_done=stop_after_two)
+    shard = tmp_path / "x" / "shards" / f"shard-{finished[1]:05d}-of-00003.npz"
+    with np.load(shard) as f:
+        arrays = {name: f[name] for name in f.files}
+    np.savez(shard, **(arrays | {"mean": arrays["mean"] * 1.5}))
+    resumed = sgi_run.run(cfg, run_dir=tmp_path / "x")
+    whole = sgi_run.run(cfg, run_dir=tmp_path / "whole")
+    assert resumed.shards_resumed == 1
+    assert np.array_equal(resumed.ensemble.mean("H"), whole.ensemble.mean("H"))
+    [warning] = [line for line in capsys.readouterr().err.splitlines() if "damaged" in line]
+    assert f"{shard} is damaged (content digest mismatch (an array changed after the file was written))" in warning
+    assert list((tmp_path / "x" / "shards.damaged").glob(f"{shard.name}.damaged-*"))
+
+
+@pytest.mark.slow
+def test_an_observable_that_overflows_on_a_finite_state_is_counted_in_the_file_and_the_summary(runs_root):
+    """The issue's run: Heun at dt = 0.5 on p^2/2 + q^4 overflows H on paths whose state is still finite."""
+    cfg = sgi_run.compose(runs_root + ["system=custom", "system.H='p**2/2 + q**4'", "integrator=heun", "plan.dt=0.5",
+                                       "plan.T=20", "system.q0='3*xi1'", "plan.paths=20"])
+    result = sgi_run.run(cfg)
+    ens = store.load(result.path)
+    lost, values = ens.diagnostics["nonfinite_paths"], ens.observables["H"]["nonfinite"]
+    assert np.array_equal(values, 20 - ens.observables["H"]["count"]) and np.any(values > lost)
+    [row] = result.summary
+    assert row["nonfinite_values"] == values[-1]
+    assert "observables/H/nonfinite" in (result.run_dir / "summary.md").read_text()
+
+
+STUDY = ["plan=convergence", "plan.paths=60", "plan.dts=[0.25,0.125]", "plan.bootstrap=20", "plan.shards=3"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("study", [False, True])
+def test_a_full_disk_at_the_result_write_leaves_no_summary(runs_root, tmp_path, monkeypatch, study):
+    """Disk full at the final write left summary.csv and summary.md without an ensemble.h5: the file is written
+    first now, and the summary of the one it replaces goes before it."""
+    cfg = sgi_run.compose(runs_root + (STUDY if study else SHARDED))
+    kind = runner.run_kind_of(sgi_run.config.build(cfg).plan)
+    run_dir = tmp_path / "full"
+    sgi_run.run(cfg, run_dir=run_dir)
+    assert all((run_dir / name).exists() for name in kind.outputs)
+
+    def full(path, *args, **kwargs):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+    monkeypatch.setattr(store, "write", full)
+    with pytest.raises(runner.WriteFailed, match="^no space left on device in "):
+        sgi_run.run(sgi_run.compose(runs_root + (STUDY if study else SHARDED) + ["cache=off"]), run_dir=run_dir)
+    assert not [name for name in kind.outputs if (run_dir / name).exists()]
+
+
+@pytest.mark.slow
+def test_a_summary_the_disk_could_not_take_is_written_by_the_next_run(runs_root, tmp_path, monkeypatch, capsys):
+    """A run stopped between its ensemble.h5 and its summary (the disk filled there) is a finished run: the next
+    one shows it and writes its summary, or says it cannot."""
+    cfg = sgi_run.compose(runs_root + SHARDED)
+    run_dir = tmp_path / "full"
+    full_disk_after(monkeypatch, store, "write_bytes_atomically", 2)      # ensemble.h5 is the first
+    with pytest.raises(runner.WriteFailed):
+        sgi_run.run(cfg, run_dir=run_dir)
+    assert (run_dir / "ensemble.h5").exists() and not list(run_dir.glob("summary.*"))
+    again = sgi_run.run(cfg, run_dir=run_dir)           # the disk still full: said, the run still shown
+    assert again.cached and f"cannot write the summary of {again.path} (No space left on device); rerun to write it" \
+        in capsys.readouterr().err
+    monkeypatch.undo()
+    again = sgi_run.run(cfg, run_dir=run_dir)
+    assert again.cached and (run_dir / "summary.csv").read_text().startswith("observable,t_final,mean,sem")
+    assert "| H |" in (run_dir / "summary.md").read_text()

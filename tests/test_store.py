@@ -20,7 +20,7 @@ def test_hdf5_round_trip(runs_root):
     result = sgi_run.run(cfg)
     ens = sgi_run.load(result.path)
     assert np.allclose(ens.t, np.arange(0, 2.5, 1.0))
-    assert set(ens.observables["H"]) == {"mean", "var", "count"} and ens.observables["H"]["count"][-1] == 40
+    assert set(ens.observables["H"]) == {"mean", "var", "count", "nonfinite"} and ens.observables["H"]["count"][-1] == 40
     assert ens.paths["q"].shape == (3, 3) and ens.paths["H"].shape == (3, 3)
     assert set(ens.diagnostics) >= {"nonfinite_paths", "newton_iterations", "newton_max_iterations"}
     assert ens.attrs["schema_version"] == store.SCHEMA_VERSION == 2 and ens.attrs["seed"] == 11
@@ -333,7 +333,7 @@ def test_a_schema_1_file_still_loads(written, tmp_path):
     old, new = store.load(schema_1_file(written, tmp_path / "old.h5")), store.load(written)
     assert np.array_equal(old.snapshots["t"], new.snapshots["t"]) and old.snapshots.keys() == new.snapshots.keys()
     assert old.paths.keys() == new.paths.keys() and old.diagnostics.keys() == new.diagnostics.keys()
-    assert all(old.observables[name].keys() == new.observables[name].keys() == {"mean", "var", "count"}
+    assert all(old.observables[name].keys() == new.observables[name].keys() == {"mean", "var", "count", "nonfinite"}
                for name in new.observables)
 
 
@@ -423,3 +423,14 @@ def test_the_invariants_drift_round_trips_over_t_and_a_file_without_it_loads(tmp
     with h5py.File(tmp_path / "without.h5", "r") as f:
         assert "invariant_drift" not in f
     assert without.invariant_drift == {}
+
+
+def test_an_observables_nonfinite_paths_are_read_or_told_by_its_count(tmp_path):
+    """Issue 45: ensemble.h5 counts the paths where each observable is not finite; a file from before that has
+    them as paths - count."""
+    moments = {"mean": np.zeros(3), "var": np.zeros(3), "count": np.array([5, 4, 2])}
+    for stored in ({}, {"nonfinite": np.array([0, 1, 3])}):
+        ens = store.Ensemble(np.arange(3.0), {"H": moments | stored}, {}, {"nonfinite_paths": np.array([0, 0, 2])},
+                             {"paths": 5})
+        back = store.load(store.write(tmp_path / f"{len(stored)}.h5", ens))
+        assert np.array_equal(back.nonfinite("H"), [0, 1, 3])

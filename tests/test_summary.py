@@ -39,6 +39,35 @@ def test_one_finite_path_has_no_standard_error():
     assert math.isnan(ens.sem("H")[-1]) and math.isnan(row["sem"]) and math.isnan(row["max_rel_mc_error"])
 
 
+def test_an_observable_that_overflows_on_a_finite_state_is_counted_and_said():
+    """Issue 45: a path with a finite state (q ~ 5.7e105, p ~ 2.7e216) but H = inf was left out of H's statistics
+    and counted nowhere. Its non-finite values are in the row, the terminal table and a note."""
+    ens = failed_ensemble()
+    ens.observables["H"].update(mean=np.array([2.0, 1.5, 1.5]), var=np.array([0.0, 0.1, 0.1]),
+                                count=np.array([5, 4, 2]))
+    ens.diagnostics["nonfinite_paths"] = np.array([0, 0, 2])
+    [row] = summary.summarize(ens, Kubo())
+    assert row["nonfinite_paths"] == 2 and row["nonfinite_values"] == 3
+    assert summary.nonfinite_value_lines(ens) == [
+        "H was not finite on 1 more path(s) than had a non-finite state (the most, at t=1): left out of its mean "
+        "and variance, counted in observables/H/nonfinite"]
+    assert summary.note_lines(ens) == summary.nonfinite_value_lines(ens)
+    header = rendered([row], 200).splitlines()[1:4]
+    assert "paths" in header[2] and "values" in header[2] and header[1].count("non-finite") == 2
+
+
+def test_unconverged_solves_under_on_fail_nan_typed_on_the_command_line_ended_their_paths():
+    """``integrator.on_fail=nan`` on the command line is the float nan in the stored config: the rule nan all the same
+    (the paths were ended), never "not a converged solution"."""
+    ens = failed_ensemble()
+    ens.attrs |= {"solver": "newton", "path_steps": 10,
+                  "config": "integrator:\n  on_fail: .nan\n  max_iter: 1\n  tol: 1.0e-12\n"}
+    ens.diagnostics |= {"newton_unconverged_steps": np.array([0, 5, 0]), "newton_stagnated_steps": np.zeros(3, int)}
+    assert summary.unconverged_line(ens) == (
+        "5 of 10 path-steps did not converge (newton, max_iter=1, tol=1e-12): those paths were ended and are counted "
+        "non-finite; use a smaller plan.dt or a larger integrator.max_iter")
+
+
 def test_relative_error_of_a_deterministic_start_at_zero_is_zero():
     assert summary.max_relative_error(np.array([0.0, 1.0]), np.array([0.0, 0.1])) == pytest.approx(0.1)
     assert math.isnan(summary.max_relative_error(np.array([1.0, np.nan]), np.array([0.1, np.nan])))

@@ -5,12 +5,14 @@ carries the shard layout, so a re-run with another layout never mixes shards of 
 still running may also leave its progress (``plan.checkpoint_every``: the state and the statistics
 so far, every K output times), so that a single long path resumes mid-way too. Each file records the
 identity of the run that computed it (config hash and numerics code digest), so a checkpoint is
-resumed only by exactly that run; ``check`` reads a file whole (the zip format's CRC-32 of every
-array) before a resume trusts it.
+resumed only by exactly that run, and a content digest (sha256 of every array, identity included):
+``check`` reads a file whole (the zip format's CRC-32 of every array) and checks it against its digest
+before a resume trusts it, so a file re-saved with other numbers (a valid ``.npz``) is damaged too.
 """
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import os
 import tempfile
 import zipfile
@@ -22,6 +24,7 @@ from sgi_run.engine.moments import Moments
 from sgi_run.engine.simulate import ShardResult, SolverCounts
 
 IDENTITY_KEYS = ("config_hash", "code_digest")
+DIGEST_KEY = "content_digest"     # the member holding the sha256 of every other member
 
 
 class DamagedCheckpoint(Exception):
@@ -51,14 +54,19 @@ class ShardStore:
 
     @staticmethod
     def check(path: Path) -> dict[str, str]:
-        """The identity a checkpoint file was computed for, after reading every array of it."""
-        return _read_identity(path, whole=True)
+        """The identity a checkpoint file was computed for, after reading every array of it and checking
+        them against its content digest."""
+        return _identity(_read(path))
 
     @staticmethod
     def identity_of(path: Path) -> dict[str, str]:
         """The identity a checkpoint file was computed for, reading its identity alone (the run that resumes
         it reads it whole with ``check``): enough to refuse another config's checkpoints, and cheap."""
-        return _read_identity(path, whole=False)
+        try:
+            with np.load(path) as f:
+                return _identity({k: f[k] for k in f.files if k.startswith("identity/")})
+        except _NPZ_ERRORS as err:
+            raise DamagedCheckpoint(f"{type(err).__name__}: {err}") from None
 
     def save(self, r: ShardResult) -> None:
         arrays = {"count": r.moments.count, "mean": r.moments.mean, "m2": r.moments.m2,
@@ -80,12 +88,12 @@ class ShardStore:
     def load_progress(self, shard: int) -> dict[str, np.ndarray] | None:
         if not self.progress_path(shard).exists():
             return None
-        with np.load(self.progress_path(shard)) as f:
-            return {name: f[name] for name in f.files if not name.startswith("identity/")}
+        return {k: v for k, v in _read(self.progress_path(shard)).items() if not k.startswith("identity/")}
 
     def _write(self, path: Path, arrays: dict[str, np.ndarray]) -> None:
         self.directory.mkdir(parents=True, exist_ok=True)
         arrays = arrays | {f"identity/{k}": np.array(v) for k, v in self.identity.items()}
+        arrays[DIGEST_KEY] = np.array(content_digest(arrays))
         # A unique temporary name: a second process (or a leftover of a killed one) never shares it.
         fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=path.name + ".", suffix=".partial")
         try:
@@ -97,14 +105,13 @@ class ShardStore:
             raise
 
     def load(self, shard: int) -> ShardResult:
-        with np.load(self.path(shard)) as f:
-            shard_, first, paths = (int(x) for x in f["meta"])
-            group = lambda prefix: {k.split("/", 1)[1]: f[k] for k in f.files if k.startswith(prefix + "/")}
-            optional = lambda name: f[name] if name in f.files else None
-            return ShardResult(shard_, first, paths, Moments(f["count"], f["mean"], f["m2"]),
-                               f["nonfinite"], SolverCounts(**group("solver")), group("kept"),
-                               float(f["wall_time"]), group("snapshots"), optional("time_averages"),
-                               str(f["device"]) if "device" in f.files else "", optional("invariant_drift"))
+        f = _read(self.path(shard))
+        shard_, first, paths = (int(x) for x in f["meta"])
+        group = lambda prefix: {k.split("/", 1)[1]: v for k, v in f.items() if k.startswith(prefix + "/")}
+        return ShardResult(shard_, first, paths, Moments(f["count"], f["mean"], f["m2"]),
+                           f["nonfinite"], SolverCounts(**group("solver")), group("kept"),
+                           float(f["wall_time"]), group("snapshots"), f.get("time_averages"),
+                           str(f["device"]) if "device" in f else "", f.get("invariant_drift"))
 
     def clear(self) -> None:
         for s in range(self.shard_count):
@@ -114,13 +121,37 @@ class ShardStore:
             self.directory.rmdir()
 
 
-def _read_identity(path: Path, whole: bool) -> dict[str, str]:
-    """A checkpoint's identity (IDENTITY_KEYS; "" where one is missing), after reading every member when
-    ``whole`` (reading verifies each member's CRC-32); DamagedCheckpoint when the file does not read."""
+# What numpy raises for a file that is not a whole .npz of plain arrays.
+_NPZ_ERRORS = (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile)
+
+
+def content_digest(arrays: dict[str, np.ndarray]) -> str:
+    """sha256 over every array's name, dtype, shape and values: ``store.content_digest``'s recipe, which the
+    engine does not import (imports point down)."""
+    h = hashlib.sha256()
+    for name in sorted(arrays):
+        data = np.ascontiguousarray(arrays[name])
+        h.update(f"{name}|{data.dtype.str}|{data.shape}|".encode())
+        h.update(data.tobytes())
+    return h.hexdigest()
+
+
+def _read(path: Path) -> dict[str, np.ndarray]:
+    """Every array of a checkpoint file but its digest (reading each verifies its CRC-32), checked against
+    the file's content digest; DamagedCheckpoint when the file does not read back whole or has changed."""
     try:
         with np.load(path) as f:
-            for name in f.files if whole else ():
-                f[name]
-            return {k: str(f[f"identity/{k}"]) if f"identity/{k}" in f.files else "" for k in IDENTITY_KEYS}
-    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as err:
+            arrays = {name: f[name] for name in f.files}
+    except _NPZ_ERRORS as err:
         raise DamagedCheckpoint(f"{type(err).__name__}: {err}") from None
+    stored = arrays.pop(DIGEST_KEY, None)
+    if stored is None:
+        raise DamagedCheckpoint("it has no content digest")
+    if str(stored) != content_digest(arrays):
+        raise DamagedCheckpoint("content digest mismatch (an array changed after the file was written)")
+    return arrays
+
+
+def _identity(arrays: dict[str, np.ndarray]) -> dict[str, str]:
+    """A checkpoint's identity (IDENTITY_KEYS; "" where one is missing)."""
+    return {k: str(arrays[f"identity/{k}"]) if f"identity/{k}" in arrays else "" for k in IDENTITY_KEYS}

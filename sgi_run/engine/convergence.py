@@ -407,6 +407,8 @@ def result_of(sim, ensemble) -> ConvergenceResult:
     resolvable, order, ci, note = _fit(dts, error, se, resampled, plan.bootstrap if per_path is not None else 0,
                                        plan.seed, plan.resolvable_se)
     nonfinite = np.full(n_levels, int(ensemble.nonfinite[-1]))
+    if nonfinite[-1] >= plan.paths:     # nothing was measured: no Monte Carlo noise to blame
+        note = f"every one of the {plan.paths} paths went non-finite: no error is computed"
     sup = None
     if levels.strong:
         sup_mean, sup_var = (sim.split_entries(x[-1], 0)["sup_sq_error"] for x in (m.mean_or_nan, m.var))

@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from sgi_run.engine.checkpoint import ShardStore
+from sgi_run.engine.checkpoint import DamagedCheckpoint, ShardStore
 from sgi_run.engine.ensemble import run_shards
 from sgi_run.engine.plan import Plan
 from sgi_run.engine.simulate import Simulator
@@ -63,3 +63,41 @@ def test_a_shard_resumed_part_way_is_reported_with_the_step_it_resumed_from(make
     _store, resumed = interrupted_then_resumed(sim, tmp_path, stop_after_outputs=10 + 4)   # shard 1: saved at output 3
     assert resumed.shards_resumed == 1 and resumed.resumed_part_way == {1: 6}             # step 6 of 20
     assert run_shards(sim, None).resumed_part_way == {}
+
+
+def resaved(path, change):
+    """``path`` re-saved as a valid .npz (every member, its digest too, CRC-32s right) with ``change(arrays)``."""
+    with np.load(path) as f:
+        arrays = {name: f[name] for name in f.files}
+    change(arrays)
+    np.savez(path, **arrays)
+
+
+@pytest.mark.parametrize("progress", [False, True])
+def test_a_checkpoint_resaved_with_other_numbers_is_damaged(make_integrator, tmp_path, progress):
+    """Issue 45: a valid .npz whose mean was multiplied by 1.5 was resumed from silently; its content digest
+    now tells (a finished shard's, and a shard's progress part-way)."""
+    plan = Plan(paths=20, dt=0.1, T=2.0, output_dt=0.1, shards=2, checkpoint_every=5)
+    sim = Simulator(Kubo(), make_integrator("heun"), plan)
+    store = ShardStore(tmp_path, plan.shard_count, {"config_hash": "h", "code_digest": "c"})
+    seen = []
+
+    def stop(paths):
+        seen.append(paths)
+        if len(seen) == 20 + 7:          # shard 0 finished, shard 1 at output 7: progress saved at 5
+            raise KeyboardInterrupt
+    with pytest.raises(KeyboardInterrupt):
+        run_shards(sim, store, on_output=stop)
+    path = store.progress_path(1) if progress else store.path(0)
+    assert store.check(path) == {"config_hash": "h", "code_digest": "c"}
+
+    def scaled(arrays):
+        arrays["mean"] = arrays["mean"] * 1.5
+    resaved(path, scaled)
+    with pytest.raises(DamagedCheckpoint, match=r"^content digest mismatch \(an array changed after the file was written\)$"):
+        store.check(path)
+    with pytest.raises(DamagedCheckpoint, match="content digest mismatch"):
+        store.load_progress(1) if progress else store.load(0)
+    resaved(path, lambda arrays: arrays.pop("content_digest"))
+    with pytest.raises(DamagedCheckpoint, match="^it has no content digest$"):
+        store.check(path)
