@@ -9,7 +9,9 @@
 A figure whose record in ``--output`` was made from exactly its runs' configs is kept, not recomputed
 (``--cache``: ``refresh_stale`` also recomputes one made by other numerics code, ``off`` every one), so a
 paper-fidelity sweep split over GPU windows goes on from the figures it finished; within a figure the run
-cache and the shard checkpoints keep the finished runs.
+cache and the shard checkpoints keep the finished runs. A figure's files are written whole, its record last, with
+the sha256 of each and of its own content: a figure whose file is missing or changed, or whose record was edited,
+is not kept but made again (one line says why).
 
 Exit status: 0 when every figure was made (FAIL verdicts are results, not errors), 1 with
 ``--strict`` when any check FAILs, 2 on bad input (one line on stderr), 130 on Ctrl-C (finished runs
@@ -158,6 +160,10 @@ def main(argv: list[str] | None = None) -> int:
     except SystemExit as stop:      # --help (0), or one of argparse's own refusals (2): a status, as every outcome
         return stop.code
     console = make_console()
+
+    def say(line: str) -> None:
+        console.print(line, markup=False, highlight=False)
+
     # The commit whose code this process runs: a checkout that moves during a long gallery must not rename it.
     source = provenance.source_commit()
     try:
@@ -190,7 +196,7 @@ def main(argv: list[str] | None = None) -> int:
             console.print(f"[bold]{exp.heading}[/] ({args.fidelity})", highlight=False)
             files = experiment.figure_files(exp, args.output)
             kept = experiment.kept_record(exp, args.fidelity, args.output, {i: cfg for i, (cfg, _) in runs.items()},
-                                          args.cache)
+                                          args.cache, log=say)
             if kept is not None:
                 made = kept.get("provenance", {})
                 console.print(f"    kept: {files['json']} was made from these runs (commit "
@@ -200,8 +206,7 @@ def main(argv: list[str] | None = None) -> int:
             else:
                 outcomes.append(experiment.make_figure(
                     exp, args.fidelity, args.output, args.runs_root, cache=args.cache, executor=where, composed=runs,
-                    log=lambda line: console.print(line, markup=False, highlight=False), command=command,
-                    source=source))
+                    log=say, command=command, source=source))
                 console.print(f"    wrote {outcomes[-1].files['png']} in {time.perf_counter() - started:.0f} s")
             console.print(f"    checks: {counts_text(verdict_counts(outcomes[-1].checks))}", highlight=False)
             if args.pack:
@@ -215,8 +220,8 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as err:              # a figure's own files (png, table, record) in --output
         if err.errno not in WriteFailed.ERRNOS:
             raise
-        print(f"sgi-figures: error: cannot write {err.filename or args.output} ({err.strerror}); finished runs are "
-              "kept, the same command goes on from them", file=sys.stderr)
+        print(f"sgi-figures: error: cannot write {err.filename or args.output} ({err.strerror}); the figure's files "
+              "there are as they were, finished runs are kept, the same command goes on from them", file=sys.stderr)
         return 1
     except KeyboardInterrupt as stop:
         print(f"sgi-figures: {stop or 'interrupted'}; finished runs are kept, the same command goes on from them",

@@ -1,5 +1,6 @@
 """``sgi-figures`` as a user meets it: places it cannot write are one line, before any compute."""
 import errno
+import json
 import shutil
 from pathlib import Path
 
@@ -275,3 +276,76 @@ def test_the_gallery_rebuilds_its_own_readme_and_index(tmp_path):
     gallery.build(tmp_path)                               # its own files: replaced, whole
     assert ((tmp_path / "README.md").read_text(), (tmp_path / "index.html").read_text()) == first
     assert sorted(p.name for p in tmp_path.iterdir()) == ["README.md", "index.html"]    # no partial file left
+
+
+# --- issue 45: figure files written whole, records that tell when they changed, archives checked -------------------
+@pytest.fixture(scope="module")
+def made(tmp_path_factory):
+    """fig4_5 made once at smoke fidelity: (its run cache, its output directory), for the tests to copy."""
+    root = tmp_path_factory.mktemp("made")
+    assert cli.main(_figure_args(root)) == 0
+    return root / "runs", root / "out"
+
+
+def _copy_of(made, tmp_path):
+    """Arguments that make fig4_5 into a copy of ``made``'s output, from its cached runs; its files there."""
+    from sgi_run.figures import experiment
+    runs, out = made
+    shutil.copytree(out, tmp_path / "out")
+    [exp] = experiment.discover("experiments", ["fig4_5"])
+    args = ["--fidelity", "smoke", "--only", "fig4_5", "--runs-root", str(runs), "--output", str(tmp_path / "out")]
+    return args, experiment.figure_files(exp, tmp_path / "out")
+
+
+def _as_written(files) -> bool:
+    from sgi_run.figures import experiment
+    directory = files["json"].parent
+    return experiment.figure_fault(experiment.read_record(files["json"]), experiment.files_in(directory),
+                                   directory) is None
+
+
+@pytest.mark.slow
+def test_a_full_disk_while_a_figure_is_updated_leaves_its_old_files_whole(made, tmp_path, monkeypatch, capsys):
+    """The PNG cut short by a full disk (49152 bytes) is not left beside the old record: every file of the figure
+    stays as it was, and the same command then keeps the figure whole."""
+    from sgi_run.figures import plots
+    args, files = _copy_of(made, tmp_path)
+    before = {key: path.read_bytes() for key, path in files.items()}
+
+    def disk_full(path):
+        with open(path, "r+b") as png:
+            png.truncate(49152)
+        raise OSError(errno.ENOSPC, "No space left on device", str(path))
+
+    monkeypatch.setattr(plots, "compact_png", disk_full)
+    capsys.readouterr()
+    assert cli.main([*args, "--cache", "off"]) == 1        # the runs are made again, and the figure
+    assert {key: path.read_bytes() for key, path in files.items()} == before
+    assert not [p for p in (tmp_path / "out").rglob("*") if ".partial" in p.name]
+    err = capsys.readouterr().err                            # after the runs' own progress lines
+    assert err.endswith(f"\nsgi-figures: error: cannot write {files['png']} (No space left on device); the "
+                        "figure's files there are as they were, finished runs are kept, the same command goes on "
+                        "from them\n")
+    monkeypatch.undo()
+    assert cli.main(args) == 0 and "    kept: " in capsys.readouterr().out and _as_written(files)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("damage, line", [
+    # What the full disk left before figure files were written whole: a PNG cut short beside its old record.
+    (lambda files: files["png"].write_bytes(files["png"].read_bytes()[:49152]),
+     "fig4_5.png is not the file its record was written with (its sha256 differs)"),
+    (lambda files: files["pdf"].unlink(), "fig4_5.pdf is missing"),
+    (lambda files: files["json"].write_text(files["json"].read_text().replace('"verdict": "PASS"',
+                                                                              '"verdict": "FAIL"', 1)),
+     "fig4_5.json was changed after sgi-figures wrote it (its digest does not match)"),
+], ids=["a_png_cut_short", "a_file_missing", "a_verdict_edited_by_hand"])
+def test_a_figure_whose_files_are_not_as_written_is_made_again(damage, line, made, tmp_path, capsys):
+    args, files = _copy_of(made, tmp_path)
+    damage(files)
+    capsys.readouterr()
+    assert cli.main(args) == 0
+    out = capsys.readouterr().out
+    assert f"    made again: {files['json'].parent}/{line}\n" in out and "kept: " not in out
+    record = json.loads(files["json"].read_text())
+    assert _as_written(files) and all(c["verdict"] == "PASS" for c in record["checks"])
