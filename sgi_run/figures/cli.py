@@ -92,7 +92,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--strict", action="store_true", help="exit 1 when any check FAILs")
     p.add_argument("--pack", metavar="DIR",
                    help="write each figure's files (PNG, PDF, SVG, tables, checks, record) and their sha256 as "
-                        "DIR/<paper>-<figure>.tar.gz, one small archive to bring back from a remote machine")
+                        "DIR/<paper>-<figure>.tar.gz, one small archive to bring back from a remote machine; a file "
+                        "there under that name is replaced only if --pack wrote it")
     p.add_argument("--unpack", nargs="+", metavar="ARCHIVE",
                    help="put the figures of archives written by --pack into --output and rebuild its gallery; makes no "
                         "figure. An archive is taken only whole as --pack wrote it (each file's sha256 as its "
@@ -128,7 +129,8 @@ def archive_path(pack_dir, exp) -> Path:
 
 def pack(files: dict[str, Path], archive: Path) -> Path:
     """One figure's files as ``archive`` (tar.gz), named ``<paper>/<file>`` inside as in an output directory, with
-    ``MANIFEST``: the sha256 of each. Written whole."""
+    ``MANIFEST``: the sha256 of each. Written whole (``check_pack`` refused, before any compute, an archive there
+    that ``pack`` did not write)."""
     members = {f"{path.parent.name}/{path.name}": path.read_bytes() for path in files.values()}
     manifest = {"written_by": "sgi-figures --pack",
                 "sha256": {name: hashlib.sha256(data).hexdigest() for name, data in members.items()}}
@@ -233,6 +235,21 @@ def unpack(archives: list[str], output: Path) -> list[str]:
     return written
 
 
+def check_pack(pack_dir: str, archives: list[Path]) -> None:
+    """Refuse (one line, before any compute) a ``--pack`` directory that is no path or cannot be written, or
+    that holds a file under an archive's name that ``pack`` did not write: an archive is only replaced by its
+    figure's next one."""
+    require("--pack", pack_dir, pack_dir.strip() != "", "a directory (a non-empty path)")
+    cache.check_writable(Path(pack_dir), "--pack", pack_dir)
+    for archive in archives:
+        if archive.exists() or archive.is_symlink():
+            try:
+                read_pack(archive, "--pack")
+            except ConfigError as err:
+                raise ConfigError("--pack", pack_dir, f"a directory whose {archive.name}, if any, is {err.allowed}; "
+                                  "move it away") from None
+
+
 def chosen_figures(experiments_dirs: list[str], only: list[str] | None):
     """(the figures to make, those the gallery lists): every figure --only names among the built-in papers' and
     the user's directories; without --only, every figure of the user's directories where any is named, else every
@@ -300,6 +317,8 @@ def main(argv: list[str] | None = None) -> int:
                     for exp in experiments]
         for key, directory in (("--runs-root", args.runs_root), ("--output", args.output)):
             cache.check_writable(Path(directory), key, directory)
+        if args.pack is not None:
+            check_pack(args.pack, [archive_path(args.pack, exp) for exp in experiments])
         outcomes = []
         for exp, runs in zip(experiments, composed):
             started = time.perf_counter()
@@ -319,7 +338,7 @@ def main(argv: list[str] | None = None) -> int:
                     log=say, command=command, source=source))
                 console.print(f"    wrote {outcomes[-1].files['png']} in {time.perf_counter() - started:.0f} s")
             console.print(f"    checks: {counts_text(verdict_counts(outcomes[-1].checks))}", highlight=False)
-            if args.pack:
+            if args.pack is not None:
                 archive = pack(files, archive_path(args.pack, exp))
                 console.print(f"    packed {archive}")
     except ConfigError as err:

@@ -450,3 +450,22 @@ def test_two_archives_of_one_figure_are_refused(tmp_path, capsys):
     assert capsys.readouterr().err == (f"sgi-figures: error: --unpack='{second}' is not allowed: one archive per "
                                        f"figure (my_study/fig1.json is also in {first})\n")
     assert not (tmp_path / "out" / "my_study").exists()
+
+
+@pytest.mark.parametrize("pack_dir, allowed", [
+    (lambda tmp: "/proc/x", "a directory sgi-run can write (No such file or directory: /proc/x)"),
+    (lambda tmp: str(tmp / "a_file"), "a directory sgi-run can write (File exists: {tmp}/a_file)"),
+    (lambda tmp: str(tmp / "packed"), "a directory whose kraus_tyranowski_2021-fig4_5.tar.gz, if any, is an "
+                                      "archive sgi-figures --pack wrote (it has no sgi-figures-manifest.json); move "
+                                      "it away"),
+    (lambda tmp: "", "a directory (a non-empty path)"),
+], ids=["unwritable", "an_existing_file", "a_users_file_under_the_archives_name", "no_path"])
+def test_a_pack_directory_is_refused_in_one_line_before_any_compute(pack_dir, allowed, tmp_path, capsys):
+    (tmp_path / "a_file").write_text("mine")
+    _tar(tmp_path / "packed" / "kraus_tyranowski_2021-fig4_5.tar.gz", {"mine.txt": b"mine"})
+    value = pack_dir(tmp_path)
+    assert cli.main(_figure_args(tmp_path, "--pack", value)) == 2
+    assert capsys.readouterr().err == (f"sgi-figures: error: --pack={value!r} is not allowed: "
+                                       f"{allowed.format(tmp=tmp_path)}\n")
+    assert not list(tmp_path.rglob("ensemble.h5")) and (tmp_path / "a_file").read_text() == "mine"
+    assert _members(tmp_path / "packed" / "kraus_tyranowski_2021-fig4_5.tar.gz") == {"mine.txt": b"mine"}
