@@ -9,7 +9,9 @@
 A figure whose record in ``--output`` was made from exactly its runs' configs is kept, not recomputed
 (``--cache``: ``refresh_stale`` also recomputes one made by other numerics code, ``off`` every one), so a
 paper-fidelity sweep split over GPU windows goes on from the figures it finished; within a figure the run
-cache and the shard checkpoints keep the finished runs.
+cache and the shard checkpoints keep the finished runs. A figure's files are written whole, its record last, with
+the sha256 of each and of its own content: a figure whose file is missing or changed, or whose record was edited,
+is not kept but made again (one line says why).
 
 Exit status: 0 when every figure was made (FAIL verdicts are results, not errors), 1 with
 ``--strict`` when any check FAILs, 2 on bad input (one line on stderr), 130 on Ctrl-C (finished runs
@@ -18,19 +20,25 @@ and shards are kept; the same command resumes).
 from __future__ import annotations
 
 import argparse
+import hashlib
+import io
+import json
+import re
 import shlex
 import sys
 import tarfile
 import time
+import zlib
 from pathlib import Path
 
 from sgi_run import bundled, cache, provenance
 from sgi_run.api import load_module
 from sgi_run.config import CACHE_POLICIES, ConfigSource
 from sgi_run.core import jax_setup
-from sgi_run.core.errors import ConfigError
+from sgi_run.core.errors import ConfigError, require
 from sgi_run.engine import executor
-from sgi_run.figures.experiment import FIDELITIES
+from sgi_run.figures import experiment
+from sgi_run.figures.experiment import FIDELITIES, write_atomically
 from sgi_run.figures.results import BY_CONSTRUCTION, counts_text, verdict_counts
 
 
@@ -83,10 +91,15 @@ def _parser() -> argparse.ArgumentParser:
                    help="a key of conf/executor/<executor>.yaml, e.g. workers=4; repeatable")
     p.add_argument("--strict", action="store_true", help="exit 1 when any check FAILs")
     p.add_argument("--pack", metavar="DIR",
-                   help="write each figure's files (PNG, table, checks, record) as DIR/<paper>-<figure>.tar.gz, one "
-                        "small archive to bring back from a remote machine")
+                   help="write each figure's files (PNG, PDF, SVG, tables, checks, record) and their sha256 as "
+                        "DIR/<paper>-<figure>.tar.gz, one small archive to bring back from a remote machine; a file "
+                        "there under that name is replaced only if --pack wrote it")
     p.add_argument("--unpack", nargs="+", metavar="ARCHIVE",
-                   help="unpack archives written by --pack into --output and rebuild its gallery; makes no figure")
+                   help="put the figures of archives written by --pack into --output and rebuild its gallery; makes no "
+                        "figure. An archive is taken only whole as --pack wrote it (each file's sha256 as its "
+                        "manifest and the figure's record keep them), and its files go only where --output has none "
+                        "of them, the same ones, or that figure's files exactly as sgi-figures wrote them (their "
+                        "sha256 as its record keeps them); anything else is refused, before any file is written")
     return p
 
 
@@ -103,35 +116,144 @@ def _verdict_table(outcomes):
     return table
 
 
+# Inside each --pack archive, beside the figure's files: the sha256 of each, which --unpack checks.
+MANIFEST = "sgi-figures-manifest.json"
+# A member names <paper>/<file>, as in an output directory: no path that leaves it, no hidden file.
+_MEMBER = re.compile(r"[\w-][\w.-]*/[\w-][\w.-]*")
+
+
+def archive_path(pack_dir, exp) -> Path:
+    """Where ``--pack`` writes a figure's archive."""
+    return Path(pack_dir) / f"{exp.paper}-{exp.figure}.tar.gz"
+
+
 def pack(files: dict[str, Path], archive: Path) -> Path:
-    """One figure's files as ``archive`` (tar.gz), named ``<paper>/<file>`` inside as in an output directory."""
-    archive.parent.mkdir(parents=True, exist_ok=True)
-    with tarfile.open(archive, "w:gz") as tar:
-        for path in files.values():
-            tar.add(path, arcname=f"{path.parent.name}/{path.name}")
+    """One figure's files as ``archive`` (tar.gz), named ``<paper>/<file>`` inside as in an output directory, with
+    ``MANIFEST``: the sha256 of each. Written whole (``check_pack`` refused, before any compute, an archive there
+    that ``pack`` did not write)."""
+    members = {f"{path.parent.name}/{path.name}": path.read_bytes() for path in files.values()}
+    manifest = {"written_by": "sgi-figures --pack",
+                "sha256": {name: hashlib.sha256(data).hexdigest() for name, data in members.items()}}
+    packed = io.BytesIO()
+    with tarfile.open(fileobj=packed, mode="w:gz") as tar:
+        for name, data in {MANIFEST: json.dumps(manifest, indent=1).encode(), **members}.items():
+            member = tarfile.TarInfo(name)
+            member.size, member.mode, member.mtime = len(data), 0o644, int(time.time())
+            tar.addfile(member, io.BytesIO(data))
+    write_atomically(archive, packed.getvalue())
     return archive
 
 
+def read_pack(archive, key: str = "--unpack") -> tuple[str, dict, dict[str, bytes]]:
+    """(paper, record, the figure's files by name) of an archive ``pack`` wrote, whole: every member a plain file
+    ``<paper>/<file>`` of one figure, listed in its manifest with its sha256, and the figure's files as its record
+    keeps them (``experiment.figure_fault``). Anything else is refused in one line naming ``key``."""
+    def refused(why: str) -> ConfigError:
+        return ConfigError(key, str(archive), f"an archive sgi-figures --pack wrote ({why})")
+
+    try:
+        with tarfile.open(archive, "r:gz") as tar:
+            members = {}
+            for member in tar:
+                if not member.isfile() or member.name in members:
+                    raise refused(f"{member.name} is not one plain file")
+                members[member.name] = tar.extractfile(member).read()
+    except (OSError, EOFError, zlib.error, tarfile.TarError) as err:
+        raise refused(str(err)) from None
+    if MANIFEST not in members:
+        raise refused(f"it has no {MANIFEST}")
+    try:
+        digests = json.loads(members.pop(MANIFEST))["sha256"]
+        listed = set(digests)
+    except (ValueError, KeyError, TypeError):
+        raise refused(f"its {MANIFEST} lists no sha256 of its files") from None
+    unlisted = sorted(listed ^ set(members))
+    if unlisted:
+        raise refused(f"{unlisted[0]} is " + ("missing, though its manifest lists it" if unlisted[0] in listed
+                                               else "not in its manifest"))
+    for name, data in members.items():
+        if not _MEMBER.fullmatch(name):
+            raise refused(f"{name} is no <paper>/<file> of an output directory")
+        if hashlib.sha256(data).hexdigest() != digests[name]:
+            raise refused(f"{name} differs from its manifest's sha256")
+    papers, records = {name.split("/")[0] for name in members}, [name for name in members if name.endswith(".json")]
+    if len(papers) != 1 or len(records) != 1:
+        raise refused("not one figure's files: one <paper>/ directory holding one record")
+    [paper], files = papers, {name.split("/")[1]: data for name, data in members.items()}
+    try:
+        record = json.loads(members[records[0]])
+    except ValueError as err:
+        raise refused(f"{records[0]} is no record ({err})") from None
+    fault = experiment.figure_fault(record if isinstance(record, dict) else {}, files.get, paper)
+    if fault is None and (record.get("paper") != paper or set(files) != set(record["files"].values())):
+        fault = f"{records[0]} lists other files than the archive holds"
+    if fault:
+        raise refused(fault)
+    return paper, record, files
+
+
+def _replaces_what_it_does_not_own(output: Path, paper: str, record: dict, files: dict[str, bytes]) -> str | None:
+    """Why unpacking a figure's ``files`` into ``output`` is refused, naming the file (None when it is not): it
+    would replace a file that is not this figure's, exactly as sgi-figures wrote it (the figure's record there and
+    its digests match). A file that is absent, or already the same, may always be written."""
+    directory = output / paper
+    present = experiment.files_in(directory)
+    replaced = [directory / name for name, data in files.items()
+                if (directory / name).is_symlink() or ((directory / name).exists() and present(name) != data)]
+    if not replaced:
+        return None
+    try:
+        own = experiment.read_record(directory / record["files"]["json"])
+    except (OSError, ValueError):
+        return f"{replaced[0]} would be replaced, and no record sgi-figures wrote lists it"
+    fault = experiment.figure_fault(own, present, directory)
+    return f"{replaced[0]} would be replaced, and {fault}" if fault else None
+
+
 def unpack(archives: list[str], output: Path) -> list[str]:
-    """Extract ``--pack`` archives into ``output``; the members each one holds. Only plain files under
-    ``<paper>/`` are taken (tarfile's data filter refuses links and paths that leave ``output``)."""
-    members = []
+    """Write the figures of ``--pack`` archives into ``output``; the files written. Every archive is checked
+    (``read_pack``) and where its files go (only over that figure's own files: ``_replaces_what_it_does_not_own``)
+    before the first file is written; a figure's files are then written whole, its record last."""
+    figures = {}
     for name in archives:
-        try:
-            with tarfile.open(name, "r:gz") as tar:
-                tar.extractall(output, filter="data")
-                members += tar.getnames()
-        except (OSError, tarfile.TarError) as err:
-            raise ConfigError("--unpack", name, f"an archive written by sgi-figures --pack ({err})") from err
-    return members
+        paper, record, files = read_pack(name)
+        where = (paper, record["files"]["json"])
+        if where in figures:
+            raise ConfigError("--unpack", name, f"one archive per figure ({'/'.join(where)} is also in "
+                              f"{figures[where][0]})")
+        fault = _replaces_what_it_does_not_own(output, paper, record, files)
+        require("--unpack", name, fault is None, "an archive whose figure replaces only files sgi-figures wrote in "
+                f"--output ({fault}; move them away to unpack it)")
+        figures[where] = (name, files)
+    written = []
+    for (paper, record_name), (_, files) in figures.items():
+        record_last = sorted(files, key=lambda file: file == record_name)
+        with experiment.staged({file: output / paper / file for file in record_last}) as stage:
+            for file, path in stage.items():
+                path.write_bytes(files[file])
+        written += [f"{paper}/{file}" for file in record_last]
+    return written
+
+
+def check_pack(pack_dir: str, archives: list[Path]) -> None:
+    """Refuse (one line, before any compute) a ``--pack`` directory that is no path or cannot be written, or
+    that holds a file under an archive's name that ``pack`` did not write: an archive is only replaced by its
+    figure's next one."""
+    require("--pack", pack_dir, pack_dir.strip() != "", "a directory (a non-empty path)")
+    cache.check_writable(Path(pack_dir), "--pack", pack_dir)
+    for archive in archives:
+        if archive.exists() or archive.is_symlink():
+            try:
+                read_pack(archive, "--pack")
+            except ConfigError as err:
+                raise ConfigError("--pack", pack_dir, f"a directory whose {archive.name}, if any, is {err.allowed}; "
+                                  "move it away") from None
 
 
 def chosen_figures(experiments_dirs: list[str], only: list[str] | None):
     """(the figures to make, those the gallery lists): every figure --only names among the built-in papers' and
     the user's directories; without --only, every figure of the user's directories where any is named, else every
     built-in one. Two files of one paper/figure id anywhere are refused (``experiment.discover``)."""
-    from sgi_run.figures import experiment
-
     # The built-in directory named again (a checkout's experiments/) is the built-in papers, not a second copy.
     user = [Path(d) for d in experiments_dirs if Path(d).resolve() != bundled.EXPERIMENTS_DIR.resolve()]
     everything = experiment.discover([bundled.EXPERIMENTS_DIR, *user])
@@ -147,7 +269,7 @@ def _refuse(err: ConfigError) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     jax_setup.configure()
-    from sgi_run.figures import experiment, gallery
+    from sgi_run.figures import gallery
     from sgi_run.runner import WriteFailed
     from sgi_run.terminal import console as make_console
 
@@ -158,6 +280,10 @@ def main(argv: list[str] | None = None) -> int:
     except SystemExit as stop:      # --help (0), or one of argparse's own refusals (2): a status, as every outcome
         return stop.code
     console = make_console()
+
+    def say(line: str) -> None:
+        console.print(line, markup=False, highlight=False)
+
     # The commit whose code this process runs: a checkout that moves during a long gallery must not rename it.
     source = provenance.source_commit()
     try:
@@ -169,9 +295,16 @@ def main(argv: list[str] | None = None) -> int:
         return _refuse(err)
     if args.unpack:
         try:
+            cache.check_writable(Path(args.output), "--output", args.output)
             members = unpack(args.unpack, Path(args.output))
         except ConfigError as err:
             return _refuse(err)
+        except OSError as err:
+            if err.errno not in WriteFailed.ERRNOS:
+                raise
+            print(f"sgi-figures: error: cannot write {err.filename or args.output} ({err.strerror}); each figure's "
+                  "files there are whole, as before or as unpacked", file=sys.stderr)
+            return 1
         index = gallery.build(args.output, listed, gallery.PAPER_RESULTS)
         console.print(f"unpacked {len(members)} files into {args.output}; gallery: {index}")
         return 0
@@ -184,13 +317,15 @@ def main(argv: list[str] | None = None) -> int:
                     for exp in experiments]
         for key, directory in (("--runs-root", args.runs_root), ("--output", args.output)):
             cache.check_writable(Path(directory), key, directory)
+        if args.pack is not None:
+            check_pack(args.pack, [archive_path(args.pack, exp) for exp in experiments])
         outcomes = []
         for exp, runs in zip(experiments, composed):
             started = time.perf_counter()
             console.print(f"[bold]{exp.heading}[/] ({args.fidelity})", highlight=False)
             files = experiment.figure_files(exp, args.output)
             kept = experiment.kept_record(exp, args.fidelity, args.output, {i: cfg for i, (cfg, _) in runs.items()},
-                                          args.cache)
+                                          args.cache, log=say)
             if kept is not None:
                 made = kept.get("provenance", {})
                 console.print(f"    kept: {files['json']} was made from these runs (commit "
@@ -200,12 +335,11 @@ def main(argv: list[str] | None = None) -> int:
             else:
                 outcomes.append(experiment.make_figure(
                     exp, args.fidelity, args.output, args.runs_root, cache=args.cache, executor=where, composed=runs,
-                    log=lambda line: console.print(line, markup=False, highlight=False), command=command,
-                    source=source))
+                    log=say, command=command, source=source))
                 console.print(f"    wrote {outcomes[-1].files['png']} in {time.perf_counter() - started:.0f} s")
             console.print(f"    checks: {counts_text(verdict_counts(outcomes[-1].checks))}", highlight=False)
-            if args.pack:
-                archive = pack(files, Path(args.pack) / f"{exp.paper}-{exp.figure}.tar.gz")
+            if args.pack is not None:
+                archive = pack(files, archive_path(args.pack, exp))
                 console.print(f"    packed {archive}")
     except ConfigError as err:
         return _refuse(err)
@@ -215,8 +349,8 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as err:              # a figure's own files (png, table, record) in --output
         if err.errno not in WriteFailed.ERRNOS:
             raise
-        print(f"sgi-figures: error: cannot write {err.filename or args.output} ({err.strerror}); finished runs are "
-              "kept, the same command goes on from them", file=sys.stderr)
+        print(f"sgi-figures: error: cannot write {err.filename or args.output} ({err.strerror}); the figure's files "
+              "there are as they were, finished runs are kept, the same command goes on from them", file=sys.stderr)
         return 1
     except KeyboardInterrupt as stop:
         print(f"sgi-figures: {stop or 'interrupted'}; finished runs are kept, the same command goes on from them",

@@ -10,14 +10,18 @@ what is missing (runs are cached by config hash), draws the PNG, writes the figu
 """
 from __future__ import annotations
 
+import contextlib
 import csv
 import dataclasses
 import datetime
 import hashlib
 import json
 import math
+import os
 import re
 import shlex
+import shutil
+import tempfile
 import time
 from pathlib import Path
 from collections.abc import Callable, Sequence
@@ -550,27 +554,33 @@ def make_figure(exp: Experiment, fidelity: str, output_dir, runs_root: str | Non
     verdicts += _unconverged_verdicts(exp, results)
 
     files = figure_files(exp, output_dir)
-    files["json"].parent.mkdir(parents=True, exist_ok=True)
-    plots.draw(exp, data, [per_run[i] for i in exp.runs], fidelity, files["png"])
-    _write_table(exp, fidelity, table, files, studies, precision)
-    _write_checks(exp, fidelity, verdicts, files["checks"])
-    record = {"paper": exp.paper, "figure": exp.figure, "title": exp.title, "paper_name": exp.paper_name,
-              "name": exp.name, "label": exp.label, "heading": exp.heading, "diagnostic": exp.diagnostic,
-              "caption": exp.caption,
-              "source": exp.source, "note": exp.note, "observable": exp.observable, "fidelity": fidelity,
-              "fidelity_overrides": {name: {"overrides": list(p["overrides"]),
-                                            "runs": {r: list(v) for r, v in p["runs"].items()}}
-                                     for name, p in exp.fidelity.items()},
-              "table": table, "convergence": studies, "work_precision": precision,
-              "checks": [v.as_dict() for v in verdicts],
-              "verdicts": verdict_counts(verdicts),
-              "files": {k: p.name for k, p in files.items()}, "sgi_run_version": __version__,
-              "papers_counts": exp.at_papers_counts(fidelity),
-              "run_config_hashes": {run_id: config_hash(cfg) for run_id, cfg in configs.items()},
-              "experiment_digest": experiment_digest(exp),
-              "provenance": _provenance(exp, fidelity, results, time.perf_counter() - started, command, source)}
-    write_record(files["json"], record)
+    with staged(files) as stage:     # the figure's files replace its old ones only once all are written
+        plots.draw(exp, data, [per_run[i] for i in exp.runs], fidelity, stage["png"])
+        _write_table(exp, fidelity, table, stage, studies, precision)
+        _write_checks(exp, fidelity, verdicts, stage["checks"])
+        write_record(stage["json"], seal(_record(exp, fidelity, table, studies, precision, verdicts, files, configs,
+                                                 _provenance(exp, fidelity, results, time.perf_counter() - started,
+                                                             command, source)), stage))
     return FigureOutcome(exp, fidelity, table, verdicts, files, studies)
+
+
+def _record(exp: Experiment, fidelity: str, table: list[dict], studies: list[dict], precision: list[dict],
+            verdicts: list[CheckResult], files: dict[str, Path], configs: dict, provenance: dict) -> dict:
+    """The figure's record: what the gallery shows of it, and what it was made from (``kept_record``)."""
+    return {"paper": exp.paper, "figure": exp.figure, "title": exp.title, "paper_name": exp.paper_name,
+            "name": exp.name, "label": exp.label, "heading": exp.heading, "diagnostic": exp.diagnostic,
+            "caption": exp.caption,
+            "source": exp.source, "note": exp.note, "observable": exp.observable, "fidelity": fidelity,
+            "fidelity_overrides": {name: {"overrides": list(p["overrides"]),
+                                          "runs": {r: list(v) for r, v in p["runs"].items()}}
+                                   for name, p in exp.fidelity.items()},
+            "table": table, "convergence": studies, "work_precision": precision,
+            "checks": [v.as_dict() for v in verdicts],
+            "verdicts": verdict_counts(verdicts),
+            "files": {k: p.name for k, p in files.items()}, "sgi_run_version": __version__,
+            "papers_counts": exp.at_papers_counts(fidelity),
+            "run_config_hashes": {run_id: config_hash(cfg) for run_id, cfg in configs.items()},
+            "experiment_digest": experiment_digest(exp), "provenance": provenance}
 
 
 def _provenance(exp: Experiment, fidelity: str, results: dict, wall_time_s: float, command: str | None,
@@ -615,25 +625,35 @@ def experiment_digest(exp: Experiment) -> str:
     return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()
 
 
-def kept_record(exp: Experiment, fidelity: str, output_dir, configs: dict, cache: str) -> dict | None:
+def kept_record(exp: Experiment, fidelity: str, output_dir, configs: dict, cache: str,
+                log: Callable[[str], None] = print) -> dict | None:
     """The figure's record already in ``output_dir`` when it was made from exactly these runs (the same config
     of every run) and exactly this experiment file (``experiment_digest``: an edited band or panel makes the figure
     again, from the cached runs), and the cache policy reuses it: ``reuse`` keeps it whatever numerics code made it
     (its provenance names the commit), ``refresh_stale`` only from today's numerics code, ``off`` never. A figure
-    computed in an earlier session (a GPU window) is then not recomputed, e.g. from ``gallery/paper``."""
+    computed in an earlier session (a GPU window) is then not recomputed, e.g. from ``gallery/paper``. One that
+    would be kept but whose files are not as sgi-figures wrote them (``figure_fault``: a file missing or changed,
+    the record edited) is not trusted: it is made again, and ``log`` says why."""
     from sgi_run.provenance import code_digest
 
     files = figure_files(exp, output_dir)
-    if cache == "off" or not all(path.exists() for path in files.values()):
+    if cache == "off" or not files["json"].exists():
         return None
     try:
         record = read_record(files["json"])
-    except (OSError, ValueError):
+    except (OSError, ValueError) as err:
+        log(f"    made again: {files['json']} cannot be read as a figure's record ({err})")
         return None
     same_runs = (record.get("run_config_hashes") == {run_id: config_hash(cfg) for run_id, cfg in configs.items()}
                  and record.get("experiment_digest") == experiment_digest(exp))
     same_code = record.get("provenance", {}).get("numerics_code") == code_digest()
-    return record if same_runs and record.get("fidelity") == fidelity and (same_code or cache == "reuse") else None
+    if not (same_runs and record.get("fidelity") == fidelity and (same_code or cache == "reuse")):
+        return None
+    fault = figure_fault(record, files_in(files["json"].parent), files["json"].parent)
+    if fault:
+        log(f"    made again: {fault}")
+        return None
+    return record
 
 
 def _unconverged_verdicts(exp: Experiment, results: dict) -> list[CheckResult]:
@@ -672,13 +692,90 @@ def strict_json(x):
 
 def write_record(path: Path, record: dict) -> None:
     """A figure's record as strict JSON: a non-finite number is null (NaN is no JSON; a strict parser, as a
-    browser's, refuses the file). Readers take null as the missing or non-finite value it stood for."""
-    path.write_text(json.dumps(strict_json(record), indent=1, default=_json_default, allow_nan=False) + "\n")
+    browser's, refuses the file). Readers take null as the missing or non-finite value it stood for. The record
+    ends with the digest of its content (``record_digest``), which an edit made after it was written breaks."""
+    content = json.loads(json.dumps(strict_json(record), default=_json_default, allow_nan=False))   # as read back
+    content["record_digest"] = record_digest(content)
+    path.write_text(json.dumps(content, indent=1, allow_nan=False) + "\n")
 
 
 def read_record(path: Path) -> dict:
     """A figure's record (``write_record``'s, or an earlier version's, whose non-finite numbers are NaN)."""
-    return json.loads(Path(path).read_text())
+    record = json.loads(Path(path).read_text())
+    if not isinstance(record, dict):
+        raise ValueError(f"a JSON {type(record).__name__}, not an object")
+    return record
+
+
+def record_digest(record: dict) -> str:
+    """sha256 of a record's content as read back (keys sorted), its own digest left out."""
+    content = {k: v for k, v in record.items() if k != "record_digest"}
+    return hashlib.sha256(json.dumps(content, sort_keys=True).encode()).hexdigest()
+
+
+def seal(record: dict, files: dict[str, Path]) -> dict:
+    """``record`` with the sha256 of each of the figure's other files as written at ``files``: a file changed or
+    cut short after it was written (a full disk, a hand) then no longer matches its record (``figure_fault``)."""
+    return {**record, "file_digests": {key: hashlib.sha256(path.read_bytes()).hexdigest()
+                                       for key, path in files.items() if key != "json"}}
+
+
+def files_in(directory: Path) -> Callable[[str], bytes | None]:
+    """The ``read`` of ``figure_fault`` for a figure's files in ``directory``."""
+    def read(name: str) -> bytes | None:
+        path = Path(directory) / name
+        return path.read_bytes() if path.is_file() else None
+    return read
+
+
+def figure_fault(record: dict, read: Callable[[str], bytes | None], where) -> str | None:
+    """Why a figure's files are not as sgi-figures wrote them, naming the file (None when they are): the record has
+    no digests (an earlier sgi-figures wrote it) or was changed since, or a file it lists is missing or differs
+    from its digest. ``read(name)``: the bytes of the figure's file ``name`` (None: there is none); ``where``: the
+    place the files are named in (a directory, an archive's ``<paper>``)."""
+    files = record.get("files")
+    if not isinstance(files, dict) or "json" not in files:
+        return f"{where} holds no figure's record"
+    if "record_digest" not in record:
+        return f"{where}/{files['json']} keeps no digests of its files (an earlier sgi-figures wrote it)"
+    if record["record_digest"] != record_digest(record):
+        return f"{where}/{files['json']} was changed after sgi-figures wrote it (its digest does not match)"
+    for key, name in files.items():
+        if key == "json":
+            continue
+        data = read(name)
+        if data is None:
+            return f"{where}/{name} is missing"
+        if hashlib.sha256(data).hexdigest() != record.get("file_digests", {}).get(key):
+            return f"{where}/{name} is not the file its record was written with (its sha256 differs)"
+    return None
+
+
+@contextlib.contextmanager
+def staged(files: dict[str, Path]):
+    """Paths of the same names in a temporary directory beside ``files`` (all in one directory) for the caller to
+    write; once all are written each is renamed over its own name, in their order (a figure's record last). A
+    write that fails (a full disk) leaves the files as they were, and nothing of its own."""
+    directory = next(iter(files.values())).parent
+    directory.mkdir(parents=True, exist_ok=True)
+    stage = Path(tempfile.mkdtemp(prefix=f".{next(iter(files.values())).stem}.", suffix=".partial", dir=directory))
+    try:
+        yield {key: stage / path.name for key, path in files.items()}
+        for path in files.values():
+            os.replace(stage / path.name, path)
+    except OSError as err:
+        if err.filename and Path(err.filename).parent == stage:    # the file the user knows, not its stage
+            err.filename = str(directory / Path(err.filename).name)
+        raise
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+
+
+def write_atomically(path: Path, data: str | bytes) -> None:
+    """``data`` as the file ``path``, written whole (``staged``): a reader, or a full disk, never leaves half."""
+    path = Path(path)
+    with staged({path.name: path}) as stage:
+        stage[path.name].write_bytes(data.encode() if isinstance(data, str) else data)
 
 
 # --- writing ---------------------------------------------------------------------------------------------

@@ -1,6 +1,10 @@
 """``sgi-figures`` as a user meets it: places it cannot write are one line, before any compute."""
 import errno
+import hashlib
+import io
+import json
 import shutil
+import tarfile
 from pathlib import Path
 
 import pytest
@@ -165,8 +169,8 @@ def test_a_made_figure_is_kept_packed_and_unpacked_elsewhere(tmp_path, monkeypat
 
     archive = tmp_path / "packed" / "kraus_tyranowski_2021-fig4_5.tar.gz"
     with tarfile.open(archive) as tar:
-        assert sorted(tar.getnames()) == sorted(f"kraus_tyranowski_2021/fig4_5{end}" for end in
-                                                (".png", ".pdf", ".svg", ".csv", ".md", "_checks.md", ".json"))
+        assert sorted(tar.getnames()) == sorted([cli.MANIFEST] + [f"kraus_tyranowski_2021/fig4_5{end}" for end in
+                                                (".png", ".pdf", ".svg", ".csv", ".md", "_checks.md", ".json")])
     assert cli.main(["--output", str(tmp_path / "home"), "--unpack", str(archive)]) == 0
     assert "fig4_5.png" in (tmp_path / "home" / "index.html").read_text()
     [row] = [line for line in (tmp_path / "home" / "README.md").read_text().splitlines() if "Figure 4.5" in line]
@@ -275,3 +279,193 @@ def test_the_gallery_rebuilds_its_own_readme_and_index(tmp_path):
     gallery.build(tmp_path)                               # its own files: replaced, whole
     assert ((tmp_path / "README.md").read_text(), (tmp_path / "index.html").read_text()) == first
     assert sorted(p.name for p in tmp_path.iterdir()) == ["README.md", "index.html"]    # no partial file left
+
+
+# --- issue 45: figure files written whole, records that tell when they changed, archives checked -------------------
+@pytest.fixture(scope="module")
+def made(tmp_path_factory):
+    """fig4_5 made once at smoke fidelity: (its run cache, its output directory), for the tests to copy."""
+    root = tmp_path_factory.mktemp("made")
+    assert cli.main(_figure_args(root)) == 0
+    return root / "runs", root / "out"
+
+
+def _copy_of(made, tmp_path):
+    """Arguments that make fig4_5 into a copy of ``made``'s output, from its cached runs; its files there."""
+    from sgi_run.figures import experiment
+    runs, out = made
+    shutil.copytree(out, tmp_path / "out")
+    [exp] = experiment.discover("experiments", ["fig4_5"])
+    args = ["--fidelity", "smoke", "--only", "fig4_5", "--runs-root", str(runs), "--output", str(tmp_path / "out")]
+    return args, experiment.figure_files(exp, tmp_path / "out")
+
+
+def _as_written(files) -> bool:
+    from sgi_run.figures import experiment
+    directory = files["json"].parent
+    return experiment.figure_fault(experiment.read_record(files["json"]), experiment.files_in(directory),
+                                   directory) is None
+
+
+@pytest.mark.slow
+def test_a_full_disk_while_a_figure_is_updated_leaves_its_old_files_whole(made, tmp_path, monkeypatch, capsys):
+    """The PNG cut short by a full disk (49152 bytes) is not left beside the old record: every file of the figure
+    stays as it was, and the same command then keeps the figure whole."""
+    from sgi_run.figures import plots
+    args, files = _copy_of(made, tmp_path)
+    before = {key: path.read_bytes() for key, path in files.items()}
+
+    def disk_full(path):
+        with open(path, "r+b") as png:
+            png.truncate(49152)
+        raise OSError(errno.ENOSPC, "No space left on device", str(path))
+
+    monkeypatch.setattr(plots, "compact_png", disk_full)
+    capsys.readouterr()
+    assert cli.main([*args, "--cache", "off"]) == 1        # the runs are made again, and the figure
+    assert {key: path.read_bytes() for key, path in files.items()} == before
+    assert not [p for p in (tmp_path / "out").rglob("*") if ".partial" in p.name]
+    err = capsys.readouterr().err                            # after the runs' own progress lines
+    assert err.endswith(f"\nsgi-figures: error: cannot write {files['png']} (No space left on device); the "
+                        "figure's files there are as they were, finished runs are kept, the same command goes on "
+                        "from them\n")
+    monkeypatch.undo()
+    assert cli.main(args) == 0 and "    kept: " in capsys.readouterr().out and _as_written(files)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("damage, line", [
+    # What the full disk left before figure files were written whole: a PNG cut short beside its old record.
+    (lambda files: files["png"].write_bytes(files["png"].read_bytes()[:49152]),
+     "fig4_5.png is not the file its record was written with (its sha256 differs)"),
+    (lambda files: files["pdf"].unlink(), "fig4_5.pdf is missing"),
+    (lambda files: files["json"].write_text(files["json"].read_text().replace('"verdict": "PASS"',
+                                                                              '"verdict": "FAIL"', 1)),
+     "fig4_5.json was changed after sgi-figures wrote it (its digest does not match)"),
+], ids=["a_png_cut_short", "a_file_missing", "a_verdict_edited_by_hand"])
+def test_a_figure_whose_files_are_not_as_written_is_made_again(damage, line, made, tmp_path, capsys):
+    args, files = _copy_of(made, tmp_path)
+    damage(files)
+    capsys.readouterr()
+    assert cli.main(args) == 0
+    out = capsys.readouterr().out
+    assert f"    made again: {files['json'].parent}/{line}\n" in out and "kept: " not in out
+    record = json.loads(files["json"].read_text())
+    assert _as_written(files) and all(c["verdict"] == "PASS" for c in record["checks"])
+
+
+def _written_figure(directory, png=b"\x89PNG the figure"):
+    from tests.figures.test_pipeline import _written_figure as written
+    return written(directory, png)
+
+
+def _members(archive) -> dict[str, bytes]:
+    with tarfile.open(archive) as tar:
+        return {m.name: tar.extractfile(m).read() for m in tar}
+
+
+def _tar(path, members: dict[str, bytes], links=()):
+    """An archive of ``members`` as given (and symbolic links: name -> target), as anyone may make one."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(path, "w:gz") as tar:
+        for name, data in members.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+        for name, target in links:
+            info = tarfile.TarInfo(name)
+            info.type, info.linkname = tarfile.SYMTYPE, target
+            tar.addfile(info)
+    return path
+
+
+def _manifest(members: dict[str, bytes]) -> dict[str, bytes]:
+    digests = {name: hashlib.sha256(data).hexdigest() for name, data in members.items()}
+    return {cli.MANIFEST: json.dumps({"sha256": digests}).encode(), **members}
+
+
+def _edited_record(members):
+    record = "my_study/fig1.json"
+    return _manifest({**{n: d for n, d in members.items() if n != cli.MANIFEST},
+                      record: members[record].replace(b'"PASS"', b'"FAIL"')})
+
+
+@pytest.mark.parametrize("craft, why", [
+    # The hostile tester's: one member over a real figure's PNG, holding text.
+    (lambda members: {"my_study/fig1.png": b"not a figure"}, "it has no sgi-figures-manifest.json"),
+    (lambda members: {**members, "my_study/fig1.png": b"\x89PNG another figure"},
+     "my_study/fig1.png differs from its manifest's sha256"),
+    (lambda members: {**members, "my_study/notes.txt": b"mine"}, "my_study/notes.txt is not in its manifest"),
+    (lambda members: _manifest({"../fig1.png": b"\x89PNG"}), "../fig1.png is no <paper>/<file> of an output directory"),
+    (_edited_record, "my_study/fig1.json was changed after sgi-figures wrote it (its digest does not match)"),
+], ids=["no_manifest", "a_member_changed", "a_member_not_listed", "a_path_out_of_the_output", "an_edited_record"])
+def test_an_archive_pack_did_not_write_is_refused_and_replaces_nothing(craft, why, tmp_path, capsys):
+    files = _written_figure(tmp_path / "out")
+    before = {path: path.read_bytes() for path in files.values()}
+    packed = cli.pack(_written_figure(tmp_path / "there", b"\x89PNG the figure made there"), tmp_path / "x.tar.gz")
+    odd = _tar(tmp_path / "odd.tar.gz", craft(_members(packed)))
+    assert cli.main(["--output", str(tmp_path / "out"), "--unpack", str(odd)]) == 2
+    assert capsys.readouterr().err == (f"sgi-figures: error: --unpack='{odd}' is not allowed: an archive "
+                                       f"sgi-figures --pack wrote ({why})\n")
+    assert {path: path.read_bytes() for path in files.values()} == before
+    assert sorted(p.relative_to(tmp_path).as_posix() for p in (tmp_path / "out").rglob("*")) == [
+        "out/my_study", "out/my_study/fig1.json", "out/my_study/fig1.md", "out/my_study/fig1.png"]
+
+
+def test_an_archive_with_a_link_is_refused(tmp_path, capsys):
+    odd = _tar(tmp_path / "odd.tar.gz", {}, links=[("my_study/fig1.png", "/etc/passwd")])
+    assert cli.main(["--output", str(tmp_path / "out"), "--unpack", str(odd)]) == 2
+    assert capsys.readouterr().err.endswith("sgi-figures --pack wrote (my_study/fig1.png is not one plain file)\n")
+    assert not (tmp_path / "out" / "my_study").exists()
+
+
+def test_unpack_replaces_only_the_files_sgi_figures_wrote_of_that_figure(tmp_path, capsys):
+    """An archive goes where --output has none of its files, or that figure's as sgi-figures wrote them (an
+    earlier version of it); a file of the user's there, or one changed since, is refused, and nothing is written."""
+    packed = cli.pack(_written_figure(tmp_path / "there", b"\x89PNG the new figure"), tmp_path / "new.tar.gz")
+    home = tmp_path / "home"
+    old = _written_figure(home, b"\x89PNG the old figure")
+    assert cli.main(["--output", str(home), "--unpack", str(packed)]) == 0      # an update of its own figure
+    assert old["png"].read_bytes() == b"\x89PNG the new figure" and _as_written(old)
+    assert cli.main(["--output", str(home), "--unpack", str(packed)]) == 0      # the same files again
+
+    _written_figure(home, b"\x89PNG the old figure")["md"].unlink()        # its files, one gone since
+    capsys.readouterr()
+    assert cli.main(["--output", str(home), "--unpack", str(packed)]) == 2
+    assert capsys.readouterr().err == (
+        f"sgi-figures: error: --unpack='{packed}' is not allowed: an archive whose figure replaces only files "
+        f"sgi-figures wrote in --output ({old['png']} would be replaced, and {old['md']} is missing; move them "
+        "away to unpack it)\n")
+    old["png"].write_bytes(b"\x89PNG changed by hand")     # the user's PNG, and no record of its figure
+    old["json"].unlink()
+    assert cli.main(["--output", str(home), "--unpack", str(packed)]) == 2
+    assert f"({old['png']} would be replaced, and no record sgi-figures wrote lists it;" in capsys.readouterr().err
+    assert old["png"].read_bytes() == b"\x89PNG changed by hand" and not old["md"].exists()
+
+
+def test_two_archives_of_one_figure_are_refused(tmp_path, capsys):
+    first = cli.pack(_written_figure(tmp_path / "a"), tmp_path / "a.tar.gz")
+    second = cli.pack(_written_figure(tmp_path / "b", b"\x89PNG other"), tmp_path / "b.tar.gz")
+    assert cli.main(["--output", str(tmp_path / "out"), "--unpack", str(first), str(second)]) == 2
+    assert capsys.readouterr().err == (f"sgi-figures: error: --unpack='{second}' is not allowed: one archive per "
+                                       f"figure (my_study/fig1.json is also in {first})\n")
+    assert not (tmp_path / "out" / "my_study").exists()
+
+
+@pytest.mark.parametrize("pack_dir, allowed", [
+    (lambda tmp: "/proc/x", "a directory sgi-run can write (No such file or directory: /proc/x)"),
+    (lambda tmp: str(tmp / "a_file"), "a directory sgi-run can write (File exists: {tmp}/a_file)"),
+    (lambda tmp: str(tmp / "packed"), "a directory whose kraus_tyranowski_2021-fig4_5.tar.gz, if any, is an "
+                                      "archive sgi-figures --pack wrote (it has no sgi-figures-manifest.json); move "
+                                      "it away"),
+    (lambda tmp: "", "a directory (a non-empty path)"),
+], ids=["unwritable", "an_existing_file", "a_users_file_under_the_archives_name", "no_path"])
+def test_a_pack_directory_is_refused_in_one_line_before_any_compute(pack_dir, allowed, tmp_path, capsys):
+    (tmp_path / "a_file").write_text("mine")
+    _tar(tmp_path / "packed" / "kraus_tyranowski_2021-fig4_5.tar.gz", {"mine.txt": b"mine"})
+    value = pack_dir(tmp_path)
+    assert cli.main(_figure_args(tmp_path, "--pack", value)) == 2
+    assert capsys.readouterr().err == (f"sgi-figures: error: --pack={value!r} is not allowed: "
+                                       f"{allowed.format(tmp=tmp_path)}\n")
+    assert not list(tmp_path.rglob("ensemble.h5")) and (tmp_path / "a_file").read_text() == "mine"
+    assert _members(tmp_path / "packed" / "kraus_tyranowski_2021-fig4_5.tar.gz") == {"mine.txt": b"mine"}

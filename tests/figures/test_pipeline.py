@@ -234,3 +234,54 @@ def test_checks_that_hold_by_construction_are_listed_and_counted_apart(tmp_path)
     counts, apart = text.index("1 PASS, 0 FAIL, 0 SKIP; 1 by construction"), text.index("## By construction")
     assert counts < text.index("PASS  judged") < apart < text.index("PASS  picked_then_checked")
     assert "- picked_then_checked [candidates]: selected so (by construction)" in text
+
+
+# --- issue 45: a figure's files are written whole and its record tells when they changed ------------------------
+def _written_figure(directory: Path, png: bytes = b"\x89PNG the figure") -> dict[str, Path]:
+    """A figure's files as make_figure writes them (staged, sealed), without computing a figure."""
+    from sgi_run.figures.experiment import seal, staged, write_record
+    files = {key: directory / "my_study" / f"fig1{end}" for key, end in (("png", ".png"), ("md", ".md"),
+                                                                          ("json", ".json"))}
+    with staged(files) as stage:
+        stage["png"].write_bytes(png)
+        stage["md"].write_text("| run |\n")
+        write_record(stage["json"], seal({"paper": "my_study", "figure": "fig1", "verdict": "PASS",
+                                          "files": {key: path.name for key, path in files.items()}}, stage))
+    return files
+
+
+def test_a_write_that_fails_leaves_the_old_files_whole_and_no_partial_one(tmp_path):
+    """A full disk while a figure's files are replaced: none of them is replaced, nothing half-written is left,
+    and the error names the file the user knows (not its temporary copy)."""
+    import errno
+
+    from sgi_run.figures.experiment import staged
+    files = _written_figure(tmp_path)
+    before = {key: path.read_bytes() for key, path in files.items()}
+    with pytest.raises(OSError) as failed:
+        with staged(files) as stage:
+            stage["png"].write_bytes(b"\x89PNG the new figure")
+            with open(stage["md"], "wb") as md:
+                md.write(b"| run | half")
+                raise OSError(errno.ENOSPC, "No space left on device", str(stage["md"]))
+    assert failed.value.filename == str(files["md"])
+    assert {key: path.read_bytes() for key, path in files.items()} == before
+    assert sorted(p.name for p in files["json"].parent.iterdir()) == ["fig1.json", "fig1.md", "fig1.png"]
+
+
+@pytest.mark.parametrize("damage, fault", [
+    (lambda files: files["png"].write_bytes(files["png"].read_bytes()[:5]),
+     "fig1.png is not the file its record was written with (its sha256 differs)"),
+    (lambda files: files["md"].unlink(), "fig1.md is missing"),
+    (lambda files: files["json"].write_text(files["json"].read_text().replace('"PASS"', '"FAIL"')),
+     "fig1.json was changed after sgi-figures wrote it (its digest does not match)"),
+    (lambda files: files["json"].write_text(re.sub(r',\s*"record_digest": "\w+"', "", files["json"].read_text())),
+     "fig1.json keeps no digests of its files (an earlier sgi-figures wrote it)"),
+], ids=["a_file_cut_short", "a_file_missing", "a_verdict_edited", "no_digests"])
+def test_a_figures_record_tells_when_its_files_are_not_as_written(damage, fault, tmp_path):
+    from sgi_run.figures.experiment import figure_fault, files_in, read_record
+    files = _written_figure(tmp_path)
+    directory = files["json"].parent
+    assert figure_fault(read_record(files["json"]), files_in(directory), directory) is None
+    damage(files)
+    assert figure_fault(read_record(files["json"]), files_in(directory), directory) == f"{directory}/{fault}"
