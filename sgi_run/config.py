@@ -71,9 +71,13 @@ def _loader(source: ConfigSource) -> ConfigLoaderImpl:
     version.setbase(None)
     setup_globals()      # Hydra's resolvers (${now:...}), as hydra.main has them
     search_path = create_config_search_path(source.primary or str(CONF_DIR))
-    if source.added is not None:    # where hydra.main puts --config-dir: after the primary directory, so its
-        search_path.prepend(provider="command-line", path=f"file://{os.path.abspath(source.added)}",  # files add
-                            anchor=SearchPathQuery(provider="schema"))                 # options, never replace one
+    if source.added is not None:
+        if not source.added.strip():      # Hydra would read it as the working directory
+            raise ConfigError("--config-dir", source.added, "an existing directory")
+        # Where hydra.main puts --config-dir: after the primary directory, so its files add options,
+        # never replace one.
+        search_path.prepend(provider="command-line", path=f"file://{os.path.abspath(source.added)}",
+                            anchor=SearchPathQuery(provider="schema"))
     loader = ConfigLoaderImpl(config_search_path=search_path)
     for where in loader.repository.get_sources():
         if where.provider in _SEARCH_PATH_FLAGS and not where.available():

@@ -276,6 +276,13 @@ def test_an_unknown_config_name_is_one_line(config_dir, tmp_path, monkeypatch, c
     assert not (tmp_path / "runs").exists()
 
 
+def test_a_blank_config_dir_is_refused_in_one_line(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    code, err = _main(monkeypatch, capsys, "--config-dir=", "plan.paths=10", f"output_root={tmp_path}/runs")
+    assert (code, err) == (2, "sgi-run: error: --config-dir='' is not allowed: an existing directory\n")
+    assert not (tmp_path / "runs").exists()
+
+
 def test_a_yaml_syntax_error_is_one_line_naming_the_file_line_and_column(config_dir, tmp_path, monkeypatch, capsys):
     import shutil
 

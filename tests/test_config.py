@@ -405,3 +405,12 @@ def test_an_empty_tableau_vector_is_refused_by_its_own_key_not_by_the_default_ma
     """The config fuzz found alpha='' refused as integrator.tableau.a=[[0.5]]: the default took the blame."""
     message = refused([f"integrator.tableau.alpha={alpha}"])
     assert message.startswith(f"integrator.tableau.alpha={alpha} is not allowed: ") and "default integrator.tableau.a" in message
+
+
+# --- issue 45: a --config-dir of one's own ------------------------------------------------------------------------
+@pytest.mark.parametrize("blank", ["", " "])
+def test_a_blank_config_dir_is_refused_not_read_as_the_working_directory(blank):
+    from sgi_run.config import ConfigSource
+    with pytest.raises(ConfigError) as err:
+        compose([], ConfigSource(added=blank))
+    assert str(err.value) == f"--config-dir={blank!r} is not allowed: an existing directory"
