@@ -74,8 +74,7 @@ def _loader(source: ConfigSource) -> ConfigLoaderImpl:
     if source.added is not None:
         if not source.added.strip():      # Hydra would read it as the working directory
             raise ConfigError("--config-dir", source.added, "an existing directory")
-        # Where hydra.main puts --config-dir: after the primary directory, so its files add options,
-        # never replace one.
+        # Where hydra.main puts --config-dir: after the primary directory (_check_added_names).
         search_path.prepend(provider="command-line", path=f"file://{os.path.abspath(source.added)}",
                             anchor=SearchPathQuery(provider="schema"))
     loader = ConfigLoaderImpl(config_search_path=search_path)
@@ -83,11 +82,32 @@ def _loader(source: ConfigSource) -> ConfigLoaderImpl:
         if where.provider in _SEARCH_PATH_FLAGS and not where.available():
             raise ConfigError(_SEARCH_PATH_FLAGS[where.provider], where.path.removeprefix("file://"),
                               "an existing directory")
+    if source.added is not None:
+        _check_added_names(loader)
     folder, _, name = source.name.removesuffix(".yaml").rpartition("/")
     primaries = sorted(c for c in loader.get_group_options(folder) if not c.startswith("_"))  # _dummy_: Hydra's
     if name not in primaries:
         raise ConfigError("--config-name", source.name, f"one of {primaries}")
     return loader
+
+
+def _check_added_names(loader: ConfigLoaderImpl) -> None:
+    """Refuse a --config-dir that holds a config of a name an earlier directory of the search path has
+    (``system/kubo.yaml``, ``config.yaml``): Hydra takes the first it finds, so the user's would be ignored."""
+    sources = loader.repository.get_sources()
+    added = next(i for i, where in enumerate(sources) if where.provider == "command-line")
+    root = Path(sources[added].path.removeprefix("file://"))
+    for path in sorted(root.rglob("*.yaml")):
+        name = path.relative_to(root).with_suffix("").as_posix()
+        first = next((where for where in sources[:added] if where.is_config(name)), None)
+        if first is None or os.path.realpath(f"{first.path.removeprefix('file://')}/{name}.yaml") == \
+                os.path.realpath(path):      # the same file (--config-dir conf/): nothing of the user's is ignored
+            continue
+        group, _, option = name.rpartition("/")
+        choose = f"{group}=my_{option}" if group else f"--config-name my_{option}"
+        raise ConfigError("--config-dir", str(root), f"configs of names of their own: its {name}.yaml would be "
+                          f"ignored, as Hydra finds {first.path.removeprefix('file://')}/{name}.yaml first (name "
+                          f"yours my_{option}.yaml and choose {choose})")
 
 
 def group_options(group: str, source: ConfigSource = ConfigSource()) -> list[str]:

@@ -276,6 +276,21 @@ def test_an_unknown_config_name_is_one_line(config_dir, tmp_path, monkeypatch, c
     assert not (tmp_path / "runs").exists()
 
 
+@pytest.mark.parametrize("flag", [["--config-dir", "{mine}"], ["-cd={mine}", "-cn", "config"]])
+def test_a_config_dir_file_of_a_built_in_name_is_refused_not_ignored(flag, tmp_path, monkeypatch, capsys):
+    """Hydra finds conf/'s system/kubo.yaml (and config.yaml) before the --config-dir's: never run the built-in
+    physics in place of the user's (issue 45)."""
+    from sgi_run.config import CONF_DIR
+    mine = tmp_path / "mine"
+    (mine / "system").mkdir(parents=True)
+    (mine / "system" / "kubo.yaml").write_text("name: kubo\nnu: 0.9\n")
+    code, err = _main(monkeypatch, capsys, *(f.format(mine=mine) for f in flag), f"output_root={tmp_path}/runs")
+    assert (code, err) == (2, f"sgi-run: error: --config-dir='{mine}' is not allowed: configs of names of their own: "
+                              f"its system/kubo.yaml would be ignored, as Hydra finds {CONF_DIR}/system/kubo.yaml "
+                              "first (name yours my_kubo.yaml and choose system=my_kubo)\n")
+    assert not (tmp_path / "runs").exists()
+
+
 def test_a_blank_config_dir_is_refused_in_one_line(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     code, err = _main(monkeypatch, capsys, "--config-dir=", "plan.paths=10", f"output_root={tmp_path}/runs")
