@@ -390,6 +390,16 @@ def replace_atomically(path: Path, write) -> Path:
 
 
 # --- ensemble.h5 --------------------------------------------------------------------------------------
+def write_text_atomically(path: Path, text: str) -> None:
+    """``text`` into a temporary file beside ``path``, renamed to it: a reader (or a full disk) never sees half."""
+    partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
+    try:
+        partial.write_text(text)
+        os.replace(partial, path)
+    finally:
+        partial.unlink(missing_ok=True)
+
+
 def _scale(f: h5py.Group, name: str, data, units: str | None, description: str) -> h5py.Dataset:
     scale = create_checked_dataset(f, name, data, description=description, **({"units": units} if units else {}))
     scale.make_scale(name.rsplit("/", 1)[-1])

@@ -549,3 +549,57 @@ def test_a_run_directory_a_run_was_made_in_is_still_reused(tmp_path):
     assert first.returncode == 0, first.stderr
     again = sgi_run_cli(tmp_path, f"hydra.run.dir={tmp_path / 'here'}", "plan.paths=10", "plan.T=1", "progress=off")
     assert again.returncode == 0 and "cached" in again.stdout.lower(), again.stdout + again.stderr
+
+
+# --- issue 45: the run directory is the run's once it holds its lock --------------------------------------------
+def test_a_run_refused_in_its_directory_leaves_nothing_there(tmp_path, monkeypatch, capsys):
+    """A scheduler that does not answer refuses the run in its directory: no .hydra/ nor .lock left behind."""
+    run_dir = tmp_path / "x"
+    run_dir.mkdir()
+    code, err = _main(monkeypatch, capsys, "executor=dask", "executor.address=tcp://127.0.0.1:1",
+                      "executor.connect_timeout=1", "plan.paths=10", "plan.T=1", f"hydra.run.dir={run_dir}")
+    assert code == 2 and err.count("\n") == 1
+    assert err.startswith("sgi-run: error: executor.address='tcp://127.0.0.1:1' is not allowed: the address of a "
+                          "running dask scheduler (none answered within 1 s")
+    assert list(run_dir.iterdir()) == []
+
+
+def test_a_run_that_waited_for_another_configs_run_in_its_directory_wrote_nothing_there(tmp_path):
+    """Two configs started at once in one hydra.run.dir: the second waits for the first's lock, is refused once
+    the first's result is there, and has written nothing beside it (its .hydra/ over the first's)."""
+    import os
+    import shutil
+
+    from sgi_run import cache
+    small = ["plan.paths=10", "plan.T=1", "progress=off"]
+    sgi_run.run(sgi_run.compose([*small, "plan.seed=1"]), run_dir=tmp_path / "first")
+    run_dir = tmp_path / "x"
+    with cache.locked(run_dir):          # the first config's run, computing there
+        second = subprocess.Popen([sys.executable, "-m", "sgi_run.cli", *small, "plan.seed=2",
+                                   f"hydra.run.dir={run_dir}"], cwd=tmp_path, stderr=subprocess.PIPE, text=True)
+        said = iter(second.stderr.readline, "")
+        assert any("waiting for it to finish" in line for line in said)
+        assert os.listdir(run_dir) == [cache.LOCK_NAME]
+        shutil.copy(tmp_path / "first" / "ensemble.h5", run_dir)
+    _, err = second.communicate(timeout=300)
+    assert second.returncode == 2 and err.count("\n") == 1 and "holds the result of config" in err, err
+    assert os.listdir(run_dir) == ["ensemble.h5"]
+
+
+@pytest.mark.parametrize("subdir, record", [([], ".hydra"), (["hydra.output_subdir=meta"], "meta"),
+                                            (["hydra.output_subdir=null"], None)])
+def test_the_jobs_record_goes_where_hydra_output_subdir_says(subdir, record, tmp_path, monkeypatch, capsys):
+    """The run writes Hydra's record of the job itself (Hydra would before the run holds its directory)."""
+    import yaml
+
+    from sgi_run import cli
+    run_dir = tmp_path / "x"
+    monkeypatch.setattr(sys, "argv", ["sgi-run", "plan.paths=10", "plan.T=1", "plan.seed=3", "progress=off",
+                                      f"hydra.run.dir={run_dir}", *subdir])
+    cli.main()
+    kept = {p.name for p in run_dir.iterdir() if p.is_dir()}
+    assert kept == ({record} if record else set())
+    if record:
+        assert yaml.safe_load((run_dir / record / "config.yaml").read_text())["plan"]["seed"] == 3
+        assert "plan.seed=3" in yaml.safe_load((run_dir / record / "overrides.yaml").read_text())
+        assert yaml.safe_load((run_dir / record / "hydra.yaml").read_text())["hydra"]["run"]["dir"] == str(run_dir)

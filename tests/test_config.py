@@ -439,3 +439,15 @@ def test_a_blank_config_dir_is_refused_not_read_as_the_working_directory(blank):
     with pytest.raises(ConfigError) as err:
         compose([], ConfigSource(added=blank))
     assert str(err.value) == f"--config-dir={blank!r} is not allowed: an existing directory"
+
+
+@pytest.mark.parametrize("name, overrides, subdir", [
+    ("config", [], ".hydra"), ("config", ["hydra.output_subdir=meta", "plan.seed=1,2"], "meta"),
+    ("config", ["hydra.output_subdir=null"], None),
+    ("config", ["hydra/launcher=joblib", "hydra.launcher.n_jobs=2"], ".hydra"),   # a launcher's key, with its launcher
+    ("mine", [], "record")])
+def test_where_hydra_would_write_the_jobs_record(name, overrides, subdir, tmp_path):
+    """hydra.output_subdir as the command line and the primary config set it: the run writes Hydra's record there."""
+    from sgi_run.config import ConfigSource, hydra_output_subdir
+    (tmp_path / "mine.yaml").write_text("defaults:\n  - config\n  - _self_\nhydra:\n  output_subdir: record\n")
+    assert hydra_output_subdir(overrides, ConfigSource(name=name, added=str(tmp_path))) == subdir

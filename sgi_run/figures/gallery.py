@@ -10,6 +10,7 @@ import os
 from pathlib import Path
 
 from sgi_run.core.errors import require
+from sgi_run.store import write_text_atomically
 
 from sgi_run.figures.results import BY_CONSTRUCTION, CheckResult, counts_text, verdict_counts
 from sgi_run.figures.experiment import (STUDY_MD_HEADER, figure_order, md_cells, md_header, read_record, study_md_rows,
@@ -215,7 +216,7 @@ def build(output_dir, experiments=(), paper_results=None) -> Path:
     output_dir.mkdir(parents=True, exist_ok=True)
     found = records(output_dir)
     links = _paper_results(output_dir, paper_results)
-    _write_atomically(output_dir / "README.md",
+    write_text_atomically(output_dir / "README.md",
         OWN_FILES["README.md"] + "\nWritten by `sgi-figures` from each figure's record "
         "(`<paper>/<figure>.json`: its table, checks and provenance). \"Runs' wall s\" is the sum of the runs' own "
         "wall times as they were computed (compilation included).\n\n" + status_table(found, experiments))
@@ -228,15 +229,5 @@ def build(output_dir, experiments=(), paper_results=None) -> Path:
             f"<code>make docs</code> builds the documentation site, where each figure has its page with the "
             f"captions' mathematics rendered.</p><ul>{toc}</ul>{body}\n</body></html>\n")
     index = output_dir / "index.html"
-    _write_atomically(index, page)
+    write_text_atomically(index, page)
     return index
-
-
-def _write_atomically(path: Path, text: str) -> None:
-    """``text`` into a temporary file beside ``path``, renamed to it: a reader (or a full disk) never sees half."""
-    partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
-    try:
-        partial.write_text(text)
-        os.replace(partial, path)
-    finally:
-        partial.unlink(missing_ok=True)
