@@ -35,7 +35,7 @@ _HYDRA_FLAGS = _HYDRA_FLAGS_WITH_VALUE | {"--help", "-h", "--hydra-help", "--ver
 # Flags that show Hydra's own information and run nothing: no validation before them.
 _HYDRA_INFO_FLAGS = {"--hydra-help", "--info", "-i", "--shell-completion", "-sc"}
 
-_state = {"terminated": False, "failed": 0}
+_state = {"terminated": False, "failed": 0, "new_dirs": []}
 
 
 def _flags_and_overrides(argv: list[str]) -> tuple[list[str], list[str]]:
@@ -113,6 +113,7 @@ def _config_source(flags: list[str]) -> ConfigSource:
 
 def _refuse(err: ConfigError) -> None:
     print(f"sgi-run: error: {err}", file=sys.stderr)
+    _remove_empty_new_dirs()
     sys.exit(2)
 
 
@@ -203,7 +204,19 @@ def _check_own_run_dir(directory: Path, typed: str, finished: list[str]) -> None
                           f"holds {', '.join(theirs[:3])}{', ...' if len(theirs) > 3 else ''}: not a run's files)")
 
 
-def _check_run_dirs(argv: list[str], configs: list[DictConfig]) -> None:
+def _run_dirs(argv: list[str], configs: list[DictConfig]) -> list[tuple[DictConfig, str, str, Path]]:
+    """Each job's config with its run directory, the key that places it there and that key's value; none where
+    the user's own sweep layout places them (Hydra reports it)."""
+    multirun = "-m" in argv or "--multirun" in argv
+    explicit = _explicit(argv, "hydra.run.dir") if not multirun else None
+    if any(_explicit(argv, k) is not None for k in ("hydra.sweep.dir", "hydra.sweep.subdir")) and multirun:
+        return []
+    if explicit is not None and "${" not in explicit:
+        return [(cfg, "hydra.run.dir", explicit, Path(explicit)) for cfg in configs]
+    return [(cfg, "output_root", cfg.output_root, run_dir_for(cfg)) for cfg in configs]
+
+
+def _check_run_dirs(placed: list[tuple[DictConfig, str, str, Path]]) -> None:
     """Refuse a run directory that holds another config's result or checkpoints, or that cannot be
     written (one line, before any job starts) unless it holds the finished run, which is then shown
     without writing."""
@@ -211,21 +224,39 @@ def _check_run_dirs(argv: list[str], configs: list[DictConfig]) -> None:
     from sgi_run.runner import RUN_KINDS
 
     finished = [kind.file_name for kind in RUN_KINDS]     # what a finished run directory holds
-    multirun = "-m" in argv or "--multirun" in argv
-    explicit = _explicit(argv, "hydra.run.dir") if not multirun else None
-    if any(_explicit(argv, k) is not None for k in ("hydra.sweep.dir", "hydra.sweep.subdir")) and multirun:
-        return          # the user's own sweep layout: Hydra reports it
-    for cfg in configs:
-        key, directory = ("hydra.run.dir", Path(explicit)) if explicit is not None and "${" not in explicit \
-            else ("output_root", run_dir_for(cfg))
-        value = explicit if key == "hydra.run.dir" else cfg.output_root
+    for cfg, key, value, directory in placed:
         if key == "hydra.run.dir":
-            _check_own_run_dir(directory, explicit, finished)
+            _check_own_run_dir(directory, value, finished)
         for name in finished:    # another config's result there is refused before any job starts
             cache.check_identity(directory / name, config_hash(cfg), key, value)
         cache.check_checkpoints(directory, config_hash(cfg), key, value)     # and its interrupted run
         if not cache.writable(directory) and not any((directory / name).exists() for name in finished):
             cache.check_writable(directory, key, value)
+
+
+def _new_dirs(directories: list[Path]) -> list[tuple[Path, Path]]:
+    """Each directory not there yet, with the outermost of its parents not there either: what this command
+    will create for it (the checks above, Hydra, the run)."""
+    new = []
+    for directory in (Path(os.path.abspath(d)) for d in directories):
+        missing = [d for d in (directory, *directory.parents) if not d.exists()]
+        if missing:
+            new.append((directory, missing[-1]))
+    return new
+
+
+def _remove_empty_new_dirs() -> None:
+    """Remove the directories this command created that hold nothing (those of refused or interrupted runs
+    that wrote nothing), each up to the outermost it created: a refusal leaves no empty directories behind."""
+    while _state["new_dirs"]:
+        directory, outermost = _state["new_dirs"].pop()
+        for d in (directory, *directory.parents):
+            try:
+                d.rmdir()
+            except OSError:     # it holds something (a run's files, another job's directory), or is gone
+                break
+            if d == outermost:
+                break
 
 
 # Set for a sweep's jobs under the joblib launcher: where they claim their share of the cores.
@@ -321,7 +352,9 @@ def main() -> None:
             _validated.update((_validated_key(cfg), setup) for cfg, setup in composed)
             configs = [cfg for cfg, _ in composed]
             if _flag(flags, "--cfg", "-c") is None:
-                _check_run_dirs(argv, configs)
+                placed = _run_dirs(argv, configs)
+                _state["new_dirs"] = _new_dirs([directory for *_, directory in placed])
+                _check_run_dirs(placed)
                 os.environ[RECORD_ENV] = hydra_output_subdir(overrides, source) or ""
                 sys.argv.append("hydra.output_subdir=null")     # the job writes Hydra's record (_save_record)
         except ConfigError as err:
@@ -339,6 +372,8 @@ def main() -> None:
     except KeyboardInterrupt:
         print("sgi-run: interrupted before anything was computed", file=sys.stderr)
         sys.exit(143 if _state["terminated"] else 130)
+    finally:
+        _remove_empty_new_dirs()
     if _state["failed"]:
         sys.exit(1)
 

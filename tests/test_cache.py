@@ -144,7 +144,7 @@ def test_the_command_lines_identity_check_sets_a_damaged_file_aside(runs_root):
     flipped = bytearray(fresh.path.read_bytes())
     flipped[130] ^= 0x10
     fresh.path.write_bytes(bytes(flipped))
-    cli._check_run_dirs(runs_root + SMALL, [cfg])      # no refusal: the file is set aside
+    cli._check_run_dirs(cli._run_dirs(runs_root + SMALL, [cfg]))      # no refusal: the file is set aside
     assert not fresh.path.exists() and len(list(fresh.run_dir.glob("ensemble.h5.damaged-*"))) == 1
 
 

@@ -603,3 +603,14 @@ def test_the_jobs_record_goes_where_hydra_output_subdir_says(subdir, record, tmp
         assert yaml.safe_load((run_dir / record / "config.yaml").read_text())["plan"]["seed"] == 3
         assert "plan.seed=3" in yaml.safe_load((run_dir / record / "overrides.yaml").read_text())
         assert yaml.safe_load((run_dir / record / "hydra.yaml").read_text())["hydra"]["run"]["dir"] == str(run_dir)
+
+
+@pytest.mark.parametrize("sweep, left", [([], []), (["-m", "plan.seed=1,2"], ["multirun.yaml"])])
+def test_a_refused_run_leaves_no_directory_this_command_created(sweep, left, tmp_path, monkeypatch, capsys):
+    """The run directories (and their parents) that the command made for runs it was refused are gone again;
+    a sweep leaves only Hydra's record of the sweep (multirun.yaml, in output_root)."""
+    code, err = _main(monkeypatch, capsys, *sweep, "executor=dask", "executor.address=tcp://127.0.0.1:1",
+                      "executor.connect_timeout=1", "plan.paths=10", "plan.T=1", f"output_root={tmp_path}/runs")
+    assert code == 2 and err.startswith("sgi-run: error: executor.address=") and err.count("\n") == 1
+    assert sorted(p.name for p in tmp_path.rglob("*") if p.is_file()) == left
+    assert [p for p in tmp_path.rglob("*") if p.is_dir()] == ([tmp_path / "runs"] if left else [])
