@@ -8,10 +8,10 @@ A finished file (``ensemble.h5``, ``convergence.h5``) is reused only when
 - the ``cache`` policy allows it: ``reuse`` (a run computed by other numerics code, with a warning),
   ``refresh_stale`` (only runs computed by this numerics code), ``off`` (never).
 
-One process at a time computes in a run directory: ``locked`` holds a lock file there, and a second
-process asking for the same run waits, then finds the finished file. A directory that cannot be
-written is refused before compute, unless it already holds the finished result, which is then shown
-without writing anything.
+One process at a time computes in a run directory: ``locked`` holds a lock file there (gone when the
+lock is released), and a second process asking for the same run waits, then finds the finished file. A
+directory that cannot be written is refused before compute, unless it already holds the finished result,
+which is then shown without writing anything.
 """
 from __future__ import annotations
 
@@ -145,14 +145,45 @@ def writable(directory: Path) -> bool:
 
 @contextlib.contextmanager
 def locked(directory: Path):
-    """Hold the run directory's lock; wait (saying so) while another process holds it."""
-    fd = os.open(Path(directory) / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
+    """Hold the run directory's lock; wait (saying so) while another process holds it. The lock file is there
+    only while held: a run, finished or refused, leaves none behind."""
+    path = Path(directory) / LOCK_NAME
+    fd = _lock(path)
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            warn(f"another sgi-run is computing in {directory}; waiting for it to finish")
-            fcntl.flock(fd, fcntl.LOCK_EX)
         yield
     finally:
-        os.close(fd)     # closing releases the lock; the file stays (removing it would race)
+        path.unlink(missing_ok=True)    # while still held: a process waiting on this file then takes a new one
+        os.close(fd)
+
+
+def _lock(path: Path) -> int:
+    """A descriptor of the lock file ``path``, exclusively locked. A file its holder removed while this process
+    waited on it locks nothing any more: the one at ``path`` now (created if none) is taken instead."""
+    waiting = False
+    while True:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        except FileNotFoundError:       # its directory went meanwhile (a refused run's, left empty): again
+            continue
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                if not waiting:
+                    warn(f"another sgi-run is computing in {path.parent}; waiting for it to finish")
+                    waiting = True
+                fcntl.flock(fd, fcntl.LOCK_EX)
+            if _is_at(fd, path):
+                return fd
+        except BaseException:
+            os.close(fd)
+            raise
+        os.close(fd)
+
+
+def _is_at(fd: int, path: Path) -> bool:
+    try:
+        return os.path.samestat(os.fstat(fd), os.stat(path))
+    except FileNotFoundError:
+        return False

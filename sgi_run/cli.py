@@ -17,12 +17,12 @@ import sys
 from pathlib import Path
 
 import hydra
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
 from sgi_run.version import __version__
 from sgi_run.api import load_module
 from sgi_run.config import (CONF_DIR, GROUPS, ConfigSource, check_hydra_groups, compose_setup, config_hash,
-                            expand_sweeps, group_options, plain, register_resolvers, run_dir_for)
+                            expand_sweeps, group_options, hydra_output_subdir, plain, register_resolvers, run_dir_for)
 from sgi_run.core import jax_setup
 from sgi_run.core.errors import ConfigError
 from sgi_run.engine.executor import ShardLost
@@ -35,7 +35,7 @@ _HYDRA_FLAGS = _HYDRA_FLAGS_WITH_VALUE | {"--help", "-h", "--hydra-help", "--ver
 # Flags that show Hydra's own information and run nothing: no validation before them.
 _HYDRA_INFO_FLAGS = {"--hydra-help", "--info", "-i", "--shell-completion", "-sc"}
 
-_state = {"terminated": False, "failed": 0}
+_state = {"terminated": False, "failed": 0, "new_dirs": []}
 
 
 def _flags_and_overrides(argv: list[str]) -> tuple[list[str], list[str]]:
@@ -113,6 +113,7 @@ def _config_source(flags: list[str]) -> ConfigSource:
 
 def _refuse(err: ConfigError) -> None:
     print(f"sgi-run: error: {err}", file=sys.stderr)
+    _remove_empty_new_dirs()
     sys.exit(2)
 
 
@@ -144,8 +145,10 @@ def _job(cfg: DictConfig) -> None:
         claim_cores(directory, int(slots))
     console = make_console()
     run_dir = HydraConfig.get().runtime.output_dir
+    record = os.environ.get(RECORD_ENV)
     try:
-        result = run(cfg, run_dir=run_dir, setup=_validated.get(_validated_key(cfg)))
+        result = run(cfg, run_dir=run_dir, setup=_validated.get(_validated_key(cfg)),
+                     on_start=(lambda: _save_record(cfg, Path(run_dir, record))) if record else None)
     except ConfigError as err:
         _refuse(err)
     except ShardLost as err:
@@ -160,6 +163,25 @@ def _job(cfg: DictConfig) -> None:
         _state["failed"] += 1
 
 
+# Set for a command line's jobs: where in its run directory a job writes Hydra's record of it
+# (hydra.output_subdir, as the line sets it; empty: no record). Hydra itself writes none (_save_record).
+RECORD_ENV = "SGI_RUN_HYDRA_RECORD"
+
+
+def _save_record(cfg: DictConfig, directory: Path) -> None:
+    """Hydra's record of the job (what ``hydra.main`` writes to ``hydra.output_subdir``: config.yaml, hydra.yaml,
+    overrides.yaml), written once the run holds its directory and nothing refused it (``run``'s ``on_start``):
+    a run that is refused, or that waited for another config's run there, writes nothing."""
+    from hydra.core.hydra_config import HydraConfig
+    from sgi_run.store import write_text_atomically
+
+    hydra_cfg = HydraConfig.instance().cfg
+    directory.mkdir(parents=True, exist_ok=True)
+    for name, node in (("config.yaml", cfg), ("hydra.yaml", hydra_cfg),
+                       ("overrides.yaml", hydra_cfg.hydra.overrides.task)):
+        write_text_atomically(directory / name, OmegaConf.to_yaml(node))
+
+
 def _explicit(argv: list[str], key: str) -> str | None:
     values = [a.split("=", 1)[1] for a in argv if a.split("=", 1)[0] == key]
     return values[-1] if values else None
@@ -167,11 +189,14 @@ def _explicit(argv: list[str], key: str) -> str | None:
 
 def _check_own_run_dir(directory: Path, typed: str, finished: list[str]) -> None:
     """Refuse a ``hydra.run.dir`` that is no path, or a directory of the user's: one that holds files and no trace
-    of a run (Hydra's ``.hydra/``, a finished run's file, checkpoints). A run writes its summary and ``.hydra/``
-    there, which would replace a summary.md of the user's own (``hydra.run.dir=.`` in a project's directory)."""
+    of a run (Hydra's ``.hydra/``, a finished run's file, checkpoints, the lock of a run computing there). A run
+    writes its summary and ``.hydra/`` there, which would replace a summary.md of the user's own
+    (``hydra.run.dir=.`` in a project's directory)."""
+    from sgi_run import cache
     if typed.strip().strip("'\"").strip() == "":
         raise ConfigError("hydra.run.dir", typed, "a directory (a non-empty path)")
-    if not directory.is_dir() or any((directory / name).exists() for name in (".hydra", "shards", *finished)):
+    if not directory.is_dir() or any((directory / name).exists()
+                                     for name in (".hydra", "shards", cache.LOCK_NAME, *finished)):
         return
     theirs = sorted(entry.name for entry in directory.iterdir())
     if theirs:
@@ -179,35 +204,59 @@ def _check_own_run_dir(directory: Path, typed: str, finished: list[str]) -> None
                           f"holds {', '.join(theirs[:3])}{', ...' if len(theirs) > 3 else ''}: not a run's files)")
 
 
-def _check_run_dirs(argv: list[str], configs: list[DictConfig]) -> bool:
+def _run_dirs(argv: list[str], configs: list[DictConfig]) -> list[tuple[DictConfig, str, str, Path]]:
+    """Each job's config with its run directory, the key that places it there and that key's value; none where
+    the user's own sweep layout places them (Hydra reports it)."""
+    multirun = "-m" in argv or "--multirun" in argv
+    explicit = _explicit(argv, "hydra.run.dir") if not multirun else None
+    if any(_explicit(argv, k) is not None for k in ("hydra.sweep.dir", "hydra.sweep.subdir")) and multirun:
+        return []
+    if explicit is not None and "${" not in explicit:
+        return [(cfg, "hydra.run.dir", explicit, Path(explicit)) for cfg in configs]
+    return [(cfg, "output_root", cfg.output_root, run_dir_for(cfg)) for cfg in configs]
+
+
+def _check_run_dirs(placed: list[tuple[DictConfig, str, str, Path]]) -> None:
     """Refuse a run directory that holds another config's result or checkpoints, or that cannot be
-    written (one line, before any job starts and before Hydra writes .hydra/ there) unless it holds
-    the finished run, which is then shown without writing; True when one is such."""
+    written (one line, before any job starts) unless it holds the finished run, which is then shown
+    without writing."""
     from sgi_run import cache
     from sgi_run.runner import RUN_KINDS
 
     finished = [kind.file_name for kind in RUN_KINDS]     # what a finished run directory holds
-    multirun = "-m" in argv or "--multirun" in argv
-    explicit = _explicit(argv, "hydra.run.dir") if not multirun else None
-    if any(_explicit(argv, k) is not None for k in ("hydra.sweep.dir", "hydra.sweep.subdir")) and multirun:
-        return False        # the user's own sweep layout: Hydra reports it
-    read_only = False
-    for cfg in configs:
-        key, directory = ("hydra.run.dir", Path(explicit)) if explicit is not None and "${" not in explicit \
-            else ("output_root", run_dir_for(cfg))
-        value = explicit if key == "hydra.run.dir" else cfg.output_root
+    for cfg, key, value, directory in placed:
         if key == "hydra.run.dir":
-            _check_own_run_dir(directory, explicit, finished)
-        for name in finished:    # another config's result there is refused before Hydra writes over .hydra/
+            _check_own_run_dir(directory, value, finished)
+        for name in finished:    # another config's result there is refused before any job starts
             cache.check_identity(directory / name, config_hash(cfg), key, value)
         cache.check_checkpoints(directory, config_hash(cfg), key, value)     # and its interrupted run
-        if cache.writable(directory):
-            continue
-        if any((directory / name).exists() for name in finished):
-            read_only = True
-            continue
-        cache.check_writable(directory, key, value)
-    return read_only
+        if not cache.writable(directory) and not any((directory / name).exists() for name in finished):
+            cache.check_writable(directory, key, value)
+
+
+def _new_dirs(directories: list[Path]) -> list[tuple[Path, Path]]:
+    """Each directory not there yet, with the outermost of its parents not there either: what this command
+    will create for it (the checks above, Hydra, the run)."""
+    new = []
+    for directory in (Path(os.path.abspath(d)) for d in directories):
+        missing = [d for d in (directory, *directory.parents) if not d.exists()]
+        if missing:
+            new.append((directory, missing[-1]))
+    return new
+
+
+def _remove_empty_new_dirs() -> None:
+    """Remove the directories this command created that hold nothing (those of refused or interrupted runs
+    that wrote nothing), each up to the outermost it created: a refusal leaves no empty directories behind."""
+    while _state["new_dirs"]:
+        directory, outermost = _state["new_dirs"].pop()
+        for d in (directory, *directory.parents):
+            try:
+                d.rmdir()
+            except OSError:     # it holds something (a run's files, another job's directory), or is gone
+                break
+            if d == outermost:
+                break
 
 
 # Set for a sweep's jobs under the joblib launcher: where they claim their share of the cores.
@@ -302,8 +351,12 @@ def main() -> None:
             _validated.clear()      # this command line's jobs only
             _validated.update((_validated_key(cfg), setup) for cfg, setup in composed)
             configs = [cfg for cfg, _ in composed]
-            if _flag(flags, "--cfg", "-c") is None and _check_run_dirs(argv, configs):
-                sys.argv.append("hydra.output_subdir=null")   # show the finished run; Hydra writes nothing
+            if _flag(flags, "--cfg", "-c") is None:
+                placed = _run_dirs(argv, configs)
+                _state["new_dirs"] = _new_dirs([directory for *_, directory in placed])
+                _check_run_dirs(placed)
+                os.environ[RECORD_ENV] = hydra_output_subdir(overrides, source) or ""
+                sys.argv.append("hydra.output_subdir=null")     # the job writes Hydra's record (_save_record)
         except ConfigError as err:
             _refuse(err)
     from sgi_run.runner import RunInterrupted
@@ -319,6 +372,8 @@ def main() -> None:
     except KeyboardInterrupt:
         print("sgi-run: interrupted before anything was computed", file=sys.stderr)
         sys.exit(143 if _state["terminated"] else 130)
+    finally:
+        _remove_empty_new_dirs()
     if _state["failed"]:
         sys.exit(1)
 

@@ -71,19 +71,43 @@ def _loader(source: ConfigSource) -> ConfigLoaderImpl:
     version.setbase(None)
     setup_globals()      # Hydra's resolvers (${now:...}), as hydra.main has them
     search_path = create_config_search_path(source.primary or str(CONF_DIR))
-    if source.added is not None:    # where hydra.main puts --config-dir: after the primary directory, so its
-        search_path.prepend(provider="command-line", path=f"file://{os.path.abspath(source.added)}",  # files add
-                            anchor=SearchPathQuery(provider="schema"))                 # options, never replace one
+    if source.added is not None:
+        if not source.added.strip():      # Hydra would read it as the working directory
+            raise ConfigError("--config-dir", source.added, "an existing directory")
+        # Where hydra.main puts --config-dir: after the primary directory (_check_added_names).
+        search_path.prepend(provider="command-line", path=f"file://{os.path.abspath(source.added)}",
+                            anchor=SearchPathQuery(provider="schema"))
     loader = ConfigLoaderImpl(config_search_path=search_path)
     for where in loader.repository.get_sources():
         if where.provider in _SEARCH_PATH_FLAGS and not where.available():
             raise ConfigError(_SEARCH_PATH_FLAGS[where.provider], where.path.removeprefix("file://"),
                               "an existing directory")
+    if source.added is not None:
+        _check_added_names(loader)
     folder, _, name = source.name.removesuffix(".yaml").rpartition("/")
     primaries = sorted(c for c in loader.get_group_options(folder) if not c.startswith("_"))  # _dummy_: Hydra's
     if name not in primaries:
         raise ConfigError("--config-name", source.name, f"one of {primaries}")
     return loader
+
+
+def _check_added_names(loader: ConfigLoaderImpl) -> None:
+    """Refuse a --config-dir that holds a config of a name an earlier directory of the search path has
+    (``system/kubo.yaml``, ``config.yaml``): Hydra takes the first it finds, so the user's would be ignored."""
+    sources = loader.repository.get_sources()
+    added = next(i for i, where in enumerate(sources) if where.provider == "command-line")
+    root = Path(sources[added].path.removeprefix("file://"))
+    for path in sorted(root.rglob("*.yaml")):
+        name = path.relative_to(root).with_suffix("").as_posix()
+        first = next((where for where in sources[:added] if where.is_config(name)), None)
+        if first is None or os.path.realpath(f"{first.path.removeprefix('file://')}/{name}.yaml") == \
+                os.path.realpath(path):      # the same file (--config-dir conf/): nothing of the user's is ignored
+            continue
+        group, _, option = name.rpartition("/")
+        choose = f"{group}=my_{option}" if group else f"--config-name my_{option}"
+        raise ConfigError("--config-dir", str(root), f"configs of names of their own: its {name}.yaml would be "
+                          f"ignored, as Hydra finds {first.path.removeprefix('file://')}/{name}.yaml first (name "
+                          f"yours my_{option}.yaml and choose {choose})")
 
 
 def group_options(group: str, source: ConfigSource = ConfigSource()) -> list[str]:
@@ -114,6 +138,18 @@ def hydra_group_options(group: str, source: ConfigSource = ConfigSource()) -> li
     except OSError:
         registered = []
     return sorted(set(registered) | set(group_options(group, source))) if registered else []
+
+
+def hydra_output_subdir(overrides: Sequence[str], source: ConfigSource = ConfigSource()) -> str | None:
+    """The directory under a job's run directory that ``hydra.main`` writes the job's record to
+    (``hydra.output_subdir``: ``.hydra`` unless the command line's overrides of Hydra's config or the primary
+    config set it; None: no record). None also where Hydra cannot compose them: it refuses the line itself."""
+    typed = [o for o in overrides if o.lstrip("+~").startswith("hydra")]     # hydra.<key>=, hydra/<group>=
+    try:
+        cfg = _loader(source).load_configuration(source.name, typed, run_mode=RunMode.RUN, from_shell=False)
+    except (HydraException, OmegaConfBaseException):
+        return None
+    return cfg.hydra.output_subdir
 
 
 # --- overrides ---------------------------------------------------------------------------------

@@ -240,7 +240,7 @@ def checkpoints(cfg, run_dir: Path, plan) -> ShardStore:
 
 @jax_setup.scope()    # float64 for its own work, in any caller's process
 def run(cfg: DictConfig, run_dir: Path | None = None, *, setup: Setup | None = None, progress: bool | None = None,
-        on_shard_done: Callable | None = None) -> RunResult:
+        on_shard_done: Callable | None = None, on_start: Callable[[], None] | None = None) -> RunResult:
     """Run the config ``cfg`` (from ``compose``) as a Monte Carlo ensemble, or a convergence study
     (``plan=convergence``: a ``ConvergenceRun``), and write its ``ensemble.h5`` (``convergence.h5``)
     and summary in ``run_dir`` (default: ``<output_root>/<system>-<integrator>/<config hash>``).
@@ -248,7 +248,9 @@ def run(cfg: DictConfig, run_dir: Path | None = None, *, setup: Setup | None = N
     not given). A finished run of the same config is reused (``cached``; ``cfg.cache`` decides what happens to
     one computed by other numerics code), an interrupted one resumes from its shard checkpoints.
     ``progress`` overrides ``cfg.progress`` (a bar on a terminal, lines otherwise, on stderr);
-    ``on_shard_done(ShardResult)`` is called as each shard finishes. Raises ``ConfigError`` for what
+    ``on_shard_done(ShardResult)`` is called as each shard finishes; ``on_start()`` once the run holds its
+    directory and nothing refused it, before it computes (a refused or cached run never calls it: the CLI
+    writes Hydra's record of the job there). Raises ``ConfigError`` for what
     the config cannot run (e.g. a run directory holding another config's result). ``sgi_run.run`` is this,
     with the example, for the options a user sets.
     """
@@ -279,6 +281,8 @@ def run(cfg: DictConfig, run_dir: Path | None = None, *, setup: Setup | None = N
         cluster = executor.connect(spec)   # a bad address: refused here
         shards = checkpoints(cfg, run_dir, sim.plan)
         _audit_checkpoints(shards, policy)
+        if on_start is not None:
+            on_start()
         at_once = 1 if cluster is not None else shards_at_once(spec, sim, setup, sim.plan.shard_count - len(shards.finished()))
         label = f"{cfg.system.name}/{cfg.integrator.name}"
         started = time.perf_counter()

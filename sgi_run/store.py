@@ -414,6 +414,11 @@ def write_bytes_atomically(path: Path, data: bytes) -> Path:
 
 
 # --- ensemble.h5 --------------------------------------------------------------------------------------
+def write_text_atomically(path: Path, text: str) -> Path:
+    """``text``, UTF-8, as the file ``path``, written whole (``write_bytes_atomically``)."""
+    return write_bytes_atomically(path, text.encode())
+
+
 def _scale(f: h5py.Group, name: str, data, units: str | None, description: str) -> h5py.Dataset:
     scale = create_checked_dataset(f, name, data, description=description, **({"units": units} if units else {}))
     scale.make_scale(name.rsplit("/", 1)[-1])

@@ -1,6 +1,7 @@
 """The run cache (sgi_run.cache, through sgi_run.run): a directory's finished file or shard checkpoint is
 reused only for exactly the config (and code) asked for, a damaged one is set aside and recomputed,
 two identical runs at once compute once, and an unwritable place is refused or shown read-only."""
+import contextlib
 import os
 import re
 import subprocess
@@ -145,7 +146,7 @@ def test_the_command_lines_identity_check_sets_a_damaged_file_aside(runs_root):
     flipped = bytearray(fresh.path.read_bytes())
     flipped[130] ^= 0x10
     fresh.path.write_bytes(bytes(flipped))
-    assert cli._check_run_dirs(runs_root + SMALL, [cfg]) is False
+    cli._check_run_dirs(cli._run_dirs(runs_root + SMALL, [cfg]))      # no refusal: the file is set aside
     assert not fresh.path.exists() and len(list(fresh.run_dir.glob("ensemble.h5.damaged-*"))) == 1
 
 
@@ -195,6 +196,39 @@ def test_two_identical_runs_at_once_compute_once(tmp_path):
     outputs = [p.communicate(timeout=300) for p in procs]
     assert all(p.returncode == 0 for p in procs), outputs
     assert sorted(out.strip() for out, _ in outputs) == ["cached", "computed"]
+
+
+def test_a_run_finished_or_refused_leaves_no_lock_file(tmp_path):
+    """The lock file is there while a run holds it (issue 45: a refused run left its .lock behind)."""
+    from sgi_run import cache
+    for outcome in (None, sgi_run.ConfigError("executor.address", "tcp://127.0.0.1:1", "a running scheduler")):
+        with pytest.raises(type(outcome)) if outcome else contextlib.nullcontext():
+            with cache.locked(tmp_path):
+                assert (tmp_path / cache.LOCK_NAME).exists()
+                if outcome:
+                    raise outcome
+        assert list(tmp_path.iterdir()) == []
+
+
+def test_a_process_waiting_on_a_lock_file_its_holder_removed_takes_the_new_one(tmp_path, capsys):
+    """The holder removes its lock file as it lets go: the waiter then holds the file at the path, never the removed
+    one (which would let a third process create a new file and hold it at the same time)."""
+    import fcntl
+
+    from sgi_run import cache
+    hold = ("import sys, time; from sgi_run import cache\n"
+            "with cache.locked(sys.argv[1]):\n    print('held', flush=True); time.sleep(3)\n")
+    holder = subprocess.Popen([sys.executable, "-c", hold, str(tmp_path)], stdout=subprocess.PIPE, text=True)
+    assert holder.stdout.readline() == "held\n"
+    with cache.locked(tmp_path):
+        assert holder.wait(timeout=60) == 0 and "waiting for it to finish" in capsys.readouterr().err
+        third = os.open(tmp_path / cache.LOCK_NAME, os.O_RDWR)
+        try:
+            with pytest.raises(BlockingIOError):
+                fcntl.flock(third, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        finally:
+            os.close(third)
+    assert list(tmp_path.iterdir()) == []
 
 
 # --- places that cannot be written ----------------------------------------------------------------------------

@@ -276,6 +276,28 @@ def test_an_unknown_config_name_is_one_line(config_dir, tmp_path, monkeypatch, c
     assert not (tmp_path / "runs").exists()
 
 
+@pytest.mark.parametrize("flag", [["--config-dir", "{mine}"], ["-cd={mine}", "-cn", "config"]])
+def test_a_config_dir_file_of_a_built_in_name_is_refused_not_ignored(flag, tmp_path, monkeypatch, capsys):
+    """Hydra finds conf/'s system/kubo.yaml (and config.yaml) before the --config-dir's: never run the built-in
+    physics in place of the user's (issue 45)."""
+    from sgi_run.config import CONF_DIR
+    mine = tmp_path / "mine"
+    (mine / "system").mkdir(parents=True)
+    (mine / "system" / "kubo.yaml").write_text("name: kubo\nnu: 0.9\n")
+    code, err = _main(monkeypatch, capsys, *(f.format(mine=mine) for f in flag), f"output_root={tmp_path}/runs")
+    assert (code, err) == (2, f"sgi-run: error: --config-dir='{mine}' is not allowed: configs of names of their own: "
+                              f"its system/kubo.yaml would be ignored, as Hydra finds {CONF_DIR}/system/kubo.yaml "
+                              "first (name yours my_kubo.yaml and choose system=my_kubo)\n")
+    assert not (tmp_path / "runs").exists()
+
+
+def test_a_blank_config_dir_is_refused_in_one_line(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    code, err = _main(monkeypatch, capsys, "--config-dir=", "plan.paths=10", f"output_root={tmp_path}/runs")
+    assert (code, err) == (2, "sgi-run: error: --config-dir='' is not allowed: an existing directory\n")
+    assert not (tmp_path / "runs").exists()
+
+
 def test_a_yaml_syntax_error_is_one_line_naming_the_file_line_and_column(config_dir, tmp_path, monkeypatch, capsys):
     import shutil
 
@@ -527,3 +549,68 @@ def test_a_run_directory_a_run_was_made_in_is_still_reused(tmp_path):
     assert first.returncode == 0, first.stderr
     again = sgi_run_cli(tmp_path, f"hydra.run.dir={tmp_path / 'here'}", "plan.paths=10", "plan.T=1", "progress=off")
     assert again.returncode == 0 and "cached" in again.stdout.lower(), again.stdout + again.stderr
+
+
+# --- issue 45: the run directory is the run's once it holds its lock --------------------------------------------
+def test_a_run_refused_in_its_directory_leaves_nothing_there(tmp_path, monkeypatch, capsys):
+    """A scheduler that does not answer refuses the run in its directory: no .hydra/ nor .lock left behind."""
+    run_dir = tmp_path / "x"
+    run_dir.mkdir()
+    code, err = _main(monkeypatch, capsys, "executor=dask", "executor.address=tcp://127.0.0.1:1",
+                      "executor.connect_timeout=1", "plan.paths=10", "plan.T=1", f"hydra.run.dir={run_dir}")
+    assert code == 2 and err.count("\n") == 1
+    assert err.startswith("sgi-run: error: executor.address='tcp://127.0.0.1:1' is not allowed: the address of a "
+                          "running dask scheduler (none answered within 1 s")
+    assert list(run_dir.iterdir()) == []
+
+
+def test_a_run_that_waited_for_another_configs_run_in_its_directory_wrote_nothing_there(tmp_path):
+    """Two configs started at once in one hydra.run.dir: the second waits for the first's lock, is refused once
+    the first's result is there, and has written nothing beside it (its .hydra/ over the first's)."""
+    import os
+    import shutil
+
+    from sgi_run import cache
+    small = ["plan.paths=10", "plan.T=1", "progress=off"]
+    sgi_run.run(sgi_run.compose([*small, "plan.seed=1"]), run_dir=tmp_path / "first")
+    run_dir = tmp_path / "x"
+    with cache.locked(run_dir):          # the first config's run, computing there
+        second = subprocess.Popen([sys.executable, "-m", "sgi_run.cli", *small, "plan.seed=2",
+                                   f"hydra.run.dir={run_dir}"], cwd=tmp_path, stderr=subprocess.PIPE, text=True)
+        said = iter(second.stderr.readline, "")
+        assert any("waiting for it to finish" in line for line in said)
+        assert os.listdir(run_dir) == [cache.LOCK_NAME]
+        shutil.copy(tmp_path / "first" / "ensemble.h5", run_dir)
+    _, err = second.communicate(timeout=300)
+    assert second.returncode == 2 and err.count("\n") == 1 and "holds the result of config" in err, err
+    assert os.listdir(run_dir) == ["ensemble.h5"]
+
+
+@pytest.mark.parametrize("subdir, record", [([], ".hydra"), (["hydra.output_subdir=meta"], "meta"),
+                                            (["hydra.output_subdir=null"], None)])
+def test_the_jobs_record_goes_where_hydra_output_subdir_says(subdir, record, tmp_path, monkeypatch, capsys):
+    """The run writes Hydra's record of the job itself (Hydra would before the run holds its directory)."""
+    import yaml
+
+    from sgi_run import cli
+    run_dir = tmp_path / "x"
+    monkeypatch.setattr(sys, "argv", ["sgi-run", "plan.paths=10", "plan.T=1", "plan.seed=3", "progress=off",
+                                      f"hydra.run.dir={run_dir}", *subdir])
+    cli.main()
+    kept = {p.name for p in run_dir.iterdir() if p.is_dir()}
+    assert kept == ({record} if record else set())
+    if record:
+        assert yaml.safe_load((run_dir / record / "config.yaml").read_text())["plan"]["seed"] == 3
+        assert "plan.seed=3" in yaml.safe_load((run_dir / record / "overrides.yaml").read_text())
+        assert yaml.safe_load((run_dir / record / "hydra.yaml").read_text())["hydra"]["run"]["dir"] == str(run_dir)
+
+
+@pytest.mark.parametrize("sweep, left", [([], []), (["-m", "plan.seed=1,2"], ["multirun.yaml"])])
+def test_a_refused_run_leaves_no_directory_this_command_created(sweep, left, tmp_path, monkeypatch, capsys):
+    """The run directories (and their parents) that the command made for runs it was refused are gone again;
+    a sweep leaves only Hydra's record of the sweep (multirun.yaml, in output_root)."""
+    code, err = _main(monkeypatch, capsys, *sweep, "executor=dask", "executor.address=tcp://127.0.0.1:1",
+                      "executor.connect_timeout=1", "plan.paths=10", "plan.T=1", f"output_root={tmp_path}/runs")
+    assert code == 2 and err.startswith("sgi-run: error: executor.address=") and err.count("\n") == 1
+    assert sorted(p.name for p in tmp_path.rglob("*") if p.is_file()) == left
+    assert [p for p in tmp_path.rglob("*") if p.is_dir()] == ([tmp_path / "runs"] if left else [])

@@ -405,3 +405,49 @@ def test_an_empty_tableau_vector_is_refused_by_its_own_key_not_by_the_default_ma
     """The config fuzz found alpha='' refused as integrator.tableau.a=[[0.5]]: the default took the blame."""
     message = refused([f"integrator.tableau.alpha={alpha}"])
     assert message.startswith(f"integrator.tableau.alpha={alpha} is not allowed: ") and "default integrator.tableau.a" in message
+
+
+# --- issue 45: a --config-dir of one's own ------------------------------------------------------------------------
+@pytest.mark.parametrize("name, says", [
+    ("system/kubo.yaml", "its system/kubo.yaml would be ignored, as Hydra finds {conf}/system/kubo.yaml first "
+                         "(name yours my_kubo.yaml and choose system=my_kubo)"),
+    ("config.yaml", "its config.yaml would be ignored, as Hydra finds {conf}/config.yaml first "
+                    "(name yours my_config.yaml and choose --config-name my_config)")])
+def test_a_config_dir_file_that_a_built_in_one_would_shadow_is_refused_by_name(name, says, tmp_path):
+    """Hydra searches --config-dir after the primary config directory: a file of a built-in name would be ignored."""
+    from sgi_run.config import CONF_DIR, ConfigSource
+    (tmp_path / "system").mkdir()
+    (tmp_path / name).write_text("defaults:\n  - config\n  - _self_\n" if name == "config.yaml" else "name: kubo\nnu: 0.9\n")
+    (tmp_path / "system" / "my_kubo.yaml").write_text("name: kubo\nnu: 0.9\n")      # a name of its own: fine
+    with pytest.raises(ConfigError) as err:
+        compose(["system=my_kubo"], ConfigSource(added=str(tmp_path)))
+    assert str(err.value) == f"--config-dir='{tmp_path}' is not allowed: configs of names of their own: " + \
+        says.format(conf=CONF_DIR)
+    (tmp_path / name).unlink()
+    mine = compose(["system=my_kubo"], ConfigSource(added=str(tmp_path)))
+    assert mine.system.nu == 0.9 and config_hash(mine) != config_hash(compose([]))
+
+
+def test_the_built_in_directory_as_a_config_dir_adds_nothing_and_is_no_shadow():
+    from sgi_run.config import CONF_DIR, ConfigSource
+    assert compose([], ConfigSource(added=str(CONF_DIR))) == compose([])
+
+
+@pytest.mark.parametrize("blank", ["", " "])
+def test_a_blank_config_dir_is_refused_not_read_as_the_working_directory(blank):
+    from sgi_run.config import ConfigSource
+    with pytest.raises(ConfigError) as err:
+        compose([], ConfigSource(added=blank))
+    assert str(err.value) == f"--config-dir={blank!r} is not allowed: an existing directory"
+
+
+@pytest.mark.parametrize("name, overrides, subdir", [
+    ("config", [], ".hydra"), ("config", ["hydra.output_subdir=meta", "plan.seed=1,2"], "meta"),
+    ("config", ["hydra.output_subdir=null"], None),
+    ("config", ["hydra/launcher=joblib", "hydra.launcher.n_jobs=2"], ".hydra"),   # a launcher's key, with its launcher
+    ("mine", [], "record")])
+def test_where_hydra_would_write_the_jobs_record(name, overrides, subdir, tmp_path):
+    """hydra.output_subdir as the command line and the primary config set it: the run writes Hydra's record there."""
+    from sgi_run.config import ConfigSource, hydra_output_subdir
+    (tmp_path / "mine.yaml").write_text("defaults:\n  - config\n  - _self_\nhydra:\n  output_subdir: record\n")
+    assert hydra_output_subdir(overrides, ConfigSource(name=name, added=str(tmp_path))) == subdir

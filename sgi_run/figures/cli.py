@@ -31,14 +31,14 @@ import time
 import zlib
 from pathlib import Path
 
-from sgi_run import bundled, cache, provenance
+from sgi_run import bundled, cache, provenance, store
 from sgi_run.api import load_module
 from sgi_run.config import CACHE_POLICIES, ConfigSource
 from sgi_run.core import jax_setup
 from sgi_run.core.errors import ConfigError, require
 from sgi_run.engine import executor
 from sgi_run.figures import experiment
-from sgi_run.figures.experiment import FIDELITIES, write_atomically
+from sgi_run.figures.experiment import FIDELITIES
 from sgi_run.figures.results import BY_CONSTRUCTION, counts_text, verdict_counts
 
 
@@ -140,7 +140,7 @@ def pack(files: dict[str, Path], archive: Path) -> Path:
             member = tarfile.TarInfo(name)
             member.size, member.mode, member.mtime = len(data), 0o644, int(time.time())
             tar.addfile(member, io.BytesIO(data))
-    write_atomically(archive, packed.getvalue())
+    store.write_bytes_atomically(archive, packed.getvalue())
     return archive
 
 

@@ -771,13 +771,6 @@ def staged(files: dict[str, Path]):
         shutil.rmtree(stage, ignore_errors=True)
 
 
-def write_atomically(path: Path, data: str | bytes) -> None:
-    """``data`` as the file ``path``, written whole (``staged``): a reader, or a full disk, never leaves half."""
-    path = Path(path)
-    with staged({path.name: path}) as stage:
-        stage[path.name].write_bytes(data.encode() if isinstance(data, str) else data)
-
-
 # --- writing ---------------------------------------------------------------------------------------------
 NO_VALUE = "—"    # a number that does not exist: the SE of one path, a non-finite value (null in a record)
 

@@ -10,10 +10,10 @@ import os
 from pathlib import Path
 
 from sgi_run.core.errors import require
-
 from sgi_run.figures.results import BY_CONSTRUCTION, CheckResult, counts_text, verdict_counts
 from sgi_run.figures.experiment import (STUDY_MD_HEADER, figure_order, md_cells, md_header, read_record, study_md_rows,
-                                        work_precision_header, work_precision_md_rows, write_atomically)
+                                        work_precision_header, work_precision_md_rows)
+from sgi_run.store import write_text_atomically
 
 PAPER_RESULTS = Path("gallery/paper")
 
@@ -218,7 +218,7 @@ def build(output_dir, experiments=(), paper_results=None) -> Path:
     output_dir.mkdir(parents=True, exist_ok=True)
     found = records(output_dir)
     links = _paper_results(output_dir, paper_results)
-    write_atomically(output_dir / "README.md",
+    write_text_atomically(output_dir / "README.md",
         OWN_FILES["README.md"] + "\nWritten by `sgi-figures` from each figure's record "
         "(`<paper>/<figure>.json`: its table, checks and provenance). \"Runs' wall s\" is the sum of the runs' own "
         "wall times as they were computed (compilation included).\n\n" + status_table(found, experiments))
@@ -231,6 +231,5 @@ def build(output_dir, experiments=(), paper_results=None) -> Path:
             f"<code>make docs</code> builds the documentation site, where each figure has its page with the "
             f"captions' mathematics rendered.</p><ul>{toc}</ul>{body}\n</body></html>\n")
     index = output_dir / "index.html"
-    write_atomically(index, page)
+    write_text_atomically(index, page)
     return index
-

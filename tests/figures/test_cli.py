@@ -40,6 +40,22 @@ def test_a_bad_executor_is_refused_in_one_line_before_any_compute(args, message,
     assert not (tmp_path / "runs").exists()
 
 
+@pytest.mark.parametrize("name", ["system/kubo.yaml", ""])
+def test_a_config_dir_of_built_in_names_or_blank_is_refused_in_one_line(name, tmp_path, capsys):
+    """As sgi-run --config-dir (issue 45): a file the built-in one would shadow, or no directory at all."""
+    mine = tmp_path / "mine"
+    if name:
+        (mine / "system").mkdir(parents=True)
+        (mine / name).write_text("name: kubo\nnu: 0.9\n")
+    assert cli.main(["--fidelity", "smoke", "--only", "fig4_5", "--runs-root", str(tmp_path / "runs"),
+                     "--output", str(tmp_path / "out"), "--config-dir", str(mine) if name else ""]) == 2
+    err = capsys.readouterr().err
+    says = (f"--config-dir='{mine}' is not allowed: configs of names of their own: its system/kubo.yaml would be "
+            "ignored" if name else "--config-dir='' is not allowed: an existing directory")
+    assert err.startswith(f"sgi-figures: error: {says}") and err.count("\n") == 1
+    assert not (tmp_path / "runs").exists()
+
+
 def test_the_executor_reaches_every_run_of_a_figure_and_leaves_its_hash(tmp_path, monkeypatch):
     """--executor reaches every run of the figure, and a run computed on a cluster is the cache of the
     same run here (the executor is not part of the config hash)."""
