@@ -527,3 +527,119 @@ def test_a_run_directory_a_run_was_made_in_is_still_reused(tmp_path):
     assert first.returncode == 0, first.stderr
     again = sgi_run_cli(tmp_path, f"hydra.run.dir={tmp_path / 'here'}", "plan.paths=10", "plan.T=1", "progress=off")
     assert again.returncode == 0 and "cached" in again.stdout.lower(), again.stdout + again.stderr
+
+
+# --- issue 45: Hydra's flags, sweeps and launchers ---------------------------------------------------------------
+def _refused_in_one_line(monkeypatch, capsys, tmp_path, *args):
+    """``sgi-run *args`` in this process (in ``tmp_path``), refused before any compute: its one line on stderr."""
+    monkeypatch.chdir(tmp_path)
+    code, err = _main(monkeypatch, capsys, *args)
+    assert code == 2 and err.startswith("sgi-run: error: ") and err.count("\n") == 1, err
+    assert "Traceback" not in err and "usage:" not in err
+    assert not (tmp_path / "outputs").exists()
+    return err.removeprefix("sgi-run: error: ").rstrip("\n")
+
+
+def _flags_of_sgi_run():
+    """Every flag of Hydra's parser (what hydra.main reads) and every one ``sgi-run --help`` lists, each with a
+    missing or a bad value: (the flag's names, the words typed)."""
+    import re
+
+    from hydra._internal.utils import get_args_parser
+
+    from sgi_run.cli import _help
+    actions = {name: action for action in get_args_parser()._actions for name in action.option_strings}
+    [options] = [line for line in _help().splitlines() if line.startswith("Options:")]
+    listed = set(re.findall(r"(?<![\w-])--?[a-z][a-z-]*", options))
+    assert listed - set(actions) == {"--module"}      # sgi-run's own, which takes a file
+    for flag in sorted(set(actions) | listed):
+        names, nargs = (actions[flag].option_strings, actions[flag].nargs) if flag in actions else ([flag], None)
+        if nargs == 0:
+            cases = [[f"{flag}=x"]]
+        elif nargs == "?":
+            cases = [[f"{flag}=nonexistent"]]
+        else:
+            cases = [[flag], [flag, "nonexistent"]]
+        yield from (pytest.param(names, args, id=" ".join(args)) for args in cases)
+
+
+@pytest.mark.parametrize("names, args", list(_flags_of_sgi_run()))
+def test_every_flag_with_a_missing_or_bad_value_is_one_line(names, args, tmp_path, monkeypatch, capsys):
+    line = _refused_in_one_line(monkeypatch, capsys, tmp_path, *args)
+    assert line.startswith(tuple(f"{name}=" for name in names)), line
+
+
+def _refused_with(monkeypatch, capsys, tmp_path, args):
+    """The one line ``sgi-run *args`` is refused with on a machine without SLURM, where a Hydra pickle and a
+    file that is none lie in the working directory."""
+    import pickle
+    monkeypatch.setenv("PATH", str(tmp_path))     # no srun, no sbatch: not a SLURM machine
+    monkeypatch.delenv("COMP_LINE", raising=False)
+    (tmp_path / "summary.md").write_text("not a pickle\n")
+    (tmp_path / "config.pickle").write_bytes(pickle.dumps(None))
+    return _refused_in_one_line(monkeypatch, capsys, tmp_path, *args)
+
+
+@pytest.mark.parametrize("args, says", [
+    (["--shell-completion"], "--shell-completion='' is not allowed: install=SHELL or uninstall=SHELL, SHELL one of "
+                             "['bash', 'fish', 'zsh'] (eval \"$(sgi-run -sc install=bash)\")"),
+    (["-sc", "query=bash"], "--shell-completion='query=bash' is not allowed: install=SHELL or uninstall=SHELL, "
+                            "SHELL one of ['bash', 'fish', 'zsh'] (eval \"$(sgi-run -sc install=bash)\"); query=SHELL "
+                            "is what the installed completion runs, with the shell's COMP_LINE"),
+    (["--hydra-help", "system=kubo"], "system='kubo' is not allowed: no override of sgi-run's config with "
+                                      "--hydra-help (it shows Hydra's own; sgi-run --help shows sgi-run's)"),
+    (["--experimental-rerun"], "--experimental-rerun='' is not allowed: a value (Rerun a job from a previous "
+                               "config pickle)"),
+    (["--experimental-rerun", "summary.md"], "--experimental-rerun='summary.md' is not allowed: a run's "
+     ".hydra/config.pickle (Hydra writes it for a run given "
+     "+hydra.callbacks.save_job_info._target_=hydra.experimental.callbacks.PickleJobInfoCallback)"),
+    (["--experimental-rerun", "config.pickle", "plan.dt=0.5"], "plan.dt='0.5' is not allowed: nothing else with "
+     "--experimental-rerun (it reruns the pickled config as it was: Hydra ignores the rest of the line)"),
+    (["--info", "system=bogus"], "system='bogus' is not allowed: one of ['circle_pendulum', "),
+    (["--cfg"], "--cfg='' is not allowed: one of ['job', 'hydra', 'all']"),
+    (["--config-name"], "--config-name='' is not allowed: a value (Overrides the config_name specified in "
+                        "hydra.main())"),
+    (["--resolve"], "--resolve='' is not allowed: only with --cfg (it changes what --cfg shows)"),
+    (["--cfg", "job", "--package", "plan.nothing"], "--package='plan.nothing' is not allowed: a key of the config "
+     "--cfg job shows: one of ['cache', 'executor', 'integrator', 'output_root', 'plan', 'progress', 'system'], or "
+     "a key under one (plan.dt)"),
+], ids=lambda v: " ".join(v) if isinstance(v, list) else "")
+def test_a_misused_flag_is_one_line_before_any_compute(args, says, tmp_path, monkeypatch, capsys):
+    assert _refused_with(monkeypatch, capsys, tmp_path, args).startswith(says)
+
+
+@pytest.mark.parametrize("args, shows", [
+    (["--info", "system=van_der_pol"], "van_der_pol"),
+    (["-i", "defaults", "integrator=dirk"], "integrator/dirk"),
+    (["--hydra-help", "hydra/launcher=joblib"], "hydra/launcher: basic, joblib"),
+    (["-sc", "install=bash"], "hydra_bash_completion"),
+    (["--cfg", "job", "--package", "plan.dt", "plan.dt=0.25"], "0.25"),
+    (["--cfg", "hydra", "-p", "hydra.launcher", "hydra/launcher=joblib"], "n_jobs: -1"),
+])
+def test_hydras_information_flags_still_show_it(args, shows, tmp_path, monkeypatch, capsys):
+    import logging
+
+    from sgi_run import cli
+    monkeypatch.chdir(tmp_path)
+    root = logging.getLogger()      # Hydra logs through it: to this test's stdout, not an earlier run's closed one
+    monkeypatch.setattr(root, "handlers", [])
+    monkeypatch.setattr(root, "level", root.level)
+    monkeypatch.setattr(sys, "argv", ["sgi-run", *args])
+    try:
+        cli.main()
+    except SystemExit as stop:
+        assert stop.code in (None, 0)
+    out, err = capsys.readouterr()
+    assert shows in out and "Traceback" not in err, out + err
+    assert not (tmp_path / "outputs").exists()
+
+
+@pytest.mark.slow
+def test_a_run_is_rerun_from_its_config_pickle(tmp_path):
+    saved = "+hydra.callbacks.save_job_info._target_=hydra.experimental.callbacks.PickleJobInfoCallback"
+    first = sgi_run_cli(tmp_path, "plan.paths=10", "plan.T=1", "progress=off", saved)
+    assert first.returncode == 0, first.stderr
+    [pickled] = (tmp_path / "runs").glob("*/*/.hydra/config.pickle")
+    again = subprocess.run([sys.executable, "-m", "sgi_run.cli", "--experimental-rerun", str(pickled)], cwd=tmp_path,
+                           capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0 and "cached" in again.stdout, again.stderr
