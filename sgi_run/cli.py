@@ -242,8 +242,8 @@ def _check_line(argv: list[str], flags: list[str], overrides: list[str]) -> bool
     if _flag(flags, "--shell-completion") is not None:
         _check_shell_completion(overrides)
         return False
-    source = _config_source(flags)
-    jobs = expand_sweeps(_overrides(argv))
+    source, multirun = _config_source(flags), _flag(flags, "--multirun") is not None
+    jobs = expand_sweeps(_overrides(argv), multirun)
     check_hydra_groups([a for a in overrides if a.lstrip("+~").startswith("hydra/")], source)
     hydra_help = _flag(flags, "--hydra-help") is not None
     if hydra_help and jobs[0]:

@@ -120,7 +120,7 @@ def hydra_group_options(group: str, source: ConfigSource = ConfigSource()) -> li
 def _parsed(overrides: Sequence[str]):
     parser = OverridesParser.create()
     try:
-        return parser.parse_overrides(list(overrides))
+        parsed = parser.parse_overrides(list(overrides))
     except HydraException as err:
         # Name the one override that cannot be read, not the whole command line.
         for override in overrides:
@@ -131,6 +131,10 @@ def _parsed(overrides: Sequence[str]):
                 raise ConfigError(key, value, "a key=value override Hydra's grammar reads (quote a value with "
                                   f"characters such as ~ or spaces: {key}='...')") from None
         raise ConfigError("override", " ".join(overrides), f"key=value overrides ({str(err).splitlines()[0]})") from None
+    for o in parsed:
+        if not o.key_or_group:      # Hydra's grammar reads =5 as a key of its own: '' (Hydra then fails on it)
+            raise ConfigError("override", o.input_line, "key=value with a key before the = (e.g. plan.dt=0.5)")
+    return parsed
 
 
 def _typed_value(overrides: Sequence[str], key: str):
@@ -139,13 +143,18 @@ def _typed_value(overrides: Sequence[str], key: str):
 
 
 def _values(override) -> list:
+    if override.is_sweep_override() and not override.is_discrete_sweep():
+        raise ConfigError(override.key_or_group, override.get_value_string(),
+                          "values a sweep lists: a,b, choice(a,b) or range(start,stop,step) (interval() is a search "
+                          "space for an optimizing sweeper; Hydra's basic sweeper lists its values)")
     if override.is_sweep_override():
         return list(override.sweep_string_iterator())
     return [override.value()]
 
 
-def expand_sweeps(overrides: Sequence[str]) -> list[list[str]]:
-    """All combinations a multirun over ``overrides`` would launch, as plain override lists."""
+def expand_sweeps(overrides: Sequence[str], multirun: bool = True) -> list[list[str]]:
+    """All combinations a multirun over ``overrides`` would launch, as plain override lists. Without ``multirun``
+    (no -m) a sweep is refused: Hydra runs one job."""
     import itertools
     choices = []
     for o in _parsed(overrides):
@@ -153,8 +162,12 @@ def expand_sweeps(overrides: Sequence[str]) -> list[list[str]]:
             # As typed: a value rebuilt from its parse loses its quotes ('1' became 1, null 'None').
             choices.append([o.input_line])
             continue
+        values = _values(o)
+        if not multirun:
+            raise ConfigError(o.key_or_group, o.get_value_string(),
+                              f"one value without -m (a sweep over several runs: sgi-run -m {o.input_line})")
         prefix = "+" if o.is_add() else ("~" if o.is_delete() else "")
-        choices.append([f"{prefix}{o.key_or_group}={v}" for v in _values(o)])
+        choices.append([f"{prefix}{o.key_or_group}={v}" for v in values])
     return [list(c) for c in itertools.product(*choices)]
 
 

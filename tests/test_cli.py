@@ -643,3 +643,17 @@ def test_a_run_is_rerun_from_its_config_pickle(tmp_path):
     again = subprocess.run([sys.executable, "-m", "sgi_run.cli", "--experimental-rerun", str(pickled)], cwd=tmp_path,
                            capture_output=True, text=True, timeout=300)
     assert again.returncode == 0 and "cached" in again.stdout, again.stderr
+
+
+@pytest.mark.parametrize("args, says", [
+    (["=5"], "override='=5' is not allowed: key=value with a key before the = (e.g. plan.dt=0.5)"),
+    (["system=kubo,van_der_pol"], "system='kubo,van_der_pol' is not allowed: one value without -m (a sweep over "
+                                  "several runs: sgi-run -m system=kubo,van_der_pol)"),
+    (["--info", "plan.dt=0.5,0.25"], "plan.dt='0.5,0.25' is not allowed: one value without -m (a sweep over "
+                                     "several runs: sgi-run -m plan.dt=0.5,0.25)"),
+    (["-m", "plan.dt=interval(0,1)"], "plan.dt='interval(0,1)' is not allowed: values a sweep lists: a,b, "
+     "choice(a,b) or range(start,stop,step) (interval() is a search space for an optimizing sweeper; Hydra's basic "
+     "sweeper lists its values)"),
+], ids=lambda v: " ".join(v) if isinstance(v, list) else "")
+def test_a_sweep_that_cannot_run_is_one_line_before_any_compute(args, says, tmp_path, monkeypatch, capsys):
+    assert _refused_with(monkeypatch, capsys, tmp_path, args) == says
