@@ -23,11 +23,12 @@ from omegaconf import DictConfig, OmegaConf
 
 from sgi_run.version import __version__
 from sgi_run.api import load_module
-from sgi_run.config import (CONF_DIR, GROUPS, ConfigSource, check_hydra_groups, check_overrides, compose_setup,
-                            config_hash, expand_sweeps, group_options, plain, register_resolvers, run_dir_for)
+from sgi_run.config import (CONF_DIR, GROUPS, ConfigSource, check_overrides, compose_setup, config_hash,
+                            expand_sweeps, group_options, hydra_node, plain, register_resolvers, run_dir_for)
 from sgi_run.core import jax_setup
 from sgi_run.core.errors import ConfigError
 from sgi_run.engine.executor import ShardLost
+from sgi_run.launchers import check_launcher
 
 def _hydra_flags() -> dict[str, argparse.Action]:
     """Each name of each of Hydra's flags (``-cn``, ``--config-name``) -> its argparse action: whether it takes a
@@ -234,8 +235,9 @@ def _check_run_dirs(argv: list[str], configs: list[DictConfig]) -> bool:
 
 
 def _check_line(argv: list[str], flags: list[str], overrides: list[str]) -> bool:
-    """Refuse what Hydra would refuse only once started (a traceback, lines of its own), for what the flags
-    ask: a run's or a sweep's jobs are composed and validated, the run directories checked. True when one of those holds its finished run and cannot be written (it is shown)."""
+    """Refuse what Hydra, or a sweep's launcher, would refuse only once started (a traceback, lines of its own),
+    for what the flags ask: a run's or a sweep's jobs are composed and validated, the launcher set up, the run
+    directories checked. True when one of those holds its finished run and cannot be written (it is shown)."""
     if _flag(flags, "--experimental-rerun") is not None:
         _check_rerun(_flag(flags, "--experimental-rerun"), flags, overrides)
         return False
@@ -244,7 +246,7 @@ def _check_line(argv: list[str], flags: list[str], overrides: list[str]) -> bool
         return False
     source, multirun = _config_source(flags), _flag(flags, "--multirun") is not None
     jobs = expand_sweeps(_overrides(argv), multirun)
-    check_hydra_groups([a for a in overrides if a.lstrip("+~").startswith("hydra/")], source)
+    hydra = hydra_node(overrides, source)
     hydra_help = _flag(flags, "--hydra-help") is not None
     if hydra_help and jobs[0]:
         key, _, value = jobs[0][0].partition("=")
@@ -257,6 +259,9 @@ def _check_line(argv: list[str], flags: list[str], overrides: list[str]) -> bool
     _validated.clear()      # this command line's jobs only
     _validated.update((_validated_key(cfg), setup) for cfg, setup in composed)
     configs = [cfg for cfg, _ in composed]
+    if multirun:
+        launcher = [o for o in overrides if o.startswith("hydra/launcher=")]
+        check_launcher(hydra.launcher, hydra_node(launcher, source).launcher, hydra.runtime.choices["hydra/launcher"])
     if _flag(flags, "--cfg") is not None:
         _check_package(_flag(flags, "--package"), _flag(flags, "--cfg"), configs[0])
         return False

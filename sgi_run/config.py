@@ -25,7 +25,7 @@ from hydra.core.utils import setup_globals
 from hydra.errors import HydraException
 from hydra.types import RunMode
 from omegaconf import DictConfig, ListConfig, OmegaConf, open_dict
-from omegaconf.errors import OmegaConfBaseException
+from omegaconf.errors import ConfigAttributeError, OmegaConfBaseException
 
 from sgi_run import provenance
 from sgi_run.bundled import CONF_DIR
@@ -244,16 +244,47 @@ def _composed_groups(group_choices: tuple[str, ...], source: ConfigSource = Conf
 def _hydra_compose(overrides: Sequence[str], source: ConfigSource = ConfigSource()) -> DictConfig:
     """The job's config as Hydra composes it from ``source`` (its ``hydra`` node left out); a file YAML
     cannot read, or what Hydra cannot compose, is one ConfigError line."""
-    try:
-        cfg = _loader(source).load_configuration(source.name, list(overrides), run_mode=RunMode.RUN,
-                                                 from_shell=False)
-    except yaml.MarkedYAMLError as err:
-        raise _unreadable(err) from None
-    except HydraException as err:
-        raise ConfigError("override", " ".join(overrides), str(err).splitlines()[0]) from None
+    cfg = _composed(overrides, source)
     with open_dict(cfg):
         del cfg["hydra"]
     return cfg
+
+
+def hydra_node(overrides: Sequence[str], source: ConfigSource = ConfigSource()) -> DictConfig:
+    """Hydra's own config (its launcher, run and sweep directories) as the command line's ``hydra/...`` and
+    ``hydra.*`` overrides (the others left out) set it. An option of Hydra's groups it does not have, a key
+    its node lacks or a value of the wrong type (``hydra.launcher.n_jobs=abc``), which Hydra refuses in
+    several lines once started, is one ConfigError line."""
+    typed = [o for o in overrides if o.lstrip("+~").startswith("hydra")]
+    check_hydra_groups(typed, source)
+    return _composed(typed, source).hydra
+
+
+def _composed(overrides: Sequence[str], source: ConfigSource) -> DictConfig:
+    """The config as Hydra composes it from ``source``, its ``hydra`` node included; a file YAML cannot read,
+    or what Hydra cannot compose, is one ConfigError line."""
+    try:
+        return _loader(source).load_configuration(source.name, list(overrides), run_mode=RunMode.RUN,
+                                                  from_shell=False)
+    except yaml.MarkedYAMLError as err:
+        raise _unreadable(err) from None
+    except HydraException as err:
+        raise _not_composed(err, overrides, source) from None
+
+
+def _not_composed(err: HydraException, overrides: Sequence[str], source: ConfigSource) -> ConfigError:
+    """What Hydra could not compose, in one line: the typed override OmegaConf names (a key its node lacks,
+    with the keys it has; a value of the wrong type), else the command line."""
+    key = getattr(err.__cause__, "full_key", None)
+    value = _typed_value(overrides, key) if key else None
+    if value is None:
+        return ConfigError("override", " ".join(overrides), str(err).splitlines()[0])
+    if isinstance(err.__cause__, ConfigAttributeError):
+        parent = key.rpartition(".")[0]
+        others = [o for o in overrides if o.partition("=")[0].lstrip("+~") != key]
+        known = sorted(OmegaConf.select(_composed(others, source), parent))
+        return ConfigError(key, value, f"a known key; '{parent}' has {known}")
+    return ConfigError(key, value, f"a value of its type ({str(err.__cause__).splitlines()[0]})")
 
 
 def _unreadable(err: yaml.MarkedYAMLError) -> ConfigError:

@@ -657,3 +657,42 @@ def test_a_run_is_rerun_from_its_config_pickle(tmp_path):
 ], ids=lambda v: " ".join(v) if isinstance(v, list) else "")
 def test_a_sweep_that_cannot_run_is_one_line_before_any_compute(args, says, tmp_path, monkeypatch, capsys):
     assert _refused_with(monkeypatch, capsys, tmp_path, args) == says
+
+
+def _launcher_options():
+    """(launcher, option, a value of the wrong type) for every option of every launcher Hydra has here."""
+    from omegaconf import OmegaConf
+
+    from sgi_run.config import hydra_group_options, hydra_node
+    for launcher in hydra_group_options("hydra/launcher"):
+        node = hydra_node([f"hydra/launcher={launcher}"]).launcher
+        for key in node:
+            if key != "_target_":
+                yield launcher, key, "1" if OmegaConf.is_config(node[key]) else "{bad:1}"
+
+
+@pytest.mark.parametrize("launcher, key, bad", list(_launcher_options()))
+def test_every_launcher_option_with_a_bad_value_is_one_line(launcher, key, bad, tmp_path, monkeypatch, capsys):
+    line = _refused_in_one_line(monkeypatch, capsys, tmp_path, "-m", f"hydra/launcher={launcher}",
+                                f"hydra.launcher.{key}={bad}", "plan.dt=0.5,0.25")
+    assert line.startswith(f"hydra.launcher.{key}='{bad}' is not allowed: a value of its type ("), line
+
+
+@pytest.mark.parametrize("args, says", [
+    (["hydra.job.chdir=maybe"], "hydra.job.chdir='maybe' is not allowed: a value of its type (Value 'maybe' is not a "
+                                "valid bool (type str))"),
+    (["-m", "hydra/launcher=joblib", "hydra.launcher.n_jobs=0", "plan.dt=0.5,0.25"],
+     "hydra.launcher.n_jobs=0 is not allowed: a value JoblibLauncher takes (n_jobs == 0 in Parallel has no meaning)"),
+    (["-m", "hydra/launcher=submitit_local", "hydra.launcher.max_batch_size=-1", "plan.dt=0.5,0.25"],
+     "hydra.launcher.max_batch_size='-1' is not allowed: a known key; 'hydra.launcher' has ['_target_', "
+     "'cpus_per_task', 'gpus_per_node', 'mem_gb', 'name', 'nodes', 'stderr_to_stdout', 'submitit_folder', "
+     "'tasks_per_node', 'timeout_min']"),
+    (["-m", "hydra/launcher=submitit_local", "hydra.launcher.nodes=2", "plan.dt=0.5,0.25"],
+     "hydra.launcher.nodes=2 is not allowed: a value LocalLauncher takes (LocalExecutor can use only one node. "
+     "Use nodes=1)"),
+    (["-m", "hydra/launcher=slurm_sweep", "hydra.launcher.partition=compute", "plan.dt=0.5,0.25"],
+     "hydra/launcher='slurm_sweep' is not allowed: a launcher that can start on this machine (Could not detect "
+     "\"srun\", are you indeed on a slurm cluster?)"),
+], ids=lambda v: " ".join(v) if isinstance(v, list) else "")
+def test_a_bad_launcher_or_hydra_option_is_one_line_before_any_compute(args, says, tmp_path, monkeypatch, capsys):
+    assert _refused_with(monkeypatch, capsys, tmp_path, args) == says
