@@ -245,7 +245,7 @@ def _check_line(argv: list[str], flags: list[str], overrides: list[str]) -> bool
         _check_shell_completion(overrides)
         return False
     source, multirun = _config_source(flags), _flag(flags, "--multirun") is not None
-    jobs = expand_sweeps(_overrides(argv), multirun)
+    jobs = expand_sweeps(_overrides(argv), multirun, source)
     hydra = hydra_node(overrides, source)
     hydra_help = _flag(flags, "--hydra-help") is not None
     if hydra_help and jobs[0]:

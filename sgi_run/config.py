@@ -21,6 +21,7 @@ from hydra._internal.config_loader_impl import ConfigLoaderImpl
 from hydra._internal.utils import create_config_search_path
 from hydra.core.config_search_path import SearchPathQuery
 from hydra.core.override_parser.overrides_parser import OverridesParser
+from hydra.core.override_parser.types import ValueType
 from hydra.core.utils import setup_globals
 from hydra.errors import HydraException
 from hydra.types import RunMode
@@ -96,7 +97,7 @@ def check_hydra_groups(overrides: Sequence[str], source: ConfigSource = ConfigSo
     for o in _parsed(overrides):
         if o.key_or_group.startswith("hydra/"):
             allowed = hydra_group_options(o.key_or_group, source)
-            for v in _values(o):
+            for v in _values(o, source):
                 if allowed and v not in allowed:
                     raise ConfigError(o.key_or_group, v, f"one of {allowed}")
 
@@ -142,17 +143,20 @@ def _typed_value(overrides: Sequence[str], key: str):
     return next((o.partition("=")[2] for o in overrides if o.partition("=")[0].lstrip("+") == key), None)
 
 
-def _values(override) -> list:
+def _values(override, source: ConfigSource = ConfigSource()) -> list:
     if override.is_sweep_override() and not override.is_discrete_sweep():
         raise ConfigError(override.key_or_group, override.get_value_string(),
                           "values a sweep lists: a,b, choice(a,b) or range(start,stop,step) (interval() is a search "
                           "space for an optimizing sweeper; Hydra's basic sweeper lists its values)")
+    if override.value_type == ValueType.GLOB_CHOICE_SWEEP:
+        override.config_loader = _loader(source)    # glob(...) lists the options Hydra finds of its group
     if override.is_sweep_override():
         return list(override.sweep_string_iterator())
     return [override.value()]
 
 
-def expand_sweeps(overrides: Sequence[str], multirun: bool = True) -> list[list[str]]:
+def expand_sweeps(overrides: Sequence[str], multirun: bool = True,
+                  source: ConfigSource = ConfigSource()) -> list[list[str]]:
     """All combinations a multirun over ``overrides`` would launch, as plain override lists. Without ``multirun``
     (no -m) a sweep is refused: Hydra runs one job."""
     import itertools
@@ -162,7 +166,7 @@ def expand_sweeps(overrides: Sequence[str], multirun: bool = True) -> list[list[
             # As typed: a value rebuilt from its parse loses its quotes ('1' became 1, null 'None').
             choices.append([o.input_line])
             continue
-        values = _values(o)
+        values = _values(o, source)
         if not multirun:
             raise ConfigError(o.key_or_group, o.get_value_string(),
                               f"one value without -m (a sweep over several runs: sgi-run -m {o.input_line})")
@@ -187,16 +191,16 @@ def check_overrides(overrides: Sequence[str], source: ConfigSource = ConfigSourc
             raise ConfigError(o.key_or_group, "~", "a value: keys cannot be removed (set them instead)")
         if o.key_or_group in _SET_BY_GROUP:
             group = _SET_BY_GROUP[o.key_or_group]
-            raise ConfigError(o.key_or_group, _values(o)[0],
+            raise ConfigError(o.key_or_group, _values(o, source)[0],
                               f"set by the {group} group: choose {group}=<option>, one of {group_options(group)}")
     group_choices = []
     for o in parsed:
         if o.key_or_group in GROUPS:
             allowed = group_options(o.key_or_group, source)
-            for v in _values(o):
+            for v in _values(o, source):
                 if v not in allowed:
                     raise ConfigError(o.key_or_group, v, f"one of {allowed}")
-            group_choices.append(f"{o.key_or_group}={_values(o)[0]}")
+            group_choices.append(f"{o.key_or_group}={_values(o, source)[0]}")
     # An added key (+key=value) is one no config has: as unknown as a mistyped one.
     keyed = [o for o in parsed if o.key_or_group not in GROUPS]
     if not keyed:
@@ -214,7 +218,7 @@ def check_overrides(overrides: Sequence[str], source: ConfigSource = ConfigSourc
             absent = OmegaConf.select(base, key, default=_ABSENT) is _ABSENT
             added = (f", or a parameter added with +{key}=<number>"
                      if absent and parent_key == "system" and _open_parameters(base) else "")
-            raise ConfigError(key, _values(o)[0], f"a known key; {where} has {known}{added}")
+            raise ConfigError(key, _values(o, source)[0], f"a known key; {where} has {known}{added}")
 
 
 def _open_parameters(base: DictConfig) -> bool:

@@ -654,6 +654,7 @@ def test_a_run_is_rerun_from_its_config_pickle(tmp_path):
     (["-m", "plan.dt=interval(0,1)"], "plan.dt='interval(0,1)' is not allowed: values a sweep lists: a,b, "
      "choice(a,b) or range(start,stop,step) (interval() is a search space for an optimizing sweeper; Hydra's basic "
      "sweeper lists its values)"),
+    (["-m", "integrator=glob(srkw*)", "plan.dt=-1"], "plan.dt=-1 is not allowed: a number > 0"),
 ], ids=lambda v: " ".join(v) if isinstance(v, list) else "")
 def test_a_sweep_that_cannot_run_is_one_line_before_any_compute(args, says, tmp_path, monkeypatch, capsys):
     assert _refused_with(monkeypatch, capsys, tmp_path, args) == says
