@@ -10,6 +10,7 @@ partial file left behind.
 """
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import signal
@@ -21,32 +22,51 @@ from omegaconf import DictConfig, OmegaConf
 
 from sgi_run.version import __version__
 from sgi_run.api import load_module
-from sgi_run.config import (CONF_DIR, GROUPS, ConfigSource, check_hydra_groups, compose_setup, config_hash,
-                            expand_sweeps, group_options, hydra_output_subdir, plain, register_resolvers, run_dir_for)
+from sgi_run.config import (CONF_DIR, GROUPS, ConfigSource, check_overrides, compose_setup, config_hash,
+                            expand_sweeps, group_options, hydra_node, hydra_output_subdir, plain, register_resolvers,
+                            run_dir_for)
 from sgi_run.core import jax_setup
 from sgi_run.core.errors import ConfigError
 from sgi_run.engine.executor import ShardLost
+from sgi_run.launchers import check_launcher
 
-_HYDRA_FLAGS_WITH_VALUE = {"-cn", "--config-name", "-cp", "--config-path", "-cd", "--config-dir",
-                           "--info", "-i", "--experimental-rerun", "--package", "-p", "--cfg", "-c"}
-# Every flag Hydra's parser knows (its argparse would print a usage block for any other).
-_HYDRA_FLAGS = _HYDRA_FLAGS_WITH_VALUE | {"--help", "-h", "--hydra-help", "--version", "--resolve", "--run", "-r",
-                                          "--multirun", "-m", "--shell-completion", "-sc"}
-# Flags that show Hydra's own information and run nothing: no validation before them.
-_HYDRA_INFO_FLAGS = {"--hydra-help", "--info", "-i", "--shell-completion", "-sc"}
+def _hydra_flags() -> dict[str, argparse.Action]:
+    """Each name of each of Hydra's flags (``-cn``, ``--config-name``) -> its argparse action: whether it takes a
+    value, the values it allows. From the parser ``hydra.main`` reads the command line with: sgi-run knows
+    Hydra's flags from here alone."""
+    from hydra._internal.utils import get_args_parser
+    return {name: action for action in get_args_parser()._actions for name in action.option_strings}
+
+
+_HYDRA_FLAGS = _hydra_flags()
+# What Hydra does with a command line: one of these at most (its rule, which its parser does not hold).
+_HYDRA_MODES = ("--run", "--multirun", "--cfg", "--info", "--shell-completion")
+# Flags Hydra reads only along with another (--resolve: with --cfg or --help, which is sgi-run's own here).
+_HYDRA_FLAG_NEEDS = {"--resolve": "--cfg", "--package": "--cfg"}
 
 _state = {"terminated": False, "failed": 0, "new_dirs": []}
 
 
 def _flags_and_overrides(argv: list[str]) -> tuple[list[str], list[str]]:
-    """Hydra's flags of a command line (each with its value) and its key=value overrides, in the order typed."""
-    flags, overrides, takes_value = [], [], False
-    for arg in argv:
-        if takes_value or arg.startswith("-"):
-            flags.append(arg)
-            takes_value = not takes_value and arg in _HYDRA_FLAGS_WITH_VALUE
-        else:
+    """Hydra's flags of a command line, each one word (``--config-name=x``; a bare ``--info``, whose value is
+    optional, as ``--info=all``), and its key=value overrides, in the order typed. A flag's value is the next
+    word where argparse takes it so: any but a flag for a value it needs, one of its choices for an optional one."""
+    flags, overrides, i = [], [], 0
+    while i < len(argv):
+        arg, following = argv[i], argv[i + 1] if i + 1 < len(argv) else None
+        action = _HYDRA_FLAGS.get(arg)
+        i += 1
+        if not arg.startswith("-"):
             overrides.append(arg)
+        elif action is None or action.nargs == 0:
+            flags.append(arg)
+        elif action.nargs == "?" and following not in (action.choices or ()):
+            flags.append(f"{arg}={action.const}")
+        elif following is None or following.startswith("-"):
+            flags.append(arg)       # its value is missing: _check_flags refuses it
+        else:
+            flags.append(f"{arg}={following}")
+            i += 1
     return flags, overrides
 
 
@@ -67,21 +87,28 @@ def _modules(argv: list[str]) -> tuple[list[str], list[str]]:
     return files, rest
 
 
-def _check_flags(argv: list[str]) -> None:
-    """Refuse a flag neither sgi-run nor Hydra has, in one line (not argparse's usage block)."""
-    takes_value = False
-    for arg in argv:
-        if not takes_value and arg.startswith("-") and arg.partition("=")[0] not in _HYDRA_FLAGS:
-            raise ConfigError("argument", arg, f"a flag of sgi-run: one of {sorted(_HYDRA_FLAGS)} (see sgi-run --help)")
-        takes_value = not takes_value and arg in _HYDRA_FLAGS_WITH_VALUE
-    modes = [mode for mode, names in _HYDRA_MODES.items() if any(a.partition("=")[0] in names for a in argv)]
+def _check_flags(flags: list[str]) -> None:
+    """Refuse in one line (not argparse's usage block, not Hydra's traceback) a flag neither sgi-run nor Hydra
+    has, a flag without the value it needs, with a value it takes none of or one it does not allow, two of
+    Hydra's modes at once, and a flag without the one it goes with."""
+    for flag in flags:
+        name, equals, value = flag.partition("=")
+        action = _HYDRA_FLAGS.get(name)
+        if action is None:
+            raise ConfigError("argument", flag, f"a flag of sgi-run: one of {sorted([*_HYDRA_FLAGS, '--module'])} "
+                              "(see sgi-run --help)")
+        if action.nargs == 0 and equals:
+            raise ConfigError(name, value, f"no value: {name} is a flag on its own")
+        if action.choices and value not in action.choices:
+            raise ConfigError(name, value, f"one of {list(action.choices)}")
+        if action.nargs is None and not value:
+            raise ConfigError(name, value, f"a value ({action.help.splitlines()[0].strip()})")
+    modes = [mode for mode in _HYDRA_MODES if _flag(flags, mode) is not None]
     if len(modes) > 1:
         raise ConfigError("argument", " ".join(modes), f"one of {list(_HYDRA_MODES)} at a time (Hydra runs one mode)")
-
-
-# What Hydra does with a command line: exactly one of these (its own rule).
-_HYDRA_MODES = {"--run": {"--run", "-r"}, "--multirun": {"--multirun", "-m"}, "--cfg": {"--cfg", "-c"},
-                "--info": {"--info", "-i"}, "--shell-completion": {"--shell-completion", "-sc"}}
+    for name, needs in _HYDRA_FLAG_NEEDS.items():
+        if _flag(flags, name) is not None and _flag(flags, needs) is None:
+            raise ConfigError(name, _flag(flags, name), f"only with {needs} (it changes what {needs} shows)")
 
 
 def _overrides(argv: list[str]) -> list[str]:
@@ -89,14 +116,11 @@ def _overrides(argv: list[str]) -> list[str]:
     return [a for a in _flags_and_overrides(argv)[1] if not a.lstrip("+~").startswith("hydra")]
 
 
-def _flag(flags: list[str], *names: str) -> str | None:
-    """The value of the last of Hydra's flags ``names`` on the line (``-cn x`` or ``--config-name=x``), or None."""
-    value = None
-    for i, arg in enumerate(flags):
-        name, equals, given = arg.partition("=")
-        if name in names:
-            value = given if equals else (flags[i + 1] if i + 1 < len(flags) else None)
-    return value
+def _flag(flags: list[str], name: str) -> str | None:
+    """The value of the last of Hydra's flag ``name`` on the line, by any of its names (``-cn x``,
+    ``--config-name=x``); '' for a flag without one, None where it is absent."""
+    values = [f.partition("=")[2] for f in flags if _HYDRA_FLAGS.get(f.partition("=")[0]) is _HYDRA_FLAGS[name]]
+    return values[-1] if values else None
 
 
 def _config_source(flags: list[str]) -> ConfigSource:
@@ -104,11 +128,11 @@ def _config_source(flags: list[str]) -> ConfigSource:
     validation composes the config that will run."""
     from hydra._internal.utils import compute_search_path_dir, detect_calling_file_or_module_from_task_function
 
-    path = _flag(flags, "--config-path", "-cp")    # relative: to this package, as Hydra resolves it
+    path = _flag(flags, "--config-path")    # relative: to this package, as Hydra resolves it
     primary = CONF_DIR if path is None else compute_search_path_dir(
         *detect_calling_file_or_module_from_task_function(_job), path)
-    return ConfigSource(name=_flag(flags, "--config-name", "-cn") or "config", primary=str(primary),
-                        added=_flag(flags, "--config-dir", "-cd"))
+    return ConfigSource(name=_flag(flags, "--config-name") or "config", primary=str(primary),
+                        added=_flag(flags, "--config-dir"))
 
 
 def _refuse(err: ConfigError) -> None:
@@ -259,6 +283,81 @@ def _remove_empty_new_dirs() -> None:
                 break
 
 
+def _check_line(argv: list[str], flags: list[str], overrides: list[str]) -> bool:
+    """Refuse what Hydra, or a sweep's launcher, would refuse only once started (a traceback, lines of its own),
+    for what the flags ask: a run's or a sweep's jobs are composed and validated, the launcher set up, the run
+    directories checked. True when jobs will run: each writes Hydra's record of itself once it holds its run
+    directory (a second config started in the same directory must not write over the first's)."""
+    if _flag(flags, "--experimental-rerun") is not None:
+        _check_rerun(_flag(flags, "--experimental-rerun"))
+        return False
+    if _flag(flags, "--shell-completion") is not None:
+        _check_shell_completion(overrides)
+        return False
+    source, multirun = _config_source(flags), _flag(flags, "--multirun") is not None
+    jobs = expand_sweeps(_overrides(argv), multirun, source)
+    hydra = hydra_node(overrides, source)
+    hydra_help = _flag(flags, "--hydra-help") is not None
+    if hydra_help and jobs[0]:
+        key, _, value = jobs[0][0].partition("=")
+        raise ConfigError(key, value, "no override of sgi-run's config with --hydra-help (it shows Hydra's own; "
+                                      "sgi-run --help shows sgi-run's)")
+    if hydra_help or _flag(flags, "--info") is not None:
+        check_overrides(jobs[0], source)
+        return False
+    composed = [compose_setup(job, source) for job in jobs]
+    _validated.clear()      # this command line's jobs only
+    _validated.update((_validated_key(cfg), setup) for cfg, setup in composed)
+    configs = [cfg for cfg, _ in composed]
+    if multirun:
+        launcher = [o for o in overrides if o.startswith("hydra/launcher=")]
+        check_launcher(hydra.launcher, hydra_node(launcher, source).launcher, hydra.runtime.choices["hydra/launcher"])
+    if _flag(flags, "--cfg") is not None:
+        _check_package(_flag(flags, "--package"), _flag(flags, "--cfg"), configs[0])
+        return False
+    placed = _run_dirs(argv, configs)
+    _state["new_dirs"] = _new_dirs([directory for *_, directory in placed])
+    _check_run_dirs(placed)
+    os.environ[RECORD_ENV] = hydra_output_subdir(overrides, source) or ""
+    return True
+
+
+def _check_package(package: str | None, shown: str, cfg: DictConfig) -> None:
+    """``--cfg job --package plan``: a key of the config ``--cfg`` shows (one under Hydra's own node, which
+    ``--cfg hydra`` and ``--cfg all`` show, Hydra looks up itself)."""
+    if package in (None, "_global_") or (shown != "job" and package.split(".")[0] == "hydra"):
+        return
+    if shown == "hydra" or OmegaConf.select(cfg, package) is None:
+        keys = sorted([*(cfg if shown != "hydra" else ()), *(["hydra"] if shown != "job" else [])])
+        raise ConfigError("--package", package, f"a key of the config --cfg {shown} shows: one of {keys}, or a "
+                                                "key under one (plan.dt)")
+
+
+def _check_rerun(path: str) -> None:
+    """``--experimental-rerun FILE``: refused. Hydra reruns the config pickled by its PickleJobInfoCallback in the
+    job's ``hydra.output_subdir``, which sgi-run's jobs leave unset (each writes Hydra's record itself, once it
+    holds its run directory: ``_save_record``), so no run has that pickle to rerun."""
+    raise ConfigError("--experimental-rerun", path, "not with sgi-run: a run is rerun by its command line, kept in "
+                                                    "its .hydra/overrides.yaml (a finished run is shown, an interrupted "
+                                                    "one resumed)")
+
+
+def _check_shell_completion(overrides: list[str]) -> None:
+    """``-sc install=bash``: one of Hydra's completion commands, for a shell it has a plugin for. ``query=SHELL``
+    is what the installed completion runs, with the shell's COMP_LINE."""
+    from hydra.core.plugins import Plugins
+    from hydra.plugins.completion_plugin import CompletionPlugin
+
+    shells = sorted(plugin(None).provides() for plugin in Plugins.instance().discover(CompletionPlugin))
+    allowed = f'install=SHELL or uninstall=SHELL, SHELL one of {shells} (eval "$(sgi-run -sc install=bash)")'
+    commands = [o for o in overrides if o.partition("=")[0] in ("install", "uninstall", "query")]  # Hydra's
+    if len(commands) != 1 or commands[0].partition("=")[2] not in shells:
+        raise ConfigError("--shell-completion", " ".join(overrides), allowed)
+    if commands[0].startswith("query=") and "COMP_LINE" not in os.environ:
+        raise ConfigError("--shell-completion", commands[0], f"{allowed}; query=SHELL is what the installed "
+                                                             "completion runs, with the shell's COMP_LINE")
+
+
 # Set for a sweep's jobs under the joblib launcher: where they claim their share of the cores.
 SLOTS_ENV = "SGI_RUN_CORE_SLOTS"
 
@@ -338,27 +437,13 @@ def main() -> None:
         modules, argv = _modules(argv)
         for module in modules:      # systems of one's own, registered before any config names them
             load_module(module)
-        _check_flags(argv)
+        flags, overrides = _flags_and_overrides(argv)
+        _check_flags(flags)
+        sys.argv[1:] = flags + overrides    # Hydra's parser reads the overrides as one run: none after a flag
+        if _check_line(argv, flags, overrides):
+            sys.argv.append("hydra.output_subdir=null")     # the job writes Hydra's record (_save_record)
     except ConfigError as err:
         _refuse(err)
-    flags, overrides = _flags_and_overrides(argv)
-    sys.argv[1:] = flags + overrides    # Hydra's parser reads the overrides as one run: none after a flag
-    if not _HYDRA_INFO_FLAGS & set(argv):
-        try:
-            source = _config_source(flags)
-            check_hydra_groups([a for a in overrides if a.lstrip("+~").startswith("hydra/")], source)
-            composed = [compose_setup(job, source) for job in expand_sweeps(_overrides(argv))]
-            _validated.clear()      # this command line's jobs only
-            _validated.update((_validated_key(cfg), setup) for cfg, setup in composed)
-            configs = [cfg for cfg, _ in composed]
-            if _flag(flags, "--cfg", "-c") is None:
-                placed = _run_dirs(argv, configs)
-                _state["new_dirs"] = _new_dirs([directory for *_, directory in placed])
-                _check_run_dirs(placed)
-                os.environ[RECORD_ENV] = hydra_output_subdir(overrides, source) or ""
-                sys.argv.append("hydra.output_subdir=null")     # the job writes Hydra's record (_save_record)
-        except ConfigError as err:
-            _refuse(err)
     from sgi_run.runner import RunInterrupted
 
     _share_cores_among_jobs(argv)

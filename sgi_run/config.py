@@ -21,11 +21,12 @@ from hydra._internal.config_loader_impl import ConfigLoaderImpl
 from hydra._internal.utils import create_config_search_path
 from hydra.core.config_search_path import SearchPathQuery
 from hydra.core.override_parser.overrides_parser import OverridesParser
+from hydra.core.override_parser.types import ValueType
 from hydra.core.utils import setup_globals
 from hydra.errors import HydraException
 from hydra.types import RunMode
 from omegaconf import DictConfig, ListConfig, OmegaConf, open_dict
-from omegaconf.errors import OmegaConfBaseException
+from omegaconf.errors import ConfigAttributeError, OmegaConfBaseException
 
 from sgi_run import provenance
 from sgi_run.bundled import CONF_DIR
@@ -120,7 +121,7 @@ def check_hydra_groups(overrides: Sequence[str], source: ConfigSource = ConfigSo
     for o in _parsed(overrides):
         if o.key_or_group.startswith("hydra/"):
             allowed = hydra_group_options(o.key_or_group, source)
-            for v in _values(o):
+            for v in _values(o, source):
                 if allowed and v not in allowed:
                     raise ConfigError(o.key_or_group, v, f"one of {allowed}")
 
@@ -156,7 +157,7 @@ def hydra_output_subdir(overrides: Sequence[str], source: ConfigSource = ConfigS
 def _parsed(overrides: Sequence[str]):
     parser = OverridesParser.create()
     try:
-        return parser.parse_overrides(list(overrides))
+        parsed = parser.parse_overrides(list(overrides))
     except HydraException as err:
         # Name the one override that cannot be read, not the whole command line.
         for override in overrides:
@@ -167,6 +168,10 @@ def _parsed(overrides: Sequence[str]):
                 raise ConfigError(key, value, "a key=value override Hydra's grammar reads (quote a value with "
                                   f"characters such as ~ or spaces: {key}='...')") from None
         raise ConfigError("override", " ".join(overrides), f"key=value overrides ({str(err).splitlines()[0]})") from None
+    for o in parsed:
+        if not o.key_or_group:      # Hydra's grammar reads =5 as a key of its own: '' (Hydra then fails on it)
+            raise ConfigError("override", o.input_line, "key=value with a key before the = (e.g. plan.dt=0.5)")
+    return parsed
 
 
 def _typed_value(overrides: Sequence[str], key: str):
@@ -174,14 +179,22 @@ def _typed_value(overrides: Sequence[str], key: str):
     return next((o.partition("=")[2] for o in overrides if o.partition("=")[0].lstrip("+") == key), None)
 
 
-def _values(override) -> list:
+def _values(override, source: ConfigSource = ConfigSource()) -> list:
+    if override.is_sweep_override() and not override.is_discrete_sweep():
+        raise ConfigError(override.key_or_group, override.get_value_string(),
+                          "values a sweep lists: a,b, choice(a,b) or range(start,stop,step) (interval() is a search "
+                          "space for an optimizing sweeper; Hydra's basic sweeper lists its values)")
+    if override.value_type == ValueType.GLOB_CHOICE_SWEEP:
+        override.config_loader = _loader(source)    # glob(...) lists the options Hydra finds of its group
     if override.is_sweep_override():
         return list(override.sweep_string_iterator())
     return [override.value()]
 
 
-def expand_sweeps(overrides: Sequence[str]) -> list[list[str]]:
-    """All combinations a multirun over ``overrides`` would launch, as plain override lists."""
+def expand_sweeps(overrides: Sequence[str], multirun: bool = True,
+                  source: ConfigSource = ConfigSource()) -> list[list[str]]:
+    """All combinations a multirun over ``overrides`` would launch, as plain override lists. Without ``multirun``
+    (no -m) a sweep is refused: Hydra runs one job."""
     import itertools
     choices = []
     for o in _parsed(overrides):
@@ -189,8 +202,12 @@ def expand_sweeps(overrides: Sequence[str]) -> list[list[str]]:
             # As typed: a value rebuilt from its parse loses its quotes ('1' became 1, null 'None').
             choices.append([o.input_line])
             continue
+        values = _values(o, source)
+        if not multirun:
+            raise ConfigError(o.key_or_group, o.get_value_string(),
+                              f"one value without -m (a sweep over several runs: sgi-run -m {o.input_line})")
         prefix = "+" if o.is_add() else ("~" if o.is_delete() else "")
-        choices.append([f"{prefix}{o.key_or_group}={v}" for v in _values(o)])
+        choices.append([f"{prefix}{o.key_or_group}={v}" for v in values])
     return [list(c) for c in itertools.product(*choices)]
 
 
@@ -210,16 +227,16 @@ def check_overrides(overrides: Sequence[str], source: ConfigSource = ConfigSourc
             raise ConfigError(o.key_or_group, "~", "a value: keys cannot be removed (set them instead)")
         if o.key_or_group in _SET_BY_GROUP:
             group = _SET_BY_GROUP[o.key_or_group]
-            raise ConfigError(o.key_or_group, _values(o)[0],
+            raise ConfigError(o.key_or_group, _values(o, source)[0],
                               f"set by the {group} group: choose {group}=<option>, one of {group_options(group)}")
     group_choices = []
     for o in parsed:
         if o.key_or_group in GROUPS:
             allowed = group_options(o.key_or_group, source)
-            for v in _values(o):
+            for v in _values(o, source):
                 if v not in allowed:
                     raise ConfigError(o.key_or_group, v, f"one of {allowed}")
-            group_choices.append(f"{o.key_or_group}={_values(o)[0]}")
+            group_choices.append(f"{o.key_or_group}={_values(o, source)[0]}")
     # An added key (+key=value) is one no config has: as unknown as a mistyped one.
     keyed = [o for o in parsed if o.key_or_group not in GROUPS]
     if not keyed:
@@ -237,7 +254,7 @@ def check_overrides(overrides: Sequence[str], source: ConfigSource = ConfigSourc
             absent = OmegaConf.select(base, key, default=_ABSENT) is _ABSENT
             added = (f", or a parameter added with +{key}=<number>"
                      if absent and parent_key == "system" and _open_parameters(base) else "")
-            raise ConfigError(key, _values(o)[0], f"a known key; {where} has {known}{added}")
+            raise ConfigError(key, _values(o, source)[0], f"a known key; {where} has {known}{added}")
 
 
 def _open_parameters(base: DictConfig) -> bool:
@@ -267,16 +284,47 @@ def _composed_groups(group_choices: tuple[str, ...], source: ConfigSource = Conf
 def _hydra_compose(overrides: Sequence[str], source: ConfigSource = ConfigSource()) -> DictConfig:
     """The job's config as Hydra composes it from ``source`` (its ``hydra`` node left out); a file YAML
     cannot read, or what Hydra cannot compose, is one ConfigError line."""
-    try:
-        cfg = _loader(source).load_configuration(source.name, list(overrides), run_mode=RunMode.RUN,
-                                                 from_shell=False)
-    except yaml.MarkedYAMLError as err:
-        raise _unreadable(err) from None
-    except HydraException as err:
-        raise ConfigError("override", " ".join(overrides), str(err).splitlines()[0]) from None
+    cfg = _composed(overrides, source)
     with open_dict(cfg):
         del cfg["hydra"]
     return cfg
+
+
+def hydra_node(overrides: Sequence[str], source: ConfigSource = ConfigSource()) -> DictConfig:
+    """Hydra's own config (its launcher, run and sweep directories) as the command line's ``hydra/...`` and
+    ``hydra.*`` overrides (the others left out) set it. An option of Hydra's groups it does not have, a key
+    its node lacks or a value of the wrong type (``hydra.launcher.n_jobs=abc``), which Hydra refuses in
+    several lines once started, is one ConfigError line."""
+    typed = [o for o in overrides if o.lstrip("+~").startswith("hydra")]
+    check_hydra_groups(typed, source)
+    return _composed(typed, source).hydra
+
+
+def _composed(overrides: Sequence[str], source: ConfigSource) -> DictConfig:
+    """The config as Hydra composes it from ``source``, its ``hydra`` node included; a file YAML cannot read,
+    or what Hydra cannot compose, is one ConfigError line."""
+    try:
+        return _loader(source).load_configuration(source.name, list(overrides), run_mode=RunMode.RUN,
+                                                  from_shell=False)
+    except yaml.MarkedYAMLError as err:
+        raise _unreadable(err) from None
+    except HydraException as err:
+        raise _not_composed(err, overrides, source) from None
+
+
+def _not_composed(err: HydraException, overrides: Sequence[str], source: ConfigSource) -> ConfigError:
+    """What Hydra could not compose, in one line: the typed override OmegaConf names (a key its node lacks,
+    with the keys it has; a value of the wrong type), else the command line."""
+    key = getattr(err.__cause__, "full_key", None)
+    value = _typed_value(overrides, key) if key else None
+    if value is None:
+        return ConfigError("override", " ".join(overrides), str(err).splitlines()[0])
+    if isinstance(err.__cause__, ConfigAttributeError):
+        parent = key.rpartition(".")[0]
+        others = [o for o in overrides if o.partition("=")[0].lstrip("+~") != key]
+        known = sorted(OmegaConf.select(_composed(others, source), parent))
+        return ConfigError(key, value, f"a known key; '{parent}' has {known}")
+    return ConfigError(key, value, f"a value of its type ({str(err.__cause__).splitlines()[0]})")
 
 
 def _unreadable(err: yaml.MarkedYAMLError) -> ConfigError:

@@ -294,7 +294,8 @@ def test_a_config_dir_file_of_a_built_in_name_is_refused_not_ignored(flag, tmp_p
 def test_a_blank_config_dir_is_refused_in_one_line(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     code, err = _main(monkeypatch, capsys, "--config-dir=", "plan.paths=10", f"output_root={tmp_path}/runs")
-    assert (code, err) == (2, "sgi-run: error: --config-dir='' is not allowed: an existing directory\n")
+    assert (code, err) == (2, "sgi-run: error: --config-dir='' is not allowed: a value (Adds an additional config "
+                              "dir to the config search path)\n")
     assert not (tmp_path / "runs").exists()
 
 
@@ -614,3 +615,165 @@ def test_a_refused_run_leaves_no_directory_this_command_created(sweep, left, tmp
     assert code == 2 and err.startswith("sgi-run: error: executor.address=") and err.count("\n") == 1
     assert sorted(p.name for p in tmp_path.rglob("*") if p.is_file()) == left
     assert [p for p in tmp_path.rglob("*") if p.is_dir()] == ([tmp_path / "runs"] if left else [])
+
+
+# --- issue 45: Hydra's flags, sweeps and launchers ---------------------------------------------------------------
+def _refused_in_one_line(monkeypatch, capsys, tmp_path, *args):
+    """``sgi-run *args`` in this process (in ``tmp_path``), refused before any compute: its one line on stderr."""
+    monkeypatch.chdir(tmp_path)
+    code, err = _main(monkeypatch, capsys, *args)
+    assert code == 2 and err.startswith("sgi-run: error: ") and err.count("\n") == 1, err
+    assert "Traceback" not in err and "usage:" not in err
+    assert not (tmp_path / "outputs").exists()
+    return err.removeprefix("sgi-run: error: ").rstrip("\n")
+
+
+def _flags_of_sgi_run():
+    """Every flag of Hydra's parser (what hydra.main reads) and every one ``sgi-run --help`` lists, each with a
+    missing or a bad value: (the flag's names, the words typed)."""
+    import re
+
+    from hydra._internal.utils import get_args_parser
+
+    from sgi_run.cli import _help
+    actions = {name: action for action in get_args_parser()._actions for name in action.option_strings}
+    [options] = [line for line in _help().splitlines() if line.startswith("Options:")]
+    listed = set(re.findall(r"(?<![\w-])--?[a-z][a-z-]*", options))
+    assert listed - set(actions) == {"--module"}      # sgi-run's own, which takes a file
+    for flag in sorted(set(actions) | listed):
+        names, nargs = (actions[flag].option_strings, actions[flag].nargs) if flag in actions else ([flag], None)
+        if nargs == 0:
+            cases = [[f"{flag}=x"]]
+        elif nargs == "?":
+            cases = [[f"{flag}=nonexistent"]]
+        else:
+            cases = [[flag], [flag, "nonexistent"]]
+        yield from (pytest.param(names, args, id=" ".join(args)) for args in cases)
+
+
+@pytest.mark.parametrize("names, args", list(_flags_of_sgi_run()))
+def test_every_flag_with_a_missing_or_bad_value_is_one_line(names, args, tmp_path, monkeypatch, capsys):
+    line = _refused_in_one_line(monkeypatch, capsys, tmp_path, *args)
+    assert line.startswith(tuple(f"{name}=" for name in names)), line
+
+
+def _refused_with(monkeypatch, capsys, tmp_path, args):
+    """The one line ``sgi-run *args`` is refused with on a machine without SLURM, where a Hydra pickle and a
+    file that is none lie in the working directory."""
+    import pickle
+    monkeypatch.setenv("PATH", str(tmp_path))     # no srun, no sbatch: not a SLURM machine
+    monkeypatch.delenv("COMP_LINE", raising=False)
+    (tmp_path / "summary.md").write_text("not a pickle\n")
+    (tmp_path / "config.pickle").write_bytes(pickle.dumps(None))
+    return _refused_in_one_line(monkeypatch, capsys, tmp_path, *args)
+
+
+@pytest.mark.parametrize("args, says", [
+    (["--shell-completion"], "--shell-completion='' is not allowed: install=SHELL or uninstall=SHELL, SHELL one of "
+                             "['bash', 'fish', 'zsh'] (eval \"$(sgi-run -sc install=bash)\")"),
+    (["-sc", "query=bash"], "--shell-completion='query=bash' is not allowed: install=SHELL or uninstall=SHELL, "
+                            "SHELL one of ['bash', 'fish', 'zsh'] (eval \"$(sgi-run -sc install=bash)\"); query=SHELL "
+                            "is what the installed completion runs, with the shell's COMP_LINE"),
+    (["--hydra-help", "system=kubo"], "system='kubo' is not allowed: no override of sgi-run's config with "
+                                      "--hydra-help (it shows Hydra's own; sgi-run --help shows sgi-run's)"),
+    (["--experimental-rerun"], "--experimental-rerun='' is not allowed: a value (Rerun a job from a previous "
+                               "config pickle)"),
+    (["--experimental-rerun", "config.pickle"], "--experimental-rerun='config.pickle' is not allowed: not with "
+     "sgi-run: a run is rerun by its command line, kept in its .hydra/overrides.yaml (a finished run is shown, an "
+     "interrupted one resumed)"),
+    (["--info", "system=bogus"], "system='bogus' is not allowed: one of ['circle_pendulum', "),
+    (["--cfg"], "--cfg='' is not allowed: one of ['job', 'hydra', 'all']"),
+    (["--config-name"], "--config-name='' is not allowed: a value (Overrides the config_name specified in "
+                        "hydra.main())"),
+    (["--resolve"], "--resolve='' is not allowed: only with --cfg (it changes what --cfg shows)"),
+    (["--cfg", "job", "--package", "plan.nothing"], "--package='plan.nothing' is not allowed: a key of the config "
+     "--cfg job shows: one of ['cache', 'executor', 'integrator', 'output_root', 'plan', 'progress', 'system'], or "
+     "a key under one (plan.dt)"),
+], ids=lambda v: " ".join(v) if isinstance(v, list) else "")
+def test_a_misused_flag_is_one_line_before_any_compute(args, says, tmp_path, monkeypatch, capsys):
+    assert _refused_with(monkeypatch, capsys, tmp_path, args).startswith(says)
+
+
+@pytest.mark.parametrize("args, shows", [
+    (["--info", "system=van_der_pol"], "van_der_pol"),
+    (["-i", "defaults", "integrator=dirk"], "integrator/dirk"),
+    (["--hydra-help", "hydra/launcher=joblib"], "hydra/launcher: basic, joblib"),
+    (["-sc", "install=bash"], "hydra_bash_completion"),
+    (["--cfg", "job", "--package", "plan.dt", "plan.dt=0.25"], "0.25"),
+    (["--cfg", "hydra", "-p", "hydra.launcher", "hydra/launcher=joblib"], "n_jobs: -1"),
+])
+def test_hydras_information_flags_still_show_it(args, shows, tmp_path, monkeypatch, capsys):
+    import logging
+
+    from sgi_run import cli
+    monkeypatch.chdir(tmp_path)
+    root = logging.getLogger()      # Hydra logs through it: to this test's stdout, not an earlier run's closed one
+    monkeypatch.setattr(root, "handlers", [])
+    monkeypatch.setattr(root, "level", root.level)
+    # A run earlier in this process set up its job's logging as conf/config.yaml says (hydra/job_logging: disabled,
+    # which disables the loggers that exist then, Hydra's own among them): a command runs once in its process.
+    for name, logger in logging.root.manager.loggerDict.items():
+        if name.startswith("hydra") and isinstance(logger, logging.Logger):
+            monkeypatch.setattr(logger, "disabled", False)
+    monkeypatch.setattr(sys, "argv", ["sgi-run", *args])
+    try:
+        cli.main()
+    except SystemExit as stop:
+        assert stop.code in (None, 0)
+    out, err = capsys.readouterr()
+    assert shows in out and "Traceback" not in err, out + err
+    assert not (tmp_path / "outputs").exists()
+
+
+@pytest.mark.parametrize("args, says", [
+    (["=5"], "override='=5' is not allowed: key=value with a key before the = (e.g. plan.dt=0.5)"),
+    (["system=kubo,van_der_pol"], "system='kubo,van_der_pol' is not allowed: one value without -m (a sweep over "
+                                  "several runs: sgi-run -m system=kubo,van_der_pol)"),
+    (["--info", "plan.dt=0.5,0.25"], "plan.dt='0.5,0.25' is not allowed: one value without -m (a sweep over "
+                                     "several runs: sgi-run -m plan.dt=0.5,0.25)"),
+    (["-m", "plan.dt=interval(0,1)"], "plan.dt='interval(0,1)' is not allowed: values a sweep lists: a,b, "
+     "choice(a,b) or range(start,stop,step) (interval() is a search space for an optimizing sweeper; Hydra's basic "
+     "sweeper lists its values)"),
+    (["-m", "integrator=glob(srkw*)", "plan.dt=-1"], "plan.dt=-1 is not allowed: a number > 0"),
+], ids=lambda v: " ".join(v) if isinstance(v, list) else "")
+def test_a_sweep_that_cannot_run_is_one_line_before_any_compute(args, says, tmp_path, monkeypatch, capsys):
+    assert _refused_with(monkeypatch, capsys, tmp_path, args) == says
+
+
+def _launcher_options():
+    """(launcher, option, a value of the wrong type) for every option of every launcher Hydra has here."""
+    from omegaconf import OmegaConf
+
+    from sgi_run.config import hydra_group_options, hydra_node
+    for launcher in hydra_group_options("hydra/launcher"):
+        node = hydra_node([f"hydra/launcher={launcher}"]).launcher
+        for key in node:
+            if key != "_target_":
+                yield launcher, key, "1" if OmegaConf.is_config(node[key]) else "{bad:1}"
+
+
+@pytest.mark.parametrize("launcher, key, bad", list(_launcher_options()))
+def test_every_launcher_option_with_a_bad_value_is_one_line(launcher, key, bad, tmp_path, monkeypatch, capsys):
+    line = _refused_in_one_line(monkeypatch, capsys, tmp_path, "-m", f"hydra/launcher={launcher}",
+                                f"hydra.launcher.{key}={bad}", "plan.dt=0.5,0.25")
+    assert line.startswith(f"hydra.launcher.{key}='{bad}' is not allowed: a value of its type ("), line
+
+
+@pytest.mark.parametrize("args, says", [
+    (["hydra.job.chdir=maybe"], "hydra.job.chdir='maybe' is not allowed: a value of its type (Value 'maybe' is not a "
+                                "valid bool (type str))"),
+    (["-m", "hydra/launcher=joblib", "hydra.launcher.n_jobs=0", "plan.dt=0.5,0.25"],
+     "hydra.launcher.n_jobs=0 is not allowed: a value JoblibLauncher takes (n_jobs == 0 in Parallel has no meaning)"),
+    (["-m", "hydra/launcher=submitit_local", "hydra.launcher.max_batch_size=-1", "plan.dt=0.5,0.25"],
+     "hydra.launcher.max_batch_size='-1' is not allowed: a known key; 'hydra.launcher' has ['_target_', "
+     "'cpus_per_task', 'gpus_per_node', 'mem_gb', 'name', 'nodes', 'stderr_to_stdout', 'submitit_folder', "
+     "'tasks_per_node', 'timeout_min']"),
+    (["-m", "hydra/launcher=submitit_local", "hydra.launcher.nodes=2", "plan.dt=0.5,0.25"],
+     "hydra.launcher.nodes=2 is not allowed: a value LocalLauncher takes (LocalExecutor can use only one node. "
+     "Use nodes=1)"),
+    (["-m", "hydra/launcher=slurm_sweep", "hydra.launcher.partition=compute", "plan.dt=0.5,0.25"],
+     "hydra/launcher='slurm_sweep' is not allowed: a launcher that can start on this machine (Could not detect "
+     "\"srun\", are you indeed on a slurm cluster?)"),
+], ids=lambda v: " ".join(v) if isinstance(v, list) else "")
+def test_a_bad_launcher_or_hydra_option_is_one_line_before_any_compute(args, says, tmp_path, monkeypatch, capsys):
+    assert _refused_with(monkeypatch, capsys, tmp_path, args) == says

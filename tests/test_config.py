@@ -93,6 +93,11 @@ def test_sweeps_expand_to_every_job():
     assert len(jobs) == 4 and ["integrator=dirk", "plan.dt=0.1", "plan.paths=10"] in jobs
 
 
+def test_a_glob_sweeps_over_the_options_of_its_group_it_matches():
+    assert expand_sweeps(["integrator=glob(svi*)", "plan.dt=0.5"]) == [
+        [f"integrator={name}", "plan.dt=0.5"] for name in ("svia", "svib", "svic")]
+
+
 def test_sweep_expansion_keeps_each_value_as_typed():
     """The command line composes each job of expand_sweeps: null stays null, a quoted '1' a string."""
     typed = ["system.q0=null", "plan.fidelity='1'", "plan.T=${plan.dt}", "plan.observables=[H,'q']", "+plan.x=''"]
