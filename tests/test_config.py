@@ -201,6 +201,14 @@ def test_output_root_is_a_path(value):
     assert refused([f"output_root={value}"]).startswith("output_root=")
 
 
+def test_an_output_root_with_a_name_too_long_for_the_file_system_is_one_line(tmp_path):
+    """A name of 300 bytes: "File name too long" was a traceback at the first look at the run directory."""
+    root = f"{tmp_path}/{'a' * 300}/runs"
+    assert refused([f"output_root={root}"]) == (f"output_root={root!r} is not allowed: a directory whose names are "
+                                                f"each at most 255 bytes, the file system's limit (one has 300)")
+    compose([f"output_root={tmp_path}/{'a' * 255}"])          # 255: allowed
+
+
 @pytest.mark.parametrize("override, start", [
     ("integrator.parameters.lam=abc", "integrator.parameters.lam='abc' is not allowed: a finite number"),
     ("integrator.parameters.lam=nan", "integrator.parameters.lam=nan"),
