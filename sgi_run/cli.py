@@ -277,7 +277,10 @@ Options: --help, --version, --module FILE; Hydra's own: --hydra-help, --cfg job|
 
 
 def main() -> None:
-    jax_setup.configure()
+    try:
+        jax_setup.configure()
+    except ConfigError as err:
+        _refuse(err)
     argv = sys.argv[1:]
     if "--help" in argv or "-h" in argv:
         print(_help())

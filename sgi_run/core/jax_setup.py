@@ -44,7 +44,11 @@ def compilation_cache_dir() -> Path | None:
     if setting == "off":
         return None
     if setting:
-        return Path(setting).expanduser()
+        try:
+            return Path(setting).expanduser()
+        except RuntimeError:        # ~user of a user this machine does not have
+            raise ConfigError(COMPILATION_CACHE_ENV, setting, "a directory to keep compiled programs in (~ for a home "
+                              "this machine has), or off") from None
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "sgi-run" / "jax"
 
 
