@@ -366,6 +366,7 @@ def _share_cores_among_jobs(argv: list[str]) -> None:
     """Under the joblib launcher a sweep's jobs run side by side, each a JAX process whose CPU thread
     pool XLA sizes by the process's cores: each job claims its own share of them (one thread pool
     per core, never two fighting over one). The jobs inherit this environment from this process."""
+    os.environ.pop(SLOTS_ENV, None)      # set here for this command's jobs only, never taken from the caller's
     if _explicit(argv, "hydra/launcher") != "joblib":
         return
     import tempfile
@@ -425,7 +426,10 @@ Options: --help, --version, --module FILE; Hydra's own: --hydra-help, --cfg job|
 
 
 def main() -> None:
-    jax_setup.configure()
+    try:
+        jax_setup.configure()
+    except ConfigError as err:
+        _refuse(err)
     argv = sys.argv[1:]
     if "--help" in argv or "-h" in argv:
         print(_help())

@@ -591,10 +591,18 @@ def build(cfg: DictConfig) -> Setup:
     return Setup(system, integrator, plan)
 
 
+# The longest name of a file or directory the file systems take (Linux's NAME_MAX: ext4, xfs, btrfs, tmpfs, NFS).
+NAME_MAX = 255
+
+
 def _check_run_options(cfg: DictConfig) -> None:
     output_root = cfg.get("output_root")
     if not (isinstance(output_root, str) and output_root.strip()):
         raise ConfigError("output_root", output_root, "a directory (a non-empty path)")
+    longest = max(len(name.encode("utf-8", "surrogateescape")) for name in Path(output_root).parts)
+    if longest > NAME_MAX:      # else the first look at the run directory fails: "File name too long"
+        raise ConfigError("output_root", output_root, f"a directory whose names are each at most {NAME_MAX} bytes, "
+                          f"the file system's limit (one has {longest})")
     executor.spec_of(plain(cfg.executor))
     if cfg.get("progress", "auto") not in PROGRESS:
         raise ConfigError("progress", cfg.progress, f"one of {list(PROGRESS)}")

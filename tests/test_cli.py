@@ -1,4 +1,5 @@
 """The ``sgi-run`` command line, end to end through Hydra (subprocesses, like a user)."""
+import os
 import signal
 import subprocess
 import sys
@@ -97,6 +98,16 @@ def test_a_run_in_which_every_path_failed_says_so_and_exits_1(tmp_path):
         assert out.returncode == 1, out.stderr
         assert "FAILED: every one of the 40 paths went non-finite" in " ".join(out.stdout.split())
         assert ("cached (failed run)" in out.stdout) == (attempt == 1)
+
+
+@pytest.mark.slow
+def test_an_ascii_locale_gets_the_summary_in_ascii(tmp_path):
+    """LANG=C PYTHONIOENCODING=ascii: the summary's ± raised UnicodeEncodeError after the run was saved."""
+    out = subprocess.run([sys.executable, "-m", "sgi_run.cli", "plan.paths=10", "plan.T=1", f"output_root={tmp_path}"],
+                         env={**os.environ, "LANG": "C", "LC_ALL": "C", "PYTHONIOENCODING": "ascii"},
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr
+    assert " +/- " in out.stdout and out.stdout.isascii()
 
 
 @pytest.mark.slow

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import sgi_run
-from sgi_run.config import build, compose, config_hash, expand_sweeps
+from sgi_run.config import ConfigSource, build, compose, config_hash, expand_sweeps
 from sgi_run.core.errors import ConfigError
 
 
@@ -204,6 +204,22 @@ def test_convergence_studies_that_cannot_be_done_are_refused(monkeypatch):
 @pytest.mark.parametrize("value", ["1", "null", "''", "[a]"])
 def test_output_root_is_a_path(value):
     assert refused([f"output_root={value}"]).startswith("output_root=")
+
+
+def test_a_plan_file_of_ones_own_with_only_paths_is_refused_naming_the_missing_keys(tmp_path):
+    (tmp_path / "plan").mkdir()
+    (tmp_path / "plan" / "mine.yaml").write_text("paths: 100\n")
+    with pytest.raises(ConfigError) as err:
+        compose(["plan=mine"], ConfigSource(added=str(tmp_path)))
+    assert str(err.value).startswith("plan='mine' is not allowed: a plan that sets dt, T, output_dt (")
+
+
+def test_an_output_root_with_a_name_too_long_for_the_file_system_is_one_line(tmp_path):
+    """A name of 300 bytes: "File name too long" was a traceback at the first look at the run directory."""
+    root = f"{tmp_path}/{'a' * 300}/runs"
+    assert refused([f"output_root={root}"]) == (f"output_root={root!r} is not allowed: a directory whose names are "
+                                                f"each at most 255 bytes, the file system's limit (one has 300)")
+    compose([f"output_root={tmp_path}/{'a' * 255}"])          # 255: allowed
 
 
 @pytest.mark.parametrize("override, start", [

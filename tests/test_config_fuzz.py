@@ -4,6 +4,8 @@ either composes or is refused with one ``ConfigError`` line naming the key (vali
 is computed). Hypothesis draws the cases deterministically (``derandomize``), so CI is repeatable."""
 import functools
 import math
+import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -283,3 +285,56 @@ def test_any_figures_command_line_is_accepted_or_one_line_and_exit_2(argv, tmp_p
     err = capsys.readouterr().err
     assert status == 2 and err.startswith("sgi-figures: error: ") and err.count("\n") == 1, (argv, status, err)
     assert not list(tmp_path.rglob("*.h5")), argv
+
+
+# --- issue 45: the environment variables the package reads (grep os.environ in sgi_run/), and JAX_PLATFORMS -------
+env_values = st.one_of(
+    st.sampled_from(["", " ", "abc", "0", "1", "-5GiB", "1e400GiB", "1e300TiB", "nan", "inf", "4GiB", "12 MB", "GiB",
+                     "0x10", "~nouser/x", "~", "off", "/proc/x", ":", "1:", "2:/nonexistent", "bogus", "cpu,", "ü∂"]),
+    st.text(st.characters(blacklist_characters="\x00", blacklist_categories=("Cs",)), max_size=8))
+
+
+def one_line_about(variable: str, call) -> None:
+    """``call()`` returns, or raises one ConfigError line that names ``variable`` (a memory refusal names the plan key
+    to change, and the variable's limit: a size, never -5 GiB)."""
+    try:
+        call()
+    except sgi_run.ConfigError as err:
+        text = str(err)
+        assert "\n" not in text and " is not allowed: " in text, text
+        assert err.key == variable or re.search(rf" and [0-9][^ ]* [KMGTP]?i?B is {variable}\b", text), text
+
+
+@pytest.mark.slow
+@settings(max_examples=25, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(value=env_values)
+def test_any_memory_limit_composes_or_is_one_line_naming_it(value, monkeypatch):
+    monkeypatch.setenv("SGI_RUN_MEMORY_LIMIT", value)
+    one_line_about("SGI_RUN_MEMORY_LIMIT", lambda: compose(["plan.paths=10"]))
+
+
+CACHE_VARIABLES = ("JAX_COMPILATION_CACHE_DIR", "SGI_RUN_COMPILATION_CACHE", "XDG_CACHE_HOME")   # the first set wins
+
+
+@pytest.mark.parametrize("variable", CACHE_VARIABLES)
+@settings(max_examples=25, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(value=env_values)
+def test_any_compilation_cache_setting_is_a_place_or_one_line_naming_it(variable, value, monkeypatch):
+    from sgi_run.core import jax_setup
+    for other in CACHE_VARIABLES:
+        monkeypatch.delenv(other, raising=False)
+    monkeypatch.setenv(variable, value)
+    one_line_about(variable, jax_setup.compilation_cache_dir)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("variable, value", [("SGI_RUN_COMPILATION_CACHE", "~nouser/x"), ("JAX_PLATFORMS", "bogus"),
+                                             ("SGI_RUN_CORE_SLOTS", "bogus"), ("SGI_RUN_COMMIT", "ü∂ :")])
+def test_a_variable_read_as_a_command_starts_runs_or_is_one_line_and_exit_2(variable, value, tmp_path):
+    """What the command reads before any config (JAX's platforms, the compilation cache) or as its job starts."""
+    out = subprocess.run([sys.executable, "-m", "sgi_run.cli", "plan.paths=10", "plan.T=1", f"output_root={tmp_path}"],
+                         env={**os.environ, variable: value}, capture_output=True, text=True, timeout=300)
+    assert "Traceback" not in out.stderr and out.returncode in (0, 2), out.stderr
+    if out.returncode == 2:
+        [line] = out.stderr.strip().splitlines()
+        assert line.startswith(f"sgi-run: error: {variable}="), line

@@ -7,7 +7,8 @@ commands, a dask worker, the test session); ``scope()`` sets them for the durati
 caller's process (``sgi_run.run``, ``sgi_run.simulate``, ``sgi_run.compose``) and puts them back after.
 ``require_float64()`` is the check of the functions a caller uses inside their own JAX code
 (``sgi_run.step``): they compute in the caller's precision, so they refuse a process without float64
-rather than compute in float32.
+rather than compute in float32. ``scope()`` also refuses, in one line, platforms asked for (``JAX_PLATFORMS``) that
+JAX cannot start here (``check_platforms``).
 """
 from __future__ import annotations
 
@@ -43,7 +44,11 @@ def compilation_cache_dir() -> Path | None:
     if setting == "off":
         return None
     if setting:
-        return Path(setting).expanduser()
+        try:
+            return Path(setting).expanduser()
+        except RuntimeError:        # ~user of a user this machine does not have
+            raise ConfigError(COMPILATION_CACHE_ENV, setting, "a directory to keep compiled programs in (~ for a home "
+                              "this machine has), or off") from None
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "sgi-run" / "jax"
 
 
@@ -92,6 +97,35 @@ def configure() -> None:
     _lower_threefry_unrolled()
 
 
+def check_platforms() -> None:
+    """Refuse (one ``ConfigError`` line) platforms asked for (``JAX_PLATFORMS``) that JAX cannot start on this
+    machine, naming those it can: JAX fails at the first array (``cuda`` without a GPU: an AssertionError)."""
+    asked = jax.config.jax_platforms
+    if not asked:
+        return          # JAX chooses among those it can start
+    try:
+        jax.devices()
+    except (RuntimeError, AssertionError) as err:
+        key = "JAX_PLATFORMS" if os.environ.get("JAX_PLATFORMS") == asked else "jax_platforms"
+        reason = str(err).partition("\n")[0].split(" (set JAX_PLATFORMS", 1)[0]
+        raise ConfigError(key, asked, f"platforms JAX can start on this machine ({', '.join(_startable())}), comma-"
+                          f"separated, or unset for JAX's choice; {asked} is not available here"
+                          + (f" ({reason})" if reason else "")) from None
+
+
+def _startable() -> list[str]:
+    """The platforms JAX starts here when none is asked for (JAX's own list of started backends; internal)."""
+    asked = jax.config.jax_platforms
+    try:
+        from jax._src import xla_bridge
+        jax.config.update("jax_platforms", None)
+        return sorted(xla_bridge.backends())
+    except (ImportError, AttributeError, RuntimeError):
+        return ["cpu"]        # XLA's CPU backend is always there
+    finally:
+        jax.config.update("jax_platforms", asked)
+
+
 @contextlib.contextmanager
 def scope() -> Iterator[None]:
     """sgi-run's JAX settings for the work inside the ``with`` block, the caller's put back after: float64
@@ -109,6 +143,7 @@ def scope() -> Iterator[None]:
             jax.config.update(name, value)
         if relower:
             _lower_threefry_unrolled()
+        check_platforms()
         with contextlib.nullcontext() if jax.config.jax_enable_x64 else jax.enable_x64(True):
             yield
     finally:

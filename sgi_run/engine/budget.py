@@ -52,9 +52,13 @@ def memory_limit() -> tuple[int, str]:
         number = text.rstrip("BKMGTibkmgt ")
         unit = text[len(number):].strip().upper()
         try:
-            return int(float(number) * _UNITS[unit]), MEMORY_LIMIT_ENV
+            limit = float(number) * _UNITS[unit]
         except (ValueError, KeyError):
-            raise ConfigError(MEMORY_LIMIT_ENV, text, "a number of bytes, e.g. 4GiB") from None
+            limit = math.nan
+        if not (math.isfinite(limit) and limit >= 1):     # 1e400GiB is inf; -5GiB would blame a plan key
+            raise ConfigError(MEMORY_LIMIT_ENV, text, f"a size of at least 1 byte, e.g. 4GiB (a number of bytes, "
+                              f"or with a unit: {', '.join(u.replace('I', 'i') for u in _UNITS if len(u) > 1)})")
+        return int(limit), MEMORY_LIMIT_ENV
     try:
         with open("/proc/meminfo") as f:
             available = next(int(line.split()[1]) * 1024 for line in f if line.startswith("MemAvailable:"))

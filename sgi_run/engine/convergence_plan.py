@@ -8,13 +8,12 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Sequence
 
 import numpy as np
 
 from sgi_run.core import noise
 from sgi_run.core.errors import ConfigError, require
-from sgi_run.engine.plan import MAX_INDEX, Plan, _ratio, _whole_ratio, check_sharding
+from sgi_run.engine.plan import MAX_INDEX, Plan, _ratio, _whole_ratio, check_sharding, plan_fields
 
 ERRORS = ("strong", "weak")
 INVARIANTS = ("none", "declared")
@@ -163,9 +162,4 @@ class ConvergencePlan:
 
     @classmethod
     def from_mapping(cls, cfg) -> ConvergencePlan:
-        known = [f.name for f in dataclasses.fields(cls)]
-        for key, value in dict(cfg).items():
-            if key not in known:
-                raise ConfigError(f"plan.{key}", value, f"a key of the convergence plan: {known}")
-        return cls(**{k: (list(v) if isinstance(v, Sequence) and not isinstance(v, str) else v)
-                      for k, v in dict(cfg).items()})
+        return cls(**plan_fields(cls, cfg, "convergence plan", "convergence"))

@@ -24,6 +24,8 @@ import dataclasses
 import importlib.util
 import math
 import os
+import re
+import shutil
 import socket
 import time
 from collections.abc import Callable, Iterator
@@ -43,9 +45,36 @@ def _is_int(v) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
-def _positive_seconds(key: str, v) -> None:
+# A scheduler that has not answered in ten minutes will not: past this, a wrong address would hang the run.
+CONNECT_TIMEOUT_MAX = 600
+
+
+def _check_connect_timeout(v) -> None:
     number = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-    require(f"executor.{key}", v, number and v > 0, "a number of seconds > 0")
+    require("executor.connect_timeout", v, number and 0 < v <= CONNECT_TIMEOUT_MAX,
+            f"a number of seconds > 0 and at most {CONNECT_TIMEOUT_MAX} (ten minutes)")
+
+
+# sbatch --time's formats: minutes, minutes:seconds, hours:minutes:seconds, days-hours, days-hours:minutes,
+# days-hours:minutes:seconds.
+_WALLTIME = re.compile(r"\d+(:\d+){0,2}|\d+-\d+(:\d+){0,2}")
+
+
+def _is_walltime(v) -> bool:
+    return (isinstance(v, str) or _is_int(v)) and _WALLTIME.fullmatch(str(v)) is not None
+
+
+# SLURM sizes memory in KiB at the least (dask-jobqueue's job script fails on less).
+_MEMORY_MIN = 1024
+
+
+def _job_memory_bytes(memory) -> float:
+    """Bytes of a job's ``memory`` as dask-jobqueue reads it (``dask.utils.parse_bytes``), NaN where it reads none."""
+    from dask.utils import parse_bytes
+    try:
+        return parse_bytes(memory) if isinstance(memory, str) else math.nan
+    except (ValueError, OverflowError):
+        return math.nan
 
 
 @dataclasses.dataclass(frozen=True)
@@ -93,7 +122,7 @@ class Dask:
                 "'auto' (one per core) or an integer >= 1")
         require("executor.threads_per_worker", self.threads_per_worker,
                 _is_int(self.threads_per_worker) and self.threads_per_worker >= 1, "an integer >= 1")
-        _positive_seconds("connect_timeout", self.connect_timeout)
+        _check_connect_timeout(self.connect_timeout)
 
     @property
     def worker_count(self) -> int:
@@ -127,13 +156,16 @@ class Slurm:
                     "an integer >= 1")
         require("executor.processes", self.processes, self.cores % self.processes == 0,
                 f"a divisor of cores = {self.cores} (each worker process gets the same number of cores)")
-        require("executor.memory", self.memory, text(self.memory), "a size per job, e.g. 16GiB")
-        require("executor.walltime", self.walltime, text(self.walltime), "a SLURM time, e.g. 01:00:00")
+        require("executor.memory", self.memory, _job_memory_bytes(self.memory) >= _MEMORY_MIN,
+                "a size per job of at least 1KiB, e.g. 16GiB (a number with a unit: kB, MB, GB, KiB, MiB, GiB, ...)")
+        require("executor.walltime", self.walltime, _is_walltime(self.walltime),
+                "a SLURM time limit: minutes, minutes:seconds, hours:minutes:seconds, days-hours, days-hours:minutes "
+                "or days-hours:minutes:seconds, e.g. 01:00:00")
         require("executor.job_extra", self.job_extra, all(text(x) for x in self.job_extra),
                 "a list of #SBATCH options, e.g. ['--gres=gpu:1']")
         require("executor.interface", self.interface, self.interface is None or text(self.interface),
                 "null or a network interface, e.g. ib0")
-        _positive_seconds("connect_timeout", self.connect_timeout)
+        _check_connect_timeout(self.connect_timeout)
 
     def cluster_options(self) -> dict:
         """The keyword arguments of ``dask_jobqueue.SLURMCluster``."""
@@ -287,6 +319,10 @@ def _start(spec: Dask | Slurm) -> Cluster:
                      f"{'s' if len(cores) > 1 else ''} each)")
         else:
             from dask_jobqueue import SLURMCluster
+            # Without sbatch the jobs are never submitted, and the run would wait for their workers forever.
+            require("executor", spec.name, shutil.which("sbatch") is not None,
+                    "local or dask on this machine: SLURM's sbatch is not on PATH (executor=slurm submits its "
+                    "workers' jobs with it: run sgi-run on the cluster's login node)")
             cluster = SLURMCluster(**spec.cluster_options())
             cluster.scale(jobs=spec.jobs)
             where = (f"dask SLURMCluster (queue {spec.queue}: {spec.jobs} job(s) x {spec.processes} worker "

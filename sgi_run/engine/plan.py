@@ -219,9 +219,21 @@ class Plan:
 
     @classmethod
     def from_mapping(cls, cfg) -> Plan:
-        known = [f.name for f in dataclasses.fields(cls)]
-        for key, value in dict(cfg).items():
-            if key not in known:
-                raise ConfigError(f"plan.{key}", value, f"a key of the ensemble plan: {known}")
-        return cls(**{k: (list(v) if isinstance(v, Sequence) and not isinstance(v, str) else v)
-                      for k, v in dict(cfg).items()})
+        return cls(**plan_fields(cls, cfg, "ensemble plan", "default"))
+
+
+def plan_fields(cls, cfg, what: str, bundled: str) -> dict:
+    """The keyword arguments of the plan ``cls`` (``what``: its name in a refusal) from its config node; a key it
+    does not have is refused, and so are keys it needs that are missing (a plan file of one's own that sets only
+    ``paths``), naming the bundled option ``bundled`` it can take them from."""
+    cfg, fields = dict(cfg), dataclasses.fields(cls)
+    known = [f.name for f in fields]
+    for key, value in cfg.items():
+        if key not in known:
+            raise ConfigError(f"plan.{key}", value, f"a key of the {what}: {known}")
+    missing = [f.name for f in fields if f.name not in cfg and f.default is dataclasses.MISSING]
+    if missing:
+        raise ConfigError(f"plan.{missing[0]}", None, f"a plan that sets {', '.join(missing)} (keys of the {what} "
+                          f"with no default; a plan file takes the keys it does not set from plan={bundled} where it "
+                          f"starts with 'defaults: [{bundled}, _self_]')")
+    return {k: (list(v) if isinstance(v, Sequence) and not isinstance(v, str) else v) for k, v in cfg.items()}

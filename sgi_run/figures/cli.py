@@ -268,7 +268,10 @@ def _refuse(err: ConfigError) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    jax_setup.configure()
+    try:
+        jax_setup.configure()
+    except ConfigError as err:
+        return _refuse(err)
     from sgi_run.figures import gallery
     from sgi_run.runner import WriteFailed
     from sgi_run.terminal import console as make_console

@@ -125,6 +125,10 @@ def parse(key: str, text, names: Sequence[str], shown: Sequence[str] | None = No
     # sqrt(-1), log(-2) and 1/0 are numbers sympy keeps exact: I, zoo, nan; none is a real float64.
     if expression.has(sympy.I) or expression.has(sympy.zoo, sympy.nan, sympy.oo, -sympy.oo):
         raise ConfigError(key, text, f"{allowed}; not a complex or infinite number ({expression})")
+    # Exact arithmetic keeps 1e200*1e200 a number (10**400), which no float64 holds.
+    huge = sorted(str(sympy.Float(n, 3)) for n in expression.atoms(sympy.Number) if not math.isfinite(float(n)))
+    if huge:
+        raise ConfigError(key, text, f"{allowed}; not the number {huge[0]} (past float64's largest, 1.8e+308)")
     return expression
 
 

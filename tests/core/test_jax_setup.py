@@ -1,6 +1,7 @@
 """sgi_run.core.jax_setup: importing sgi-run sets nothing; configure() sets float64, the compilation cache and
 threefry's CPU lowering for a process sgi-run owns, scope() for one call, put back after."""
 import json
+import os
 import subprocess
 import sys
 import threading
@@ -127,3 +128,17 @@ def test_float64_is_required_with_what_to_do():
         jax_setup.require_float64()
     assert str(refused.value) == ("jax_enable_x64=False is not allowed: True: sgi-run computes in float64; call "
                                   'jax.config.update("jax_enable_x64", True) before making arrays')
+
+
+@pytest.mark.parametrize("platform", [
+    pytest.param("cuda", marks=pytest.mark.skipif(jax.default_backend() != "cpu", reason="this machine has a GPU")),
+    "bogus"])
+def test_a_platform_jax_cannot_start_is_one_line_naming_those_it_can(platform, tmp_path):
+    """JAX_PLATFORMS=cuda without a GPU was an AssertionError traceback from JAX at the first array."""
+    out = subprocess.run([sys.executable, "-m", "sgi_run.cli", "plan.paths=10", f"output_root={tmp_path}"],
+                         env={**os.environ, "JAX_PLATFORMS": platform}, capture_output=True, text=True, timeout=120)
+    [line] = out.stderr.strip().splitlines()
+    assert out.returncode == 2 and line.startswith(
+        f"sgi-run: error: JAX_PLATFORMS='{platform}' is not allowed: platforms JAX can start on this machine (cpu), "
+        f"comma-separated, or unset for JAX's choice; {platform} is not available here"), line
+    assert not list(tmp_path.iterdir())

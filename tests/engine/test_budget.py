@@ -39,6 +39,16 @@ def test_a_run_that_does_not_fit_in_memory_is_refused_naming_sizes(monkeypatch):
         compose([])
 
 
+@pytest.mark.parametrize("limit", ["1e400GiB", "-5GiB", "0", "nan", "inf", "lots"])
+def test_a_memory_limit_that_is_no_size_is_refused_naming_the_variable(monkeypatch, limit):
+    """1e400GiB overflowed (a traceback); -5GiB was blamed on a plan key the user never typed."""
+    monkeypatch.setenv("SGI_RUN_MEMORY_LIMIT", limit)
+    with pytest.raises(ConfigError) as err:
+        compose(["plan.paths=10"])
+    assert str(err.value) == (f"SGI_RUN_MEMORY_LIMIT={limit!r} is not allowed: a size of at least 1 byte, e.g. 4GiB "
+                              "(a number of bytes, or with a unit: KiB, MiB, GiB, TiB, KB, MB, GB, TB)")
+
+
 def test_big_ensembles_fit_unless_they_keep_every_path(monkeypatch):
     """10^7 and 10^9 paths need a shard's memory, not the paths'; what grows with the paths (snapshots,
     per-path time averages) is refused before compute with the bytes it needs and the limit."""

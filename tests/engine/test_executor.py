@@ -337,7 +337,10 @@ def test_bad_local_options_are_one_line(override, shown):
     ("executor.threads_per_worker=0", "executor.threads_per_worker=0 is not allowed: an integer >= 1"),
     ("executor.address=localhost:8786", "executor.address='localhost:8786' is not allowed: null (start a "
      "LocalCluster) or a scheduler address: tcp://|tls://|ucx://|inproc://host:port"),
-    ("executor.connect_timeout=0", "executor.connect_timeout=0 is not allowed: a number of seconds > 0"),
+    ("executor.connect_timeout=0", "executor.connect_timeout=0 is not allowed: a number of seconds > 0 and at most "
+     "600 (ten minutes)"),
+    ("executor.connect_timeout=1e9", "executor.connect_timeout=1000000000.0 is not allowed: a number of seconds > 0 "
+     "and at most 600 (ten minutes)"),
 ])
 def test_bad_dask_options_are_one_line(override, message):
     with pytest.raises(ConfigError) as err:
@@ -354,6 +357,50 @@ def test_a_slurm_executor_needs_a_queue_and_whole_worker_processes():
         sgi_run.compose(["executor=slurm", "executor.queue=compute", "executor.processes=3"])
     with pytest.raises(ConfigError, match=r"^executor.job_extra=\['' \]|^executor.job_extra="):
         sgi_run.compose(["executor=slurm", "executor.queue=compute", "executor.job_extra=['']"])
+
+
+SLURM_TIMES = "minutes, minutes:seconds, hours:minutes:seconds, days-hours, days-hours:minutes or days-hours:minutes:seconds"
+
+
+@pytest.mark.parametrize("override, message", [
+    ("executor.memory=lots", "executor.memory='lots' is not allowed: a size per job of at least 1KiB, e.g. 16GiB (a "
+     "number with a unit: kB, MB, GB, KiB, MiB, GiB, ...)"),
+    ("executor.memory=1e400GB", None), ("executor.memory=-5GiB", None), ("executor.memory=100B", None),
+    ("executor.walltime=forever", f"executor.walltime='forever' is not allowed: a SLURM time limit: {SLURM_TIMES}, "
+     "e.g. 01:00:00"),
+    ("executor.walltime='1:00:00:00'", None), ("executor.walltime=-5", None), ("executor.walltime=''", None),
+    ("executor.connect_timeout=1e9", "executor.connect_timeout=1000000000.0 is not allowed: a number of seconds > 0 "
+     "and at most 600 (ten minutes)"),
+])
+def test_bad_slurm_options_are_one_line(override, message):
+    """dask-jobqueue's parse of memory=lots was a traceback; walltime and connect_timeout were not checked."""
+    with pytest.raises(ConfigError) as err:
+        sgi_run.compose(["executor=slurm", "executor.queue=compute", override])
+    assert "\n" not in str(err.value) and err.value.key == override.split("=")[0]
+    assert message is None or str(err.value) == message
+
+
+@pytest.mark.parametrize("walltime", ["30", "30:00", "01:00:00", "2-12", "2-12:30", "2-12:30:00", "90"])
+def test_slurms_time_formats_are_accepted(walltime):
+    cfg = sgi_run.compose(["executor=slurm", "executor.queue=compute", f"executor.walltime={walltime}"])
+    assert str(cfg.executor.walltime) == walltime
+
+
+def test_slurm_without_sbatch_is_refused_in_one_line_before_anything_starts(tmp_path, monkeypatch):
+    """dask-jobqueue logged a traceback for the missing sbatch and the run waited for its workers until killed."""
+    cfg = sgi_run.compose(["executor=slurm", "executor.queue=compute", f"output_root={tmp_path}", "progress=off",
+                           "plan.paths=10", "plan.T=1"])
+    monkeypatch.setenv("PATH", str(tmp_path))      # no sbatch there
+
+    def started(**options):
+        raise AssertionError("a SLURMCluster was started")
+    monkeypatch.setattr("dask_jobqueue.SLURMCluster", started)
+    with pytest.raises(ConfigError) as err:
+        sgi_run.run(cfg)
+    assert str(err.value) == ("executor='slurm' is not allowed: local or dask on this machine: SLURM's sbatch is not "
+                              "on PATH (executor=slurm submits its workers' jobs with it: run sgi-run on the cluster's "
+                              "login node)")
+    assert not list(tmp_path.glob("*/*/shards/*")) and not list(tmp_path.glob("*/*/ensemble.h5"))
 
 
 def test_the_slurm_config_makes_the_job_script_it_documents():

@@ -2,6 +2,7 @@ import numpy as np
 import pytest
 
 from sgi_run.core.errors import ConfigError
+from sgi_run.engine.convergence_plan import ConvergencePlan
 from sgi_run.engine.plan import Plan
 
 GOOD = dict(paths=10, dt=0.1, T=1.0, output_dt=0.5)
@@ -61,3 +62,18 @@ def test_an_observable_named_twice_is_refused():
     with pytest.raises(ConfigError) as err:
         Plan(**{**GOOD, "observables": ["H", "H"]})
     assert str(err.value).startswith("plan.observables=('H', 'H') is not allowed: ") and "distinct" in str(err.value)
+
+
+@pytest.mark.parametrize("cls, given, message", [
+    (Plan, {"paths": 100}, "plan.dt=None is not allowed: a plan that sets dt, T, output_dt (keys of the ensemble plan "
+     "with no default; a plan file takes the keys it does not set from plan=default where it starts with 'defaults: "
+     "[default, _self_]')"),
+    (ConvergencePlan, {"paths": 100}, "plan.dts=None is not allowed: a plan that sets dts (keys of the convergence "
+     "plan with no default; a plan file takes the keys it does not set from plan=convergence where it starts with "
+     "'defaults: [convergence, _self_]')"),
+])
+def test_a_plan_missing_keys_it_needs_names_them_in_one_line(cls, given, message):
+    """A plan file of one's own with only paths: was a TypeError traceback (missing positional arguments)."""
+    with pytest.raises(ConfigError) as err:
+        cls.from_mapping(given)
+    assert str(err.value) == message

@@ -24,6 +24,15 @@ def test_an_unwritable_directory_is_refused_in_one_line(flag, tmp_path, capsys):
     assert err.count("\n") == 1 and not list(tmp_path.rglob("ensemble.h5"))
 
 
+def test_a_compilation_cache_under_a_home_that_does_not_exist_is_one_line(tmp_path, monkeypatch, capsys):
+    """~nouser was a RuntimeError traceback from Path.expanduser as the command set JAX up."""
+    monkeypatch.delenv("JAX_COMPILATION_CACHE_DIR", raising=False)
+    monkeypatch.setenv("SGI_RUN_COMPILATION_CACHE", "~nouser/x")
+    assert cli.main(["--only", "fig4_5", "--runs-root", str(tmp_path / "runs"), "--output", str(tmp_path / "out")]) == 2
+    assert capsys.readouterr().err == ("sgi-figures: error: SGI_RUN_COMPILATION_CACHE='~nouser/x' is not allowed: a "
+                                       "directory to keep compiled programs in (~ for a home this machine has), or off\n")
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("args, message", [
     # The queue is the slurm executor's untyped default: the refusal names what was typed (the executor).

@@ -36,6 +36,8 @@ NAMES = ["q", "p", "beta"]
     ("sin(q, p)", "sin with other than 1"),
     ("10**10**10", "not a finite float64"),
     ("1e999*q", "not a finite float64"),
+    ("p**2/2 + 1e200*1e200*q", "not the number 1.00e+400 (past float64's largest"),
+    ("1e308*10", "not the number 1.00e+309 (past float64's largest"),
     ("-" * 300 + "q", "nested more than"),
     ("(" * 300 + "q" + ")" * 300, "too many nested parentheses"),
 ])
@@ -110,6 +112,20 @@ def test_the_config_refuses_a_bad_formula_or_key_in_one_line(overrides, key):
     with pytest.raises(ConfigError) as err:
         sgi_run.compose(overrides)
     assert err.value.key == key and "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("overrides, key", [
+    (["system=custom", "system.H='p**2/2 + 1e200*1e200*q'"], "system.H"),
+    (["system=custom", "system.noise=['1e308*10*p']"], "system.noise"),
+    (["system=custom", "system.q0='1e200*1e200 + xi1'"], "system.q0"),
+    (["system=custom_lie_poisson", "system.h='1e308*10*pi1**2'"], "system.h"),
+    (["system=custom_langevin", "system.potential='1e200*1e200*q**2'"], "system.potential"),
+])
+def test_a_constant_past_float64s_largest_is_refused_in_one_line(overrides, key):
+    """Exact arithmetic keeps 1e200*1e200 a number: refused before JAX meets it (an OverflowError traceback)."""
+    with pytest.raises(ConfigError) as err:
+        sgi_run.compose(overrides)
+    assert err.value.key == key and "\n" not in str(err.value) and "past float64's largest" in str(err.value)
 
 
 def test_a_parameter_can_be_added_on_the_command_line():
