@@ -513,6 +513,10 @@ def test_an_unknown_key_is_refused_at_every_level_naming_the_keys_it_may_be(tmp_
     (lambda s: s["fidelity"]["smoke"].update(cost={"paths": 10, "repeats": 2}),
      "fidelity.smoke.cost={'paths': 10, 'repeats': 2} is not allowed: nothing: a profile's cost times the runs of "
      "work_precision panels, and this figure has none"),
+    (lambda s: s["checks"][5].update(min=2, max=0.5),
+     "checks[5].max=0.5 is not allowed: a number >= min = 2: the band [min, max] holds no value"),
+    (lambda s: s["checks"][5].update(min=float("nan")),
+     "checks[5].min=nan is not allowed: a number or null (ratio_at.min)"),
     (lambda s: s.update(panels=[]), "panels=[] is not allowed: a non-empty list of panels"),
     (lambda s: s.update(window=["a", 1]), "window=['a', 1] is not allowed: null or [low, high] with low < high"),
     (lambda s: s.update(figure="../fig4_1"), "figure='../fig4_1' is not allowed: a name of letters, digits, _ . and - "
