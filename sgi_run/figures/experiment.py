@@ -164,14 +164,46 @@ def _names(data: dict, k) -> tuple[str, str]:
     return paper_name.strip(), name.strip()
 
 
+# An experiment file holds at most this many values once its aliases (*name) are expanded: the largest of the
+# repository's holds under 1,000; past this an alias is a mistake, or a file made to exhaust the reader.
+MAX_VALUES = 100_000
+
+
+def read_data(path: Path):
+    """An experiment file's data: UTF-8 YAML that holds no value inside itself (an alias inside the anchor it
+    names) and expands to at most MAX_VALUES values, else refused in one line naming the file."""
+    file = str(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as err:
+        raise ConfigError(file, "", f"UTF-8 text (byte {err.start} is not UTF-8)") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        raise ConfigError(file, "", f"valid YAML ({str(err).splitlines()[0]})") from None
+    except RecursionError:
+        raise ConfigError(file, "", "valid YAML nested less deep") from None
+    values = 0
+
+    def walk(node, holders: frozenset) -> None:
+        nonlocal values
+        values += 1
+        require(file, "", values <= MAX_VALUES, f"at most {MAX_VALUES} values once its aliases (*name) are expanded")
+        if isinstance(node, (dict, list)):
+            require(file, "", id(node) not in holders,
+                    "data that does not hold itself: an alias (*name) inside the anchor (&name) it names")
+            for child in node.values() if isinstance(node, dict) else node:
+                walk(child, holders | {id(node)})
+
+    walk(data, frozenset())
+    return data
+
+
 def load(path) -> Experiment:
     """Read and validate an experiment file: its keys and values against the schema (``schema.EXPERIMENT``),
     then the relations between them; every refusal is one line naming the file and key."""
     path = Path(path)
-    try:
-        data = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as err:
-        raise ConfigError(str(path), "", f"valid YAML ({str(err).splitlines()[0]})") from None
+    data = read_data(path)
     k = lambda key: f"{path.name}:{key}"
     EXPERIMENT.check(data, k, "")
     paper_name, figure_name = _names(data, k)

@@ -544,3 +544,24 @@ def test_the_timed_repeats_of_a_work_precision_figure_are_bounded(tmp_path):
                               "from 2 to 100: how many times each step size of each method is timed")
     assert load(_variant(tmp_path, lambda s: s["fidelity"]["smoke"]["cost"].update(repeats=100), WORK_PRECISION,
                          "work_precision.yaml")).fidelity["smoke"]["cost"] == {"paths": 20, "repeats": 100}
+
+
+SELF_HOLDING = "data that does not hold itself: an alias (*name) inside the anchor (&name) it names"
+
+
+@pytest.mark.parametrize("text, allowed", [
+    (b"paper: x\nfigure: &f [*f]\n", SELF_HOLDING),
+    (b"a: &a {b: *a}\n", SELF_HOLDING),
+    (b"a: &a [x, x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a]\n"
+     b"c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b, *b]\nd: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c, *c]\n"
+     b"e: [*d, *d, *d, *d, *d, *d, *d, *d, *d, *d]\n", "at most 100000 values once its aliases (*name) are expanded"),
+    ("title: Störmer-Verlet\n".encode("latin-1"), "UTF-8 text (byte 9 is not UTF-8)"),
+    (b"paper: [x\n", "valid YAML (while parsing a flow sequence)"),
+    (b"a: " + b"[" * 2000 + b"]" * 2000, "valid YAML nested less deep"),
+])
+def test_an_unreadable_experiment_file_is_refused_in_one_line_naming_it(tmp_path, text, allowed):
+    path = tmp_path / "fig1.yaml"
+    path.write_bytes(text)
+    with pytest.raises(ConfigError) as err:
+        load(path)
+    assert str(err.value) == f"{path}='' is not allowed: {allowed}"
