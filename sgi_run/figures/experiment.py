@@ -32,6 +32,7 @@ from sgi_run.config import ConfigSource, Setup, compose_setup, config_hash
 from sgi_run.convergence_run import drift_cells
 from sgi_run.core.errors import ConfigError, require
 from sgi_run.core.noise import truncation_bound
+from sgi_run.engine.convergence_plan import ConvergencePlan
 from sgi_run.engine.linear_oracle import method_moments
 from sgi_run.figures import checks as checks_mod
 from sgi_run.figures import fields
@@ -269,10 +270,47 @@ def _check_panel(panel: dict, k, where: str, runs: dict, studies: frozenset) -> 
     kind.check(panel, k, where, runs, studies)
 
 
-def _check_system_methods(exp: Experiment, setups: dict) -> None:
-    """Refuse, before any compute, a field panel or a check whose run's system lacks the method it calls, or a
-    solvability panel or check whose run's integrator cannot give its half-step momenta (``setups``: each run's
-    Setup, as composed)."""
+# The keys of panels and checks that name something their runs record: refused before any compute where a run
+# does not record it (in place of a refusal after the runs, when the figure is drawn or judged).
+RECORDED = ("observable", "invariant")
+
+
+def _recorded(setup: Setup) -> dict[str, tuple[list, str]]:
+    """What a run records of each of RECORDED: (the names, where they come from, as a refusal says it)."""
+    system, plan = setup.system, setup.plan
+    declared = f"{type(system).__name__} declares: {list(system.invariants())}"
+    if isinstance(plan, ConvergencePlan):
+        return {"observable": ([plan.observable], "its plan.observable"),
+                "invariant": (list(system.invariants()) if plan.invariants == "declared" else [],
+                              f"plan.invariants=declared records the ones {declared}")}
+    return {"observable": (list(plan.observables), f"plan.observables; {type(system).__name__} has "
+                                                   f"{list(system.observables())}"),
+            "invariant": (list(system.invariants()), declared)}
+
+
+def _named(exp: Experiment) -> list[tuple[str, str, object, str]]:
+    """(key, which of RECORDED, a name it gives, a run that must record it), for every name the experiment's
+    observable, panels and checks give."""
+    named = [("observable", "observable", exp.observable, run_id) for run_id in exp.runs if run_id not in exp.studies]
+    for i, panel in enumerate(exp.panels):
+        for what in (w for w in RECORDED if w in panel):
+            names = panel[what] if isinstance(panel[what], list) else [panel[what]]
+            named += [(f"panels[{i}].{what}", what, name, run_id) for name in names for run_id in panel["runs"]]
+    for check in exp.checks:
+        for what in (w for w in RECORDED if w in check):
+            named += [(f"checks.{check['id']}.{what}", what, check[what], run_id)
+                      for run_id in (check["run"], check.get("other")) if run_id is not None]
+    return named
+
+
+def _check_against_runs(exp: Experiment, setups: dict) -> None:
+    """Refuse, before any compute, what the figure asks of its runs and they cannot serve (``setups``: each run's
+    Setup, as composed): an observable or invariant a run does not record, a field panel or a check whose run's
+    system lacks the method it calls, a solvability panel or check whose run's integrator cannot give its
+    half-step momenta."""
+    for key, what, name, run_id in _named(exp):
+        names, source = _recorded(setups[run_id])[what]
+        require(f"{exp.path.name}:{key}", name, name in names, f"an {what} run {run_id} records: {names} ({source})")
     # (key, its value, the run, the record of its panel or check kind, what it is), panels first
     users = [(f"panels[{i}].quantity", p["quantity"], p["runs"][0], PANEL_KINDS[p["quantity"]], "panel")
              for i, p in enumerate(exp.panels)]
@@ -460,9 +498,12 @@ def compose_run_setups(exp: Experiment, fidelity: str, runs_root: str | None = N
                        executor: Sequence[str] = (), source: ConfigSource = ConfigSource()
                        ) -> dict[str, tuple[DictConfig, Setup]]:
     """Every run's validated config and the Setup its validation built (``config.compose_setup``), which the
-    run uses: built once. ``source``: where its configs are found (a user's ``--config-dir`` adds theirs)."""
-    return {run_id: compose_setup(exp.overrides(run_id, fidelity, runs_root, cache, executor), source)
-            for run_id in exp.runs}
+    run uses: built once, then checked against what the figure's panels and checks ask of them
+    (``_check_against_runs``). ``source``: where its configs are found (a user's ``--config-dir`` adds theirs)."""
+    composed = {run_id: compose_setup(exp.overrides(run_id, fidelity, runs_root, cache, executor), source)
+                for run_id in exp.runs}
+    _check_against_runs(exp, {run_id: setup for run_id, (_, setup) in composed.items()})
+    return composed
 
 
 def make_figure(exp: Experiment, fidelity: str, output_dir, runs_root: str | None = None,
@@ -480,7 +521,6 @@ def make_figure(exp: Experiment, fidelity: str, output_dir, runs_root: str | Non
     started = time.perf_counter()
     composed = compose_run_setups(exp, fidelity, runs_root, cache, executor) if composed is None else composed
     configs = {run_id: cfg for run_id, (cfg, _) in composed.items()}
-    _check_system_methods(exp, {run_id: setup for run_id, (_, setup) in composed.items()})
     results, data = {}, {}
     for n, (run_id, (cfg, setup)) in enumerate(composed.items(), 1):
         log(f"[{exp.figure} {n}/{len(composed)}] {run_id}: {_describe(cfg)}")

@@ -565,3 +565,22 @@ def test_an_unreadable_experiment_file_is_refused_in_one_line_naming_it(tmp_path
     with pytest.raises(ConfigError) as err:
         load(path)
     assert str(err.value) == f"{path}='' is not allowed: {allowed}"
+
+
+@pytest.mark.parametrize("edit, source, refusal", [
+    (lambda s: s["panels"][1].update(invariant="C9"), WORK_PRECISION,
+     "work_precision.yaml:panels[1].invariant='C9' is not allowed: an invariant run lgvi_cayley records: ['C2'] "
+     "(plan.invariants=declared records the ones RigidBody declares: ['C2'])"),
+    (lambda s: s["checks"][0].update(observable="nope"), "kraus_tyranowski_2021/fig4_1.yaml",
+     "fig4_1.yaml:checks.agrees_with_method_oracle.observable='nope' is not allowed: an observable run midpoint_dt0.1 "
+     "records: ['H'] (plan.observables; Kubo has ['H', 'q', 'p'])"),
+    (lambda s: s.update(observable="q"), "kraus_tyranowski_2021/fig4_1.yaml",
+     "fig4_1.yaml:observable='q' is not allowed: an observable run dirk_dt0.1 records: ['H'] (plan.observables; "
+     "Kubo has ['H', 'q', 'p'])"),
+])
+def test_an_observable_or_invariant_no_run_records_is_refused_before_any_compute(tmp_path, edit, source, refusal):
+    """Once refused only when the figure was drawn or judged, after every run was computed."""
+    exp = load(_variant(tmp_path, edit, source, Path(source).name))
+    with pytest.raises(ConfigError) as err:
+        make_figure(exp, "smoke", tmp_path / "out", str(tmp_path / "runs"), log=lambda line: None)
+    assert str(err.value) == refusal and not (tmp_path / "runs").exists()
