@@ -237,7 +237,8 @@ def load(path) -> Experiment:
         require(k(f"checks[{i}].run"), spec.get("run"), ("run" in spec) != ("runs" in spec),
                 "a run id, or runs: a list of run ids (one of the two)")
         if "other" in spec:
-            require(k(f"checks[{i}].other"), spec["other"], spec["other"] in runs and spec["other"] not in studies,
+            require(k(f"checks[{i}].other"), spec["other"],
+                    isinstance(spec["other"], str) and spec["other"] in runs and spec["other"] not in studies,
                     f"an ensemble run of this figure: {[r for r in runs if r not in studies]}")
         for run_id in spec.get("runs") or [spec["run"]]:
             require(k(f"checks[{i}].run"), run_id, run_id in runs, f"a run of this figure: {list(runs)}")

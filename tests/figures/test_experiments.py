@@ -584,3 +584,17 @@ def test_an_observable_or_invariant_no_run_records_is_refused_before_any_compute
     with pytest.raises(ConfigError) as err:
         make_figure(exp, "smoke", tmp_path / "out", str(tmp_path / "runs"), log=lambda line: None)
     assert str(err.value) == refusal and not (tmp_path / "runs").exists()
+
+
+@pytest.mark.parametrize("edit, key, source", [
+    (lambda s: s["checks"][0].update(kind={"ratio_at": 1}), "checks[0].kind", "kraus_tyranowski_2021/fig4_1.yaml"),
+    (lambda s: s["checks"][8].update(other={"heun_dt0.01": 1}), "checks[8].other", "kraus_tyranowski_2021/fig4_1.yaml"),
+    (lambda s: s["panels"][0]["series"][0].update(runs=[{"a": 1}]), "panels[0].series",
+     "luesink_2023/heavy_top_iterations.yaml"),
+])
+def test_a_mapping_where_a_name_belongs_is_refused_in_one_line(tmp_path, edit, key, source):
+    """Found by tests/figures/test_experiment_fuzz.py: each ended in a TypeError (a mapping looked up by name)."""
+    name = Path(source).name
+    with pytest.raises(ConfigError) as err:
+        load(_variant(tmp_path, edit, source, name))
+    assert str(err.value).startswith(f"{name}:{key}=") and "\n" not in str(err.value)

@@ -96,7 +96,7 @@ def validate(spec: Mapping, where: str) -> None:
     """Refuse an unknown kind, a parameter the kind does not take or of the wrong type, or a missing
     one, before any compute."""
     kind = spec.get("kind")
-    if kind not in CHECK_KINDS:
+    if not isinstance(kind, str) or kind not in CHECK_KINDS:
         raise ConfigError(f"{where}.kind", kind, f"one of {sorted(CHECK_KINDS)}")
     record = CHECK_KINDS[kind]
     signature = inspect.signature(record.fn)
