@@ -17,7 +17,9 @@ class ConfigError(ValueError):
 
     def __init__(self, key: str, value, allowed: str):
         self.key, self.value, self.allowed = key, value, allowed
-        super().__init__(f"{key}={value!r} is not allowed: {allowed}")
+        # One line whatever the key holds: a key of a file (a YAML key) may hold a line break, shown escaped.
+        shown = key if key.isprintable() else repr(key)[1:-1]
+        super().__init__(f"{shown}={value!r} is not allowed: {allowed}")
 
     def under(self, prefix: str) -> "ConfigError":
         """The same error with its key placed under a config group (``nu`` -> ``system.nu``)."""

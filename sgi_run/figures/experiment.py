@@ -36,32 +36,19 @@ from sgi_run.config import ConfigSource, Setup, compose_setup, config_hash
 from sgi_run.convergence_run import drift_cells
 from sgi_run.core.errors import ConfigError, require
 from sgi_run.core.noise import truncation_bound
+from sgi_run.engine.convergence_plan import ConvergencePlan
 from sgi_run.engine.linear_oracle import method_moments
 from sgi_run.figures import checks as checks_mod
 from sgi_run.figures import fields
-from sgi_run.figures.layout import Layout, parse_colour, parse_layout
-from sgi_run.figures.panels import PANEL_KINDS, PanelKind
+from sgi_run.figures.layout import Layout, parse_layout
+from sgi_run.figures.panels import PANEL_KINDS
 from sgi_run.figures.panels.style import mean_text
-from sgi_run.figures.panels.validate import check_keys
+from sgi_run.figures.schema import EXPERIMENT, FIDELITIES  # noqa: F401  (the CLI reads FIDELITIES here)
 from sgi_run.figures.results import (FAIL, SOLVER_STATISTICS, Band, CheckResult, RunData, Series, StudyData,
                                      counts_text, verdict_counts)
 from sgi_run.figures.statistics import has_path_averages, window_average
 from sgi_run.runner import ConvergenceRun, RunResult, run
 from sgi_run.summary import max_relative_error, solver_counts, unconverged_line
-
-# A figure's run profiles: each is a set of overrides; a run never knows the profile it was made for (a smoke
-# and a reduced run with the same overrides are the same numbers, one cached result).
-FIDELITIES = ("smoke", "reduced", "paper")
-# "chosen here": a paper figure whose step size the paper does not give; "project choice": a diagnostic
-# (not a figure of a paper) whose step size is the project's.
-DT_SOURCES = ("paper", "inferred", "chosen here", "project choice")
-_LABEL_KEYS = ("reference_label", "density_label")   # per-panel overrides of the derived legend labels
-_REQUIRED = ("paper", "figure", "title", "caption", "common", "fidelity", "runs", "panels", "checks")
-# `unconverged_steps:` what a run's unconverged solves mean for the figure: its numbers are not the method's, so
-# the figure fails, unless where the solves stop converging is what the figure studies (a dt scan).
-UNCONVERGED_STEPS = {"fail": "the default: a run whose solves did not all converge fails the figure",
-                     "studied": "non-convergence is what the figure shows"}
-
 
 @dataclasses.dataclass(frozen=True)
 class RunSpec:
@@ -92,7 +79,7 @@ class Experiment:
     paper_name: str = ""    # how headings cite the paper, e.g. "Kraus & Tyranowski (2021)"
     name: str = ""          # the paper's name for the figure ("Figure 4.1"), or what it is instead
     studies: frozenset = frozenset()   # the runs that are convergence studies (plan=convergence)
-    unconverged_steps: str = "fail"    # a key of UNCONVERGED_STEPS
+    unconverged_steps: str = "fail"    # a key of schema.UNCONVERGED_STEPS
     layout: Layout = dataclasses.field(default_factory=Layout)   # the panels' grid, legend and letters
 
     @property
@@ -171,147 +158,164 @@ def _names(data: dict, k) -> tuple[str, str]:
     """(paper_name, name): optional keys; a paper figure's name defaults to "Figure N.M" from its id,
     a diagnostic must say what it is, and neither may pretend to be another figure."""
     paper_name = data.get("paper_name", data["paper"])
-    require(k("paper_name"), paper_name, isinstance(paper_name, str) and paper_name.strip() != "",
-            'the paper as headings cite it, e.g. "Kraus & Tyranowski (2021)"')
-    number = _figure_number(str(data["figure"]))
+    number = _figure_number(data["figure"])
     name = data.get("name", f"Figure {number}" if number else None)
     if number:
-        require(k("name"), name,
-                isinstance(name, str) and re.search(rf"(?<![\d.]){re.escape(number)}(?![\d.])", name) is not None,
+        require(k("name"), name, re.search(rf"(?<![\d.]){re.escape(number)}(?![\d.])", name) is not None,
                 f'the paper\'s name for figure {data["figure"]}, e.g. "Figure {number}"')
     else:
-        require(k("name"), name, isinstance(name, str) and name.strip() != "" and not re.match(r"(?i)\s*fig", name),
+        require(k("name"), name, name is not None and not re.match(r"(?i)\s*fig", name),
                 'what this is, since its id names no paper figure, e.g. "diagnostic (not a paper figure)"')
     return paper_name.strip(), name.strip()
 
 
-def _override_list(value, key: str) -> tuple[str, ...]:
-    require(key, value, isinstance(value, list) and all(isinstance(o, str) and "=" in o for o in value),
-            "a list of key=value overrides")
-    return tuple(value)
+# An experiment file holds at most this many values once its aliases (*name) are expanded: the largest of the
+# repository's holds under 1,000; past this an alias is a mistake, or a file made to exhaust the reader.
+MAX_VALUES = 100_000
 
 
-def _cost_profile(value, key: str) -> dict:
-    """How a work-precision figure times its methods at a profile: ``{paths: N, repeats: R}``."""
-    is_count = lambda v, least: isinstance(v, int) and not isinstance(v, bool) and v >= least
-    require(key, value, isinstance(value, dict) and set(value) == {"paths", "repeats"} and is_count(value["paths"], 1)
-            and is_count(value["repeats"], 2), "{paths: N >= 1, repeats: R >= 2}: the paths of each timed run and how "
-            "many times each is timed (a work_precision panel draws the timings)")
-    return dict(value)
+def read_data(path: Path):
+    """An experiment file's data: UTF-8 YAML that holds no value inside itself (an alias inside the anchor it
+    names) and expands to at most MAX_VALUES values, else refused in one line naming the file."""
+    file = str(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as err:
+        raise ConfigError(file, "", f"UTF-8 text (byte {err.start} is not UTF-8)") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        raise ConfigError(file, "", f"valid YAML ({str(err).splitlines()[0]})") from None
+    except RecursionError:
+        raise ConfigError(file, "", "valid YAML nested less deep") from None
+    values = 0
+
+    def walk(node, holders: frozenset) -> None:
+        nonlocal values
+        values += 1
+        require(file, "", values <= MAX_VALUES, f"at most {MAX_VALUES} values once its aliases (*name) are expanded")
+        if isinstance(node, (dict, list)):
+            require(file, "", id(node) not in holders,
+                    "data that does not hold itself: an alias (*name) inside the anchor (&name) it names")
+            for child in node.values() if isinstance(node, dict) else node:
+                walk(child, holders | {id(node)})
+
+    walk(data, frozenset())
+    return data
 
 
 def load(path) -> Experiment:
-    """Read and validate an experiment file; every refusal is one line naming the file and key."""
+    """Read and validate an experiment file: its keys and values against the schema (``schema.EXPERIMENT``),
+    then the relations between them; every refusal is one line naming the file and key."""
     path = Path(path)
-    try:
-        data = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as err:
-        raise ConfigError(str(path), "", f"valid YAML ({str(err).splitlines()[0]})") from None
+    data = read_data(path)
     k = lambda key: f"{path.name}:{key}"
-    require(k(""), type(data).__name__, isinstance(data, dict), "a mapping")
-    for key in _REQUIRED:
-        require(k(key), None, key in data, "a value (required)")
+    EXPERIMENT.check(data, k, "")
     paper_name, figure_name = _names(data, k)
 
-    require(k("fidelity"), sorted(data["fidelity"]), set(data["fidelity"]) == set(FIDELITIES),
-            f"exactly the profiles {list(FIDELITIES)}")
-    runs = {}
-    for run_id, spec in data["runs"].items():
-        require(k(f"runs.{run_id}.dt_source"), spec.get("dt_source"), spec.get("dt_source") in DT_SOURCES,
-                f"one of {list(DT_SOURCES)}")
-        runs[run_id] = RunSpec(run_id, _override_list(spec.get("overrides"), k(f"runs.{run_id}.overrides")),
-                               spec.get("label", run_id), spec["dt_source"],
-                               parse_colour(spec.get("colour"), k(f"runs.{run_id}.colour")))
+    runs = {run_id: RunSpec(run_id, tuple(spec["overrides"]), spec.get("label", run_id), spec["dt_source"],
+                            spec.get("colour")) for run_id, spec in data["runs"].items()}
+    timed = any(panel["quantity"] == "work_precision" for panel in data["panels"])
     fidelity = {}
     for name, profile in data["fidelity"].items():
-        per_run = profile.get("runs") or {}
-        for run_id, extra in per_run.items():
+        per_run = profile.get("runs", {})
+        for run_id in per_run:
             require(k(f"fidelity.{name}.runs"), run_id, run_id in runs, f"a run of this figure: {list(runs)}")
-            _override_list(extra, k(f"fidelity.{name}.runs.{run_id}"))
-        fidelity[name] = {"overrides": _override_list(profile.get("overrides"), k(f"fidelity.{name}.overrides")),
-                          "runs": {r: tuple(v) for r, v in per_run.items()}}
-        if any(isinstance(p, dict) and p.get("quantity") == "work_precision" for p in data["panels"]):
-            fidelity[name]["cost"] = _cost_profile(profile.get("cost"), k(f"fidelity.{name}.cost"))
+        if timed:
+            require(k(f"fidelity.{name}.cost"), None, "cost" in profile,
+                    "{paths: N, repeats: R}: how this profile times the runs of the work_precision panels")
+        else:
+            require(k(f"fidelity.{name}.cost"), profile.get("cost"), "cost" not in profile,
+                    "nothing: a profile's cost times the runs of work_precision panels, and this figure has none")
+        fidelity[name] = {"overrides": tuple(profile["overrides"]), "runs": {r: tuple(v) for r, v in per_run.items()}}
+        if timed:
+            fidelity[name]["cost"] = dict(profile["cost"])
 
-    common = _override_list(data["common"], k("common"))
+    common = tuple(data["common"])
     studies = _studies(common, runs, fidelity, k)
     for i, panel in enumerate(data["panels"]):
         _check_panel(panel, k, f"panels[{i}]", runs, studies)
 
-    window = data.get("window")
-    require(k("window"), window,
-            window is None or (isinstance(window, list) and len(window) == 2 and window[0] < window[1]),
-            "null or [start, end] with start < end")
-    oracle = data.get("oracle")
-    require(k("oracle"), oracle, oracle is None or oracle in ORACLES, f"null or one of {list(ORACLES)}")
-    unconverged = data.get("unconverged_steps", "fail")
-    require(k("unconverged_steps"), unconverged, unconverged in UNCONVERGED_STEPS,
-            " or ".join(f"{name} ({what})" for name, what in UNCONVERGED_STEPS.items()))
-
     expanded = []
     for i, spec in enumerate(data["checks"]):
-        checks_mod.validate(spec, k(f"checks[{i}]"))
+        require(k(f"checks[{i}].run"), spec.get("run"), ("run" in spec) != ("runs" in spec),
+                "a run id, or runs: a list of run ids (one of the two)")
         if "other" in spec:
-            require(k(f"checks[{i}].other"), spec["other"], spec["other"] in runs and spec["other"] not in studies,
+            require(k(f"checks[{i}].other"), spec["other"],
+                    isinstance(spec["other"], str) and spec["other"] in runs and spec["other"] not in studies,
                     f"an ensemble run of this figure: {[r for r in runs if r not in studies]}")
-        targets = spec.get("runs") or [spec.get("run")]
-        for run_id in targets:
+        for run_id in spec.get("runs") or [spec["run"]]:
             require(k(f"checks[{i}].run"), run_id, run_id in runs, f"a run of this figure: {list(runs)}")
             require(k(f"checks[{i}].kind"), spec["kind"], checks_mod.CHECK_KINDS[spec["kind"]].study == (run_id in studies),
                     checks_mod.kind_mismatch(run_id, run_id in studies))
             expanded.append({**{x: v for x, v in spec.items() if x not in ("run", "runs")}, "run": run_id})
 
+    window = data.get("window")
     return Experiment(path=path, paper=data["paper"], figure=data["figure"], title=data["title"],
                       caption=data["caption"], source=data.get("source", ""), note=data.get("note", ""),
-                      observable=data.get("observable", "H"), oracle=oracle,
+                      observable=data.get("observable", "H"), oracle=data.get("oracle"),
                       common=common, fidelity=fidelity, runs=runs, panels=list(data["panels"]), checks=expanded,
                       window=tuple(window) if window else None, paper_name=paper_name, name=figure_name,
-                      studies=studies, unconverged_steps=unconverged,
+                      studies=studies, unconverged_steps=data.get("unconverged_steps", "fail"),
                       layout=parse_layout(data.get("layout"), k("layout"), len(data["panels"])))
 
 
-def _check_panel(panel, k, where: str, runs: dict, studies: frozenset) -> None:
-    """Refuse a panel that cannot be drawn, in one line naming its key: the checks every panel gets, then its
-    kind's (panels.PANEL_KINDS)."""
-    quantity = panel.get("quantity") if isinstance(panel, dict) else panel
-    kind = PANEL_KINDS.get(quantity) if isinstance(panel, dict) and isinstance(quantity, str) else None
-    if kind is not None and kind.runs_from is not None:   # the checks every panel gets read the runs it sets
+def _check_panel(panel: dict, k, where: str, runs: dict, studies: frozenset) -> None:
+    """Refuse a panel that cannot be drawn from the figure's runs, in one line naming its key (its keys and the
+    values every panel shares: the schema), then what its kind cannot draw (panels.PANEL_KINDS)."""
+    kind = PANEL_KINDS[panel["quantity"]]
+    if kind.runs_from is not None:   # its runs come from its other keys (a scan panel's series)
         kind.runs_from(panel, k, where)
-        _check_kind(kind, panel, k, where, runs, studies)
-    require(k(f"{where}.quantity"), quantity, kind is not None, f"one of {list(PANEL_KINDS)}")
-    require(k(f"{where}.runs"), panel.get("runs"), isinstance(panel.get("runs"), list) and len(panel["runs"]) > 0,
-            "a list of run ids")
+    require(k(f"{where}.runs"), None, "runs" in panel, "a list of run ids")
     for run_id in panel["runs"]:
         require(k(f"{where}.runs"), run_id, run_id in runs, f"a run of this figure: {list(runs)}")
         require(k(f"{where}.runs"), run_id, (run_id in studies) == kind.studies,
                 "a convergence study (a run with plan=convergence), as this panel draws `convergence`" if kind.studies
                 else "an ensemble run: this one is a convergence study (plan=convergence), drawn by `quantity: convergence`")
-    for key in _LABEL_KEYS:
-        require(k(f"{where}.{key}"), panel.get(key),
-                panel.get(key) is None or (isinstance(panel[key], str) and panel[key].strip() != ""),
-                "a label for the legend (text)")
-    require(k(f"{where}.ylim"), panel.get("ylim"),
-            panel.get("ylim") is None or (isinstance(panel["ylim"], list) and len(panel["ylim"]) == 2
-                                          and all(isinstance(v, (int, float)) for v in panel["ylim"])
-                                          and panel["ylim"][0] < panel["ylim"][1]),
-            "[low, high] with low < high")
-    require(k(f"{where}.slopes"), panel.get("slopes"), "slopes" not in panel or "slopes" in (kind.keys or ()),
-            "a key of convergence panels only")
-    if kind.runs_from is None:
-        _check_kind(kind, panel, k, where, runs, studies)
-
-
-def _check_kind(kind: PanelKind, panel: dict, k, where: str, runs: dict, studies: frozenset) -> None:
-    """Every key of the panel is one its kind takes, with a value the kind can draw."""
-    if kind.keys is not None:
-        check_keys(panel, kind.keys, kind.name, k, where)
     kind.check(panel, k, where, runs, studies)
 
 
-def _check_system_methods(exp: Experiment, setups: dict) -> None:
-    """Refuse, before any compute, a field panel or a check whose run's system lacks the method it calls, or a
-    solvability panel or check whose run's integrator cannot give its half-step momenta (``setups``: each run's
-    Setup, as composed)."""
+# The keys of panels and checks that name something their runs record: refused before any compute where a run
+# does not record it (in place of a refusal after the runs, when the figure is drawn or judged).
+RECORDED = ("observable", "invariant")
+
+
+def _recorded(setup: Setup) -> dict[str, tuple[list, str]]:
+    """What a run records of each of RECORDED: (the names, where they come from, as a refusal says it)."""
+    system, plan = setup.system, setup.plan
+    declared = f"{type(system).__name__} declares: {list(system.invariants())}"
+    if isinstance(plan, ConvergencePlan):
+        return {"observable": ([plan.observable], "its plan.observable"),
+                "invariant": (list(system.invariants()) if plan.invariants == "declared" else [],
+                              f"plan.invariants=declared records the ones {declared}")}
+    return {"observable": (list(plan.observables), f"plan.observables; {type(system).__name__} has "
+                                                   f"{list(system.observables())}"),
+            "invariant": (list(system.invariants()), declared)}
+
+
+def _named(exp: Experiment) -> list[tuple[str, str, object, str]]:
+    """(key, which of RECORDED, a name it gives, a run that must record it), for every name the experiment's
+    observable, panels and checks give."""
+    named = [("observable", "observable", exp.observable, run_id) for run_id in exp.runs if run_id not in exp.studies]
+    for i, panel in enumerate(exp.panels):
+        for what in (w for w in RECORDED if w in panel):
+            names = panel[what] if isinstance(panel[what], list) else [panel[what]]
+            named += [(f"panels[{i}].{what}", what, name, run_id) for name in names for run_id in panel["runs"]]
+    for check in exp.checks:
+        for what in (w for w in RECORDED if w in check):
+            named += [(f"checks.{check['id']}.{what}", what, check[what], run_id)
+                      for run_id in (check["run"], check.get("other")) if run_id is not None]
+    return named
+
+
+def _check_against_runs(exp: Experiment, setups: dict) -> None:
+    """Refuse, before any compute, what the figure asks of its runs and they cannot serve (``setups``: each run's
+    Setup, as composed): an observable or invariant a run does not record, a field panel or a check whose run's
+    system lacks the method it calls, a solvability panel or check whose run's integrator cannot give its
+    half-step momenta."""
+    for key, what, name, run_id in _named(exp):
+        names, source = _recorded(setups[run_id])[what]
+        require(f"{exp.path.name}:{key}", name, name in names, f"an {what} run {run_id} records: {names} ({source})")
     # (key, its value, the run, the record of its panel or check kind, what it is), panels first
     users = [(f"panels[{i}].quantity", p["quantity"], p["runs"][0], PANEL_KINDS[p["quantity"]], "panel")
              for i, p in enumerate(exp.panels)]
@@ -401,8 +405,6 @@ TABLE_COLUMNS = ["run", "label", "integrator", "dt", "dt_source", "paths", "T", 
 STUDY_COLUMNS = ["run", "label", "integrator", "dt_source", "error_kind", "reference", "observable", "paths", "T",
                  "dt", "error", "se", "resolvable", "local_slope", "order", "order_ci_low", "order_ci_high",
                  "nonfinite_paths", "wall_time_s", "cached", "stale"]
-
-ORACLES = ("linear_moments",)
 
 
 def _run_data(result: RunResult, cfg, observable: str, oracle: str | None) -> RunData:
@@ -501,9 +503,12 @@ def compose_run_setups(exp: Experiment, fidelity: str, runs_root: str | None = N
                        executor: Sequence[str] = (), source: ConfigSource = ConfigSource()
                        ) -> dict[str, tuple[DictConfig, Setup]]:
     """Every run's validated config and the Setup its validation built (``config.compose_setup``), which the
-    run uses: built once. ``source``: where its configs are found (a user's ``--config-dir`` adds theirs)."""
-    return {run_id: compose_setup(exp.overrides(run_id, fidelity, runs_root, cache, executor), source)
-            for run_id in exp.runs}
+    run uses: built once, then checked against what the figure's panels and checks ask of them
+    (``_check_against_runs``). ``source``: where its configs are found (a user's ``--config-dir`` adds theirs)."""
+    composed = {run_id: compose_setup(exp.overrides(run_id, fidelity, runs_root, cache, executor), source)
+                for run_id in exp.runs}
+    _check_against_runs(exp, {run_id: setup for run_id, (_, setup) in composed.items()})
+    return composed
 
 
 def make_figure(exp: Experiment, fidelity: str, output_dir, runs_root: str | None = None,
@@ -521,7 +526,6 @@ def make_figure(exp: Experiment, fidelity: str, output_dir, runs_root: str | Non
     started = time.perf_counter()
     composed = compose_run_setups(exp, fidelity, runs_root, cache, executor) if composed is None else composed
     configs = {run_id: cfg for run_id, (cfg, _) in composed.items()}
-    _check_system_methods(exp, {run_id: setup for run_id, (_, setup) in composed.items()})
     results, data = {}, {}
     for n, (run_id, (cfg, setup)) in enumerate(composed.items(), 1):
         log(f"[{exp.figure} {n}/{len(composed)}] {run_id}: {_describe(cfg)}")

@@ -67,23 +67,10 @@ def letter(i: int) -> str:
     return f"({chr(ord('a') + i)})"
 
 
-def parse_layout(value, key: str, panels: int) -> Layout:
-    """An experiment file's ``layout``, refused in one line where it cannot be drawn."""
-    if value is None:
-        return Layout()
-    require(key, value, isinstance(value, dict) and set(value) <= {"columns", "legend", "letters"},
-            "a mapping with the keys columns, legend, letters")
-    columns = value.get("columns", 1)
-    require(f"{key}.columns", columns, isinstance(columns, int) and not isinstance(columns, bool)
-            and 1 <= columns <= panels, f"an integer from 1 to the number of panels ({panels})")
-    legend = value.get("legend", "panel")
-    require(f"{key}.legend", legend, legend in LEGENDS,
-            "panel (each panel's legend beside it) or shared (one legend for the figure)")
-    letters = value.get("letters", False)
-    require(f"{key}.letters", letters, isinstance(letters, bool), "true or false")
-    return Layout(columns, legend, letters)
-
-
-def parse_colour(value, key: str) -> str | None:
-    require(key, value, value is None or value in PALETTE, f"null or a colour of the palette: {list(PALETTE)}")
-    return value
+def parse_layout(value: dict | None, key: str, panels: int) -> Layout:
+    """An experiment file's ``layout`` (its keys and values as the schema allows them, sgi_run.figures.schema), on
+    a grid no wider than its panels."""
+    layout = Layout(**(value or {}))
+    require(f"{key}.columns", layout.columns, layout.columns <= panels,
+            f"an integer from 1 to the number of panels ({panels})")
+    return layout

@@ -473,9 +473,10 @@ def test_a_profile_with_the_papers_counts_is_the_papers_figure():
 
 @pytest.mark.parametrize("edit, key", [
     (lambda s: s["fidelity"]["reduced"].pop("cost"), "fidelity.reduced.cost"),
-    (lambda s: s["fidelity"]["smoke"].update(cost={"paths": 10, "repeats": 1}), "fidelity.smoke.cost"),
-    (lambda s: s["fidelity"]["smoke"].update(cost={"paths": 0, "repeats": 2}), "fidelity.smoke.cost"),
-    (lambda s: s["fidelity"]["smoke"].update(cost={"paths": 10, "repeats": 2, "warmup": 1}), "fidelity.smoke.cost"),
+    (lambda s: s["fidelity"]["smoke"].update(cost={"paths": 10, "repeats": 1}), "fidelity.smoke.cost.repeats"),
+    (lambda s: s["fidelity"]["smoke"].update(cost={"paths": 0, "repeats": 2}), "fidelity.smoke.cost.paths"),
+    (lambda s: s["fidelity"]["smoke"].update(cost={"paths": 10, "repeats": 2, "warmup": 1}),
+     "fidelity.smoke.cost.warmup"),
     (lambda s: s["panels"][1].update(invariant=None), "panels[1].invariant"),
     (lambda s: s["checks"][1].pop("invariant"), "checks[1].invariant"),
 ])
@@ -483,3 +484,117 @@ def test_bad_work_precision_profiles_panels_and_checks_are_refused_in_one_line(t
     with pytest.raises(ConfigError) as err:
         load(_variant(tmp_path, edit, "gay_balmaz_wu/work_precision.yaml", "work_precision.yaml"))
     assert str(err.value).startswith(f"work_precision.yaml:{key}=") and "\n" not in str(err.value)
+
+
+# --- issue 45: every key of an experiment file is checked before any compute (sgi_run/figures/schema.py) ------------
+WORK_PRECISION = "gay_balmaz_wu/work_precision.yaml"
+
+
+@pytest.mark.parametrize("edit, key, allowed", [
+    (lambda s: s.update(titel="x"), "titel", "a key of an experiment file: ['paper', 'figure', "),
+    (lambda s: s["fidelity"]["smoke"].update(foo=1), "fidelity.smoke.foo",
+     "a key of a fidelity profile: ['overrides', 'runs', 'cost']"),
+    (lambda s: s["fidelity"].update(fast={"overrides": []}), "fidelity.fast",
+     "a key of fidelity: ['smoke', 'reduced', 'paper']"),
+    (lambda s: s["runs"]["dirk_dt0.5"].update(color="blue"), "runs.dirk_dt0.5.color",
+     "a key of a run: ['overrides', 'label', 'dt_source', 'colour']"),
+    (lambda s: s["panels"][0].update(runz=["dirk_dt0.5"]), "panels[0].runz", "a key of a mean panel: ['quantity', "),
+    (lambda s: s["panels"][1].update(yscal="log"), "panels[1].yscal", "a key of a error panel: ['quantity', "),
+    (lambda s: s["checks"][2].update(maxx=1), "checks[2].maxx", "a parameter of max_abs_error: ['min', 'max', "),
+])
+def test_an_unknown_key_is_refused_at_every_level_naming_the_keys_it_may_be(tmp_path, edit, key, allowed):
+    with pytest.raises(ConfigError) as err:
+        load(_variant(tmp_path, edit))
+    assert str(err.value).startswith(f"fig4_1.yaml:{key}=") and f" is not allowed: {allowed}" in str(err.value)
+    assert "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("edit, refusal", [
+    (lambda s: s["fidelity"]["smoke"].update(cost={"paths": 10, "repeats": 2}),
+     "fidelity.smoke.cost={'paths': 10, 'repeats': 2} is not allowed: nothing: a profile's cost times the runs of "
+     "work_precision panels, and this figure has none"),
+    (lambda s: s["checks"][5].update(min=2, max=0.5),
+     "checks[5].max=0.5 is not allowed: a number >= min = 2: the band [min, max] holds no value"),
+    (lambda s: s["checks"][5].update(min=float("nan")),
+     "checks[5].min=nan is not allowed: a number or null (ratio_at.min)"),
+    (lambda s: s.update(panels=[]), "panels=[] is not allowed: a non-empty list of panels"),
+    (lambda s: s.update(window=["a", 1]), "window=['a', 1] is not allowed: null or [low, high] with low < high"),
+    (lambda s: s.update(figure="../fig4_1"), "figure='../fig4_1' is not allowed: a name of letters, digits, _ . and - "
+     "(it names the figure's directory and files)"),
+    (lambda s: s["runs"]["dirk_dt0.5"].update(label=5), "runs.dirk_dt0.5.label=5 is not allowed: a text"),
+    (lambda s: s["panels"][0].update(yscale="logarithmic"),
+     "panels[0].yscale='logarithmic' is not allowed: one of ['linear', 'log', 'symlog']"),
+    (lambda s: s["panels"][0].update(exact="yes"), "panels[0].exact='yes' is not allowed: true or false"),
+    (lambda s: s["checks"][2].pop("id"), "checks[2].id=None is not allowed: a value (required)"),
+    (lambda s: s["checks"][2].update(runs=["e1_dt0.05"]),
+     "checks[2].run='dirk_dt0.5' is not allowed: a run id, or runs: a list of run ids (one of the two)"),
+])
+def test_a_bad_value_is_refused_at_load_in_one_line(tmp_path, edit, refusal):
+    """Each of these was accepted, and failed (or crashed) only after the runs were computed, or never."""
+    with pytest.raises(ConfigError) as err:
+        load(_variant(tmp_path, edit))
+    assert str(err.value) == f"fig4_1.yaml:{refusal}"
+
+
+def test_the_timed_repeats_of_a_work_precision_figure_are_bounded(tmp_path):
+    with pytest.raises(ConfigError) as err:
+        load(_variant(tmp_path, lambda s: s["fidelity"]["smoke"]["cost"].update(repeats=10**9), WORK_PRECISION,
+                      "work_precision.yaml"))
+    assert str(err.value) == ("work_precision.yaml:fidelity.smoke.cost.repeats=1000000000 is not allowed: an integer "
+                              "from 2 to 100: how many times each step size of each method is timed")
+    assert load(_variant(tmp_path, lambda s: s["fidelity"]["smoke"]["cost"].update(repeats=100), WORK_PRECISION,
+                         "work_precision.yaml")).fidelity["smoke"]["cost"] == {"paths": 20, "repeats": 100}
+
+
+SELF_HOLDING = "data that does not hold itself: an alias (*name) inside the anchor (&name) it names"
+
+
+@pytest.mark.parametrize("text, allowed", [
+    (b"paper: x\nfigure: &f [*f]\n", SELF_HOLDING),
+    (b"a: &a {b: *a}\n", SELF_HOLDING),
+    (b"a: &a [x, x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a]\n"
+     b"c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b, *b]\nd: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c, *c]\n"
+     b"e: [*d, *d, *d, *d, *d, *d, *d, *d, *d, *d]\n", "at most 100000 values once its aliases (*name) are expanded"),
+    ("title: Störmer-Verlet\n".encode("latin-1"), "UTF-8 text (byte 9 is not UTF-8)"),
+    (b"paper: [x\n", "valid YAML (while parsing a flow sequence)"),
+    (b"a: " + b"[" * 2000 + b"]" * 2000, "valid YAML nested less deep"),
+])
+def test_an_unreadable_experiment_file_is_refused_in_one_line_naming_it(tmp_path, text, allowed):
+    path = tmp_path / "fig1.yaml"
+    path.write_bytes(text)
+    with pytest.raises(ConfigError) as err:
+        load(path)
+    assert str(err.value) == f"{path}='' is not allowed: {allowed}"
+
+
+@pytest.mark.parametrize("edit, source, refusal", [
+    (lambda s: s["panels"][1].update(invariant="C9"), WORK_PRECISION,
+     "work_precision.yaml:panels[1].invariant='C9' is not allowed: an invariant run lgvi_cayley records: ['C2'] "
+     "(plan.invariants=declared records the ones RigidBody declares: ['C2'])"),
+    (lambda s: s["checks"][0].update(observable="nope"), "kraus_tyranowski_2021/fig4_1.yaml",
+     "fig4_1.yaml:checks.agrees_with_method_oracle.observable='nope' is not allowed: an observable run midpoint_dt0.1 "
+     "records: ['H'] (plan.observables; Kubo has ['H', 'q', 'p'])"),
+    (lambda s: s.update(observable="q"), "kraus_tyranowski_2021/fig4_1.yaml",
+     "fig4_1.yaml:observable='q' is not allowed: an observable run dirk_dt0.1 records: ['H'] (plan.observables; "
+     "Kubo has ['H', 'q', 'p'])"),
+])
+def test_an_observable_or_invariant_no_run_records_is_refused_before_any_compute(tmp_path, edit, source, refusal):
+    """Once refused only when the figure was drawn or judged, after every run was computed."""
+    exp = load(_variant(tmp_path, edit, source, Path(source).name))
+    with pytest.raises(ConfigError) as err:
+        make_figure(exp, "smoke", tmp_path / "out", str(tmp_path / "runs"), log=lambda line: None)
+    assert str(err.value) == refusal and not (tmp_path / "runs").exists()
+
+
+@pytest.mark.parametrize("edit, key, source", [
+    (lambda s: s["checks"][0].update(kind={"ratio_at": 1}), "checks[0].kind", "kraus_tyranowski_2021/fig4_1.yaml"),
+    (lambda s: s["checks"][8].update(other={"heun_dt0.01": 1}), "checks[8].other", "kraus_tyranowski_2021/fig4_1.yaml"),
+    (lambda s: s["panels"][0]["series"][0].update(runs=[{"a": 1}]), "panels[0].series",
+     "luesink_2023/heavy_top_iterations.yaml"),
+])
+def test_a_mapping_where_a_name_belongs_is_refused_in_one_line(tmp_path, edit, key, source):
+    """Found by tests/figures/test_experiment_fuzz.py: each ended in a TypeError (a mapping looked up by name)."""
+    name = Path(source).name
+    with pytest.raises(ConfigError) as err:
+        load(_variant(tmp_path, edit, source, name))
+    assert str(err.value).startswith(f"{name}:{key}=") and "\n" not in str(err.value)

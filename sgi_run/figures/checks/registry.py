@@ -85,7 +85,8 @@ def _typed(value, annotation: str) -> bool:
     """Whether ``value`` is of a parameter's simple annotated type (other annotations: anything)."""
     if value is None:
         return annotation not in _TYPES or annotation.endswith("| None")
-    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    # NaN compares false with everything: a band or a tolerance of NaN would judge nothing.
+    number = isinstance(value, (int, float)) and not isinstance(value, bool) and not math.isnan(value)
     return {"float": number, "float | None": number, "bool": isinstance(value, bool),
             "int": number and float(value).is_integer(), "int | None": number and float(value).is_integer(),
             "str": isinstance(value, str), "str | None": isinstance(value, str)}.get(annotation, True)
@@ -95,7 +96,7 @@ def validate(spec: Mapping, where: str) -> None:
     """Refuse an unknown kind, a parameter the kind does not take or of the wrong type, or a missing
     one, before any compute."""
     kind = spec.get("kind")
-    if kind not in CHECK_KINDS:
+    if not isinstance(kind, str) or kind not in CHECK_KINDS:
         raise ConfigError(f"{where}.kind", kind, f"one of {sorted(CHECK_KINDS)}")
     record = CHECK_KINDS[kind]
     signature = inspect.signature(record.fn)
@@ -117,6 +118,9 @@ def validate(spec: Mapping, where: str) -> None:
     for name, (fits, allowed) in record.shapes.items():
         if name in spec and not fits(spec[name]):
             raise ConfigError(f"{where}.{name}", spec[name], f"{allowed} ({kind}.{name})")
+    low, high = spec.get("min"), spec.get("max")
+    if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (low, high)) and low > high:
+        raise ConfigError(f"{where}.max", high, f"a number >= min = {low:g}: the band [min, max] holds no value")
     tolerance = spec.get("tolerance_se", 0)
     if not (isinstance(tolerance, (int, float)) and tolerance >= 0):
         raise ConfigError(f"{where}.tolerance_se", tolerance, "a number >= 0")

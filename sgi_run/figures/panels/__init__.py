@@ -5,12 +5,13 @@ its drawing, in one module of this package that calls ``register``; ``experiment
 its kind and ``plots.figure`` draws it. A new kind is one module, imported at the bottom of this file.
 Loading an experiment validates its panels without matplotlib: a kind's module imports it where it draws.
 
-Optional panel keys: ``observable`` (default: the experiment's),
-``reference`` (a horizontal line at a system reference value, e.g. ``ergodic_energy``), ``xlim``,
-``ylim``, ``yscale``, ``ylabel``, ``exact`` (draw the exact mean), ``colours: by_position`` (the
-n-th curve of every such panel has the same colour, e.g. one curve per friction value per method),
-``reference_label`` / ``density_label`` (the legend text of the reference line or of the exact
-density, instead of the one derived from the reference's kind and observable).
+A kind takes the keys its ``keys`` lists, and no other; the values of the keys several kinds share are declared
+in ``sgi_run.figures.schema`` (``PANEL``), its ``check`` refuses the values of its own it cannot draw. Among
+them: ``observable`` (default: the experiment's), ``reference`` (a horizontal line at a system reference value,
+e.g. ``ergodic_energy``), ``xlim``, ``ylim``, ``yscale``, ``ylabel``, ``exact`` (draw the exact mean),
+``colours: by_position`` (the n-th curve of every such panel has the same colour, e.g. one curve per friction
+value per method), ``reference_label`` / ``density_label`` (the legend text of the reference line or of the
+exact density, instead of the one derived from the reference's kind and observable).
 """
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from collections.abc import Callable
 @dataclasses.dataclass(frozen=True)
 class PanelKind:
     name: str                      # the panel's ``quantity``
-    keys: tuple[str, ...] | None   # every key a panel of this kind takes; None: not checked against a list
+    keys: tuple[str, ...]          # every key a panel of this kind takes (the schema refuses any other)
     check: Callable[..., None]     # (panel, k, where, runs, studies) -> None: refuses (ConfigError) what it cannot draw
     height: float                  # inches of data area (a panel grows to fit its legend)
     draw: Callable[..., int]       # (ax, exp, panel, data, styles: run id -> layout.CurveStyle) -> how many ±2 SE bands (studies: error bars) it drew
@@ -34,7 +35,7 @@ class PanelKind:
     grid: bool = True              # grid lines on its axes (not on a 3-D axes nor under a row of maps)
     title_pad: float | None = None   # points between its title and its axes (above its maps' own titles)
     # What it calls on its run's system or integrator, as a refusal names it (``name(arguments)``): refused
-    # at load where they have none (experiment._check_system_methods).
+    # before any compute where they have none (experiment._check_against_runs).
     needs_system_method: str | None = None
     needs_integrator_method: str | None = None
     # (panel, data) -> what the figure's footer says of how the panel's values were measured ("" for nothing).

@@ -1,18 +1,22 @@
 """Panel kind ``density``: the normalised histogram of one state coordinate at a snapshot time, with the exact
-density the panel names.
-
-Its keys are not checked against a list: a key it does not draw is ignored; the ones it needs are required.
+density the panel names: ``coordinate``, ``at`` (a snapshot time; null: the final time), ``bins``, ``range: [low,
+high]``, ``density`` (the system's method of the exact density), ``period`` (wraps the coordinate).
 """
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
 from sgi_run.core.errors import require
 from sgi_run.figures.panels import PanelKind, register
 from sgi_run.figures.panels.style import symbol
+from sgi_run.figures.panels.validate import is_int, is_number
 from sgi_run.figures.results import RunData
 from sgi_run.figures.statistics import histogram_density
 
+KEYS = ("quantity", "runs", "coordinate", "at", "bins", "range", "density", "period", "title", "ylabel", "ylim",
+        "density_label", "colours")
 REQUIRED_KEYS = ("coordinate", "at", "bins", "range")
 
 
@@ -28,6 +32,19 @@ def _check_density(panel: dict, k, where: str, runs: dict, studies: frozenset) -
     for key in REQUIRED_KEYS:
         require(k(f"{where}.{key}"), None, key in panel, "a value (density panels need "
                 f"{list(REQUIRED_KEYS)}; the runs need plan.snapshots with that time)")
+    at, bins, extent, period = panel["at"], panel["bins"], panel["range"], panel.get("period")
+    require(k(f"{where}.coordinate"), panel["coordinate"], isinstance(panel["coordinate"], str),
+            "a state coordinate (e.g. x)")
+    require(k(f"{where}.at"), at, at is None or (is_number(at) and at >= 0),
+            "a snapshot time >= 0, or null: the final time")
+    require(k(f"{where}.bins"), bins, is_int(bins) and bins >= 1, "how many bins (an integer >= 1)")
+    require(k(f"{where}.range"), extent, isinstance(extent, list) and len(extent) == 2
+            and all(is_number(v) and math.isfinite(v) for v in extent) and extent[0] < extent[1],
+            "[low, high] of the histogram, low < high")
+    require(k(f"{where}.period"), period, period is None or (is_number(period) and period > 0),
+            "null or the period the coordinate wraps at (> 0)")
+    require(k(f"{where}.density"), panel.get("density"), isinstance(panel.get("density", ""), str),
+            "the system's method of the exact density (a name)")
 
 
 def _density_panel(ax, exp, panel: dict, data: dict[str, RunData], styles: dict) -> int:
@@ -51,4 +68,4 @@ def _density_panel(ax, exp, panel: dict, data: dict[str, RunData], styles: dict)
     return 0
 
 
-register(PanelKind("density", None, _check_density, 2.4, _density_panel))
+register(PanelKind("density", KEYS, _check_density, 2.4, _density_panel))

@@ -11,7 +11,7 @@ from sgi_run.core.errors import require
 from sgi_run.figures import fields
 from sgi_run.figures.panels import PanelKind, register
 from sgi_run.figures.panels.maps import colour_map, map_row, pi_axis
-from sgi_run.figures.panels.validate import check_path_index, check_texts, is_int, is_times
+from sgi_run.figures.panels.validate import check_path_index, is_int, is_times
 from sgi_run.figures.results import RunData
 
 # One row of maps, path `path`'s state at each snapshot time `at` (default: every snapshot the run stored) drawn
@@ -22,7 +22,7 @@ FIELD_GRID = (256, 512)   # (n_lat, n_lon) of a field panel without `grid` (the 
 
 
 def _check_field(panel: dict, k, where: str, runs: dict, studies: frozenset) -> None:
-    """A field panel's keys: one run, snapshot times, a path index, the grid, texts."""
+    """A field panel's keys: one run, snapshot times, a path index, the grid."""
     require(k(f"{where}.runs"), panel["runs"], len(panel["runs"]) == 1, "a list of one run id (a field panel draws "
             "one run's snapshots)")
     at = panel.get("at")
@@ -32,7 +32,6 @@ def _check_field(panel: dict, k, where: str, runs: dict, studies: frozenset) -> 
     grid = panel.get("grid", [2, 2])
     require(k(f"{where}.grid"), grid, isinstance(grid, list) and len(grid) == 2 and all(is_int(n) and n >= 2 for n in grid),
             "[n_lat, n_lon]: two integers >= 2 (default [256, 512])")
-    check_texts(panel, ("title", "label"), k, where)
 
 
 def field_times(panel: dict, run: RunData) -> list[float]:

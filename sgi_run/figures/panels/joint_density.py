@@ -15,7 +15,7 @@ import numpy as np
 from sgi_run.core.errors import require
 from sgi_run.figures.panels import PanelKind, register
 from sgi_run.figures.panels.style import symbol
-from sgi_run.figures.panels.validate import check_texts, is_int, is_number
+from sgi_run.figures.panels.validate import is_int, is_number
 from sgi_run.figures.results import RunData
 
 KEYS = ("quantity", "runs", "coordinates", "at", "bins", "range", "density", "period", "title", "view")
@@ -39,7 +39,6 @@ def _check_joint(panel: dict, k, where: str, runs: dict, studies: frozenset) -> 
     require(k(f"{where}.view"), panel.get("view"), panel.get("view") is None or (
         isinstance(panel["view"], list) and len(panel["view"]) == 2 and all(is_number(v) for v in panel["view"])),
         "[elevation, azimuth] in degrees")
-    check_texts(panel, ("title",), k, where)
 
 
 def exact_density(system, density, x: np.ndarray, v: np.ndarray) -> np.ndarray:

@@ -29,7 +29,8 @@ def _runs_of_series(panel: dict, k, where: str) -> None:
     require(k(f"{where}.series"), series,
             isinstance(series, list) and len(series) > 0
             and all(isinstance(e, dict) and set(e) == {"label", "runs"} and isinstance(e["label"], str)
-                    and isinstance(e["runs"], list) and e["runs"] for e in series),
+                    and isinstance(e["runs"], list) and e["runs"] and all(isinstance(r, str) for r in e["runs"])
+                    for e in series),
             "a list of {label: text, runs: [run ids]}, one curve each")
     require(k(f"{where}.runs"), panel.get("runs"), "runs" not in panel, "nothing: a scan panel's runs are its series'")
     panel["runs"] = [r for e in series for r in e["runs"]]

@@ -8,7 +8,7 @@ import numpy as np
 from sgi_run.core.errors import require
 from sgi_run.figures.panels import PanelKind, register
 from sgi_run.figures.panels.maps import colour_map, map_row, pi_axis
-from sgi_run.figures.panels.validate import check_texts, is_number
+from sgi_run.figures.panels.validate import is_number
 from sgi_run.figures.results import RunData
 from sgi_run.figures.statistics import SOLVABILITY_NEEDS, increment_text, solvability_map, valid_increments
 
@@ -19,14 +19,13 @@ SOLVABILITY_CMAP = "viridis"   # sequential: ||(A, B)|| is positive, each map on
 
 
 def _check_solvability(panel: dict, k, where: str, runs: dict, studies: frozenset) -> None:
-    """A solvability panel's keys: one run, its increment vectors, the sphere's radius, texts."""
+    """A solvability panel's keys: one run, its increment vectors, the sphere's radius."""
     require(k(f"{where}.runs"), panel["runs"], len(panel["runs"]) == 1, "a list of one run id (whose integrator and "
             "system the map is solved with)")
     require(k(f"{where}.increments"), panel.get("increments"), valid_increments(panel.get("increments")),
             'a list of increment vectors, entries numbers or "D" / "-D" (+-the truncation bound)')
     require(k(f"{where}.radius"), panel.get("radius"),
             is_number(panel.get("radius", 1.0)) and panel.get("radius", 1.0) > 0, "the sphere's radius |Pi| > 0 (default 1)")
-    check_texts(panel, ("title", "label"), k, where)
 
 
 def _solvability_maps(panel: dict, data: dict[str, RunData]) -> int:

@@ -1,7 +1,4 @@
-"""Panel kinds ``mean`` (E(observable)(t) with ±2 SE bands) and ``error`` (E - exact).
-
-Their keys are not checked against a list: a key they do not draw is ignored.
-"""
+"""Panel kinds ``mean`` (E(observable)(t) with ±2 SE bands) and ``error`` (E - exact)."""
 from __future__ import annotations
 
 import math
@@ -34,10 +31,15 @@ def reference_label(reference, value: float) -> str:
 
 
 REFERENCE_STYLES = ("--", ":", (0, (6, 2, 1, 2)))   # a panel's reference lines, black, in the order listed
+KEYS = ("quantity", "runs", "observable", "title", "xlim", "ylim", "yscale", "ylabel", "exact", "reference",
+        "reference_label", "colours")
 
 
 def _check_time(panel: dict, k, where: str, runs: dict, studies: frozenset) -> None:
-    """``reference``: a number or a value the system computes, or a list of them (one line each)."""
+    """``observable``: one name; ``reference``: a number or a value the system computes, or a list of them (one
+    line each)."""
+    require(k(f"{where}.observable"), panel.get("observable"), isinstance(panel.get("observable", ""), str),
+            "an observable the runs record (one name)")
     references = panel.get("reference")
     one = lambda r: isinstance(r, (int, float, str)) and not isinstance(r, bool)
     require(k(f"{where}.reference"), references, references is None or one(references)
@@ -192,5 +194,5 @@ def mark_off_scale(ax, curves: list[tuple[np.ndarray, np.ndarray, str]]) -> list
     return notes
 
 
-register(PanelKind("mean", None, _check_time, 2.4, _time_panel))
-register(PanelKind("error", None, _check_time, 1.4, _time_panel))
+register(PanelKind("mean", KEYS, _check_time, 2.4, _time_panel))
+register(PanelKind("error", KEYS, _check_time, 1.4, _time_panel))

@@ -27,8 +27,3 @@ def check_path_index(panel: dict, k, where: str) -> None:
     require(k(f"{where}.path"), panel.get("path"), is_int(panel.get("path", 0)) and panel.get("path", 0) >= 0,
             "the index of a kept path (an integer >= 0)")
 
-
-def check_texts(panel: dict, keys: tuple, k, where: str) -> None:
-    for key in keys:
-        require(k(f"{where}.{key}"), panel.get(key),
-                panel.get(key) is None or (isinstance(panel[key], str) and panel[key].strip() != ""), "a text")

@@ -57,8 +57,6 @@ def _draw(ax, exp, panel: dict, data: dict, styles: dict) -> int:
                 ax.plot(x[~resolved], err[~resolved], look.marker, color=look.colour, mfc="white", ms=5, ls="none",
                         zorder=3)
         else:
-            require(f"{exp.path.name}:panels.invariant", panel["invariant"], panel["invariant"] in r.invariants,
-                    f"an invariant the study recorded (plan.invariants=declared): {list(r.invariants)}")
             drift = r.drift_max[:, r.invariants.index(panel["invariant"])]
             floor = np.finfo(float).eps * 0.5
             ax.plot(x, np.maximum(drift, floor), ls=look.linestyle, color=look.colour, lw=1.1, marker=look.marker,

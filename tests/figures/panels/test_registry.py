@@ -21,11 +21,11 @@ def test_the_package_imports_every_module_that_registers_a_kind():
     assert registering and registering <= imported
 
 
-def test_every_kind_takes_its_quantity_and_runs_and_has_a_height_a_check_and_a_drawing():
-    """A kind whose key list lacked ``quantity`` or ``runs`` would refuse every panel of its kind (mean, error and
-    density list none: their keys are not checked)."""
+def test_every_kind_lists_its_keys_with_its_quantity_and_runs_and_has_a_height_a_check_and_a_drawing():
+    """Every kind lists the keys it takes (a key it does not take is refused: ``runz``, ``yscal``); one whose list
+    lacked ``quantity`` or ``runs`` would refuse every panel of its kind."""
     assert set(PANEL_KINDS) >= {"mean", "error", "density", "convergence"}
     for name, kind in PANEL_KINDS.items():
         assert kind.name == name
-        assert kind.keys is None or {"quantity", "runs"} <= set(kind.keys), name
+        assert {"quantity", "runs"} <= set(kind.keys), name
         assert kind.height > 0 and callable(kind.check) and callable(kind.draw), name
