@@ -39,18 +39,23 @@ def test_a_single_long_path_resumes_mid_way_to_the_same_numbers(make_integrator,
     assert np.array_equal(whole.solver.iterations, resumed.solver.iterations)
 
 
-def test_progress_is_saved_every_k_outputs_and_cleared_when_the_shard_finishes(make_integrator, tmp_path):
-    plan = Plan(paths=20, dt=0.1, T=2.0, output_dt=0.1, shards=2, checkpoint_every=5)
-    sim = Simulator(Kubo(), make_integrator("heun"), plan)
-    store = ShardStore(tmp_path, plan.shard_count)
+def stopped_at_output(sim, store, n):
+    """``run_shards`` into ``store``, interrupted (as by Ctrl-C) at its ``n``-th output time."""
     seen = []
 
     def stop(paths):
         seen.append(paths)
-        if len(seen) == 20 + 7:          # shard 0 finished, shard 1 at output 7: progress saved at 5
+        if len(seen) == n:
             raise KeyboardInterrupt
     with pytest.raises(KeyboardInterrupt):
         run_shards(sim, store, on_output=stop)
+
+
+def test_progress_is_saved_every_k_outputs_and_cleared_when_the_shard_finishes(make_integrator, tmp_path):
+    plan = Plan(paths=20, dt=0.1, T=2.0, output_dt=0.1, shards=2, checkpoint_every=5)
+    sim = Simulator(Kubo(), make_integrator("heun"), plan)
+    store = ShardStore(tmp_path, plan.shard_count)
+    stopped_at_output(sim, store, 20 + 7)   # shard 0 finished, shard 1 at output 7: progress saved at 5
     assert store.finished() == [0] and store.in_progress() == [1]
     assert int(store.load_progress(1)["done"]) == 5
     run_shards(sim, store)
@@ -80,14 +85,7 @@ def test_a_checkpoint_resaved_with_other_numbers_is_damaged(make_integrator, tmp
     plan = Plan(paths=20, dt=0.1, T=2.0, output_dt=0.1, shards=2, checkpoint_every=5)
     sim = Simulator(Kubo(), make_integrator("heun"), plan)
     store = ShardStore(tmp_path, plan.shard_count, {"config_hash": "h", "code_digest": "c"})
-    seen = []
-
-    def stop(paths):
-        seen.append(paths)
-        if len(seen) == 20 + 7:          # shard 0 finished, shard 1 at output 7: progress saved at 5
-            raise KeyboardInterrupt
-    with pytest.raises(KeyboardInterrupt):
-        run_shards(sim, store, on_output=stop)
+    stopped_at_output(sim, store, 20 + 7)   # shard 0 finished, shard 1 at output 7: progress saved at 5
     path = store.progress_path(1) if progress else store.path(0)
     assert store.check(path) == {"config_hash": "h", "code_digest": "c"}
 
