@@ -3,7 +3,8 @@
 - one page per paper figure and its data files, from the figure records (``sgi_run.figures.site``); each
   paper's page (``docs/papers/<paper>.md``) gains the grid of its figures, the navigation their pages;
 - ``usage.md``: the repository's README.md, the command-line reference, with its links made the site's;
-- MathJax from the installed ``django-static-mathjax`` package, so that the site loads nothing from the network.
+- MathJax from the installed ``django-static-mathjax`` package, so that the site loads nothing from the network;
+- ``404.html``'s links made relative, so that the site works opened from disk.
 
 Where the records come from: ``extra.figure_records`` (directories, relative to ``mkdocs.yml``; default
 ``gallery/paper`` then ``outputs/figures``), and ``extra.experiments`` (default ``experiments``).
@@ -125,3 +126,12 @@ def rewrite_links(markdown: str, source: Path, src_uri: str, config) -> str:
         return f"[{text}]({relative}{'#' + anchor if anchor else ''})"
 
     return _LINK.sub(replace, markdown)
+
+
+def on_post_build(config) -> None:
+    """``404.html`` with its links relative to the site's root, where it lies: MkDocs writes them root-absolute
+    (``/index.html``) when ``site_url`` is unset, which from disk (the README's way to open the site) names the
+    disk's root."""
+    page = Path(config.site_dir) / "404.html"
+    if page.is_file():
+        page.write_text(re.sub(r'\b(href|src)="/(?!/)', r'\1="', page.read_text()))

@@ -87,7 +87,7 @@ def page_text(html: str) -> str:
 @pytest.mark.slow       # the strict build, about 3 s, shared by the module's tests that read the site
 def test_a_figure_page_has_its_command_verdicts_provenance_and_files(built):
     out, record, checks, records = built
-    page = (out / "papers" / "luesink_2023" / "fig4" / "index.html").read_text()
+    page = (out / "papers" / "luesink_2023" / "fig4.html").read_text()
     text = page_text(page)
     assert "sgi-figures --fidelity paper --only luesink_2023/fig4" in text
     passes = sum(c["verdict"] == "PASS" and not c.get("by_construction") for c in checks)
@@ -97,19 +97,19 @@ def test_a_figure_page_has_its_command_verdicts_provenance_and_files(built):
         assert value in text, value
     assert "Computed at the paper's counts" in text
     for name in record["files"].values():
-        assert f'href="../files/{name}"' in page, name
+        assert f'href="files/{name}"' in page, name
         assert (out / "papers" / "luesink_2023" / "files" / name).read_bytes() == (records / "luesink_2023" / name).read_bytes()
-    assert re.search(r'<a href="../files/fig4.png"[^>]*><img[^>]*class="sgi-figure"', page)
+    assert re.search(r'<a href="files/fig4.png"[^>]*><img[^>]*class="sgi-figure"', page)
     assert r'<span class="arithmatex">\(\pi\cdot\gamma\)</span>' in page      # the caption's TeX, for MathJax
 
 
 @pytest.mark.slow       # the strict build, about 3 s, shared by the module's tests that read the site
 def test_the_fidelity_is_named_and_paper_counts_are_never_called_reduced(built):
     out = built[0]
-    reduced = page_text((out / "papers" / "kraus_tyranowski_2021" / "fig4_2" / "index.html").read_text())
+    reduced = page_text((out / "papers" / "kraus_tyranowski_2021" / "fig4_2.html").read_text())
     assert "Computed at reduced fidelity, not the paper's counts" in reduced
     assert "The paper's counts: plan.paths=" in reduced
-    same = page_text((out / "papers" / "kraus_tyranowski_2021" / "fig4_3" / "index.html").read_text())
+    same = page_text((out / "papers" / "kraus_tyranowski_2021" / "fig4_3.html").read_text())
     assert "the paper's counts (the reduced profile, whose counts are the paper's)" in same
     assert "reduced fidelity" not in same
 
@@ -118,7 +118,7 @@ def test_the_fidelity_is_named_and_paper_counts_are_never_called_reduced(built):
 def test_a_figure_without_a_record_has_a_placeholder_page(built, experiments):
     out = built[0]
     exp = next(e for e in experiments if (e.paper, e.figure) == ("luesink_2023", "fig5"))
-    text = page_text((out / "papers" / "luesink_2023" / "fig5" / "index.html").read_text())
+    text = page_text((out / "papers" / "luesink_2023" / "fig5.html").read_text())
     assert "Not computed here" in text and exp.title in text
     assert "sgi-figures --fidelity paper --only luesink_2023/fig5" in text
 
@@ -126,9 +126,9 @@ def test_a_figure_without_a_record_has_a_placeholder_page(built, experiments):
 @pytest.mark.slow       # the strict build, about 3 s, shared by the module's tests that read the site
 def test_a_papers_page_is_its_text_and_a_grid_of_its_figures(built, experiments):
     out = built[0]
-    page = (out / "papers" / "luesink_2023" / "index.html").read_text()
+    page = (out / "papers" / "luesink_2023.html").read_text()
     assert "Casimir preserving stochastic Lie-Poisson integrators" in page      # docs/papers/luesink_2023.md
-    assert re.search(r'<a href="fig4/"><img[^>]*src="files/fig4.png"', page)      # the thumbnail, to its page
+    assert re.search(r'<a href="luesink_2023/fig4.html"><img[^>]*src="luesink_2023/files/fig4.png"', page)      # the thumbnail, to its page
     assert page.count('class="sgi-card"') == sum(e.paper == "luesink_2023" for e in experiments)
 
 
@@ -155,3 +155,22 @@ def test_the_site_loads_nothing_from_the_network(built):
     for sheet in sorted(out.rglob("*.css")):
         assert not re.search(r"(?:url\(\s*[\"']?|@import\s+[\"'])(?:https?:)?//", sheet.read_text()), sheet
     assert (out / "javascripts" / "mathjax" / "tex-svg.js").stat().st_size > 10**6
+
+
+@pytest.mark.slow       # the strict build, about 3 s, shared by the module's tests that read the site
+def test_the_site_works_opened_from_disk(built):
+    """The README says to open site/index.html from disk (file://): every link a page follows names a file (a
+    directory's URL shows the browser's listing of it there), none is root-absolute (it would leave the site for
+    the disk's root), and the search index is a script, run by search's worker in an iframe (the shim, kept in the
+    repository): a file:// page can neither fetch the JSON index nor start a web worker."""
+    out = built[0]
+    pages = sorted(out.rglob("*.html"))
+    link = re.compile(r"<(?:a|link|script|img)\b[^>]*?\b(?:href|src)=\"([^\"#?]*)", re.I)
+    for page in pages:
+        for target in link.findall(page.read_text()):
+            if not target or re.match(r"(?:[a-z]+:|//)", target):
+                continue
+            assert not target.startswith("/"), (page.relative_to(out), target)
+            assert (page.parent / target).is_file(), (page.relative_to(out), target)
+    assert (out / "search" / "search_index.js").read_text().startswith("var __index = ")
+    assert '<script src="javascripts/iframe-worker/shim.js"></script>' in (out / "index.html").read_text()
