@@ -23,7 +23,7 @@ from omegaconf import DictConfig, OmegaConf
 from sgi_run.version import __version__
 from sgi_run.api import load_module
 from sgi_run.config import (CONF_DIR, GROUPS, ConfigSource, check_overrides, compose_setup, config_hash,
-                            expand_sweeps, group_options, hydra_node, hydra_output_subdir, plain, register_resolvers,
+                            expand_sweeps, group_options, hydra_node, plain, register_resolvers,
                             run_dir_for)
 from sgi_run.core import jax_setup
 from sgi_run.core.errors import ConfigError
@@ -318,7 +318,7 @@ def _check_line(argv: list[str], flags: list[str], overrides: list[str]) -> bool
     placed = _run_dirs(argv, configs)
     _state["new_dirs"] = _new_dirs([directory for *_, directory in placed])
     _check_run_dirs(placed)
-    os.environ[RECORD_ENV] = hydra_output_subdir(overrides, source) or ""
+    os.environ[RECORD_ENV] = hydra.output_subdir or ""    # where hydra.main would write the job's record
     return True
 
 

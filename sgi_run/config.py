@@ -141,18 +141,6 @@ def hydra_group_options(group: str, source: ConfigSource = ConfigSource()) -> li
     return sorted(set(registered) | set(group_options(group, source))) if registered else []
 
 
-def hydra_output_subdir(overrides: Sequence[str], source: ConfigSource = ConfigSource()) -> str | None:
-    """The directory under a job's run directory that ``hydra.main`` writes the job's record to
-    (``hydra.output_subdir``: ``.hydra`` unless the command line's overrides of Hydra's config or the primary
-    config set it; None: no record). None also where Hydra cannot compose them: it refuses the line itself."""
-    typed = [o for o in overrides if o.lstrip("+~").startswith("hydra")]     # hydra.<key>=, hydra/<group>=
-    try:
-        cfg = _loader(source).load_configuration(source.name, typed, run_mode=RunMode.RUN, from_shell=False)
-    except (HydraException, OmegaConfBaseException):
-        return None
-    return cfg.hydra.output_subdir
-
-
 # --- overrides ---------------------------------------------------------------------------------
 def _parsed(overrides: Sequence[str]):
     parser = OverridesParser.create()

@@ -469,6 +469,6 @@ def test_a_blank_config_dir_is_refused_not_read_as_the_working_directory(blank):
     ("mine", [], "record")])
 def test_where_hydra_would_write_the_jobs_record(name, overrides, subdir, tmp_path):
     """hydra.output_subdir as the command line and the primary config set it: the run writes Hydra's record there."""
-    from sgi_run.config import ConfigSource, hydra_output_subdir
+    from sgi_run.config import ConfigSource, hydra_node
     (tmp_path / "mine.yaml").write_text("defaults:\n  - config\n  - _self_\nhydra:\n  output_subdir: record\n")
-    assert hydra_output_subdir(overrides, ConfigSource(name=name, added=str(tmp_path))) == subdir
+    assert hydra_node(overrides, ConfigSource(name=name, added=str(tmp_path))).output_subdir == subdir

@@ -12,7 +12,6 @@ before a resume trusts it, so a file re-saved with other numbers (a valid ``.npz
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import os
 import tempfile
 import zipfile
@@ -22,6 +21,7 @@ import numpy as np
 
 from sgi_run.engine.moments import Moments
 from sgi_run.engine.simulate import ShardResult, SolverCounts
+from sgi_run.store import content_digest
 
 IDENTITY_KEYS = ("config_hash", "code_digest")
 DIGEST_KEY = "content_digest"     # the member holding the sha256 of every other member
@@ -123,17 +123,6 @@ class ShardStore:
 
 # What numpy raises for a file that is not a whole .npz of plain arrays.
 _NPZ_ERRORS = (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile)
-
-
-def content_digest(arrays: dict[str, np.ndarray]) -> str:
-    """sha256 over every array's name, dtype, shape and values: ``store.content_digest``'s recipe, which the
-    engine does not import (imports point down)."""
-    h = hashlib.sha256()
-    for name in sorted(arrays):
-        data = np.ascontiguousarray(arrays[name])
-        h.update(f"{name}|{data.dtype.str}|{data.shape}|".encode())
-        h.update(data.tobytes())
-    return h.hexdigest()
 
 
 def _read(path: Path) -> dict[str, np.ndarray]:
