@@ -926,7 +926,10 @@ def disagreement_lines(entries, checks, text: Callable[[str], str] = str,
     badge)."""
     if not entries:
         return []
-    lines = [f"## {DISAGREES}", ""]
+    # A check that documents a disagreement has its band around what this code computes: its PASS says the
+    # disagreement is measured as stated, which a reader could take for agreement with the paper.
+    lines = [f"## {DISAGREES}", "", "Each check below passes when this code measures the disagreement as stated "
+             "(its band is around the value computed here), not when the figure agrees with the paper.", ""]
     for n, entry in enumerate(entries, 1):
         lines += [f"{n}. **The paper** ({text(entry['where'])}): “{text(entry['claim'])}”", "",
                   f"    **Measured here:** {text(entry['finding'])}", ""]
