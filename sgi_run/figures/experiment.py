@@ -81,6 +81,9 @@ class Experiment:
     studies: frozenset = frozenset()   # the runs that are convergence studies (plan=convergence)
     unconverged_steps: str = "fail"    # a key of schema.UNCONVERGED_STEPS
     layout: Layout = dataclasses.field(default_factory=Layout)   # the panels' grid, legend and letters
+    # Where the figure disagrees with its paper: {claim, where, checks (ids), finding, explanation} each
+    # (schema.DISAGREEMENT), in file order.
+    disagreements: tuple = ()
 
     @property
     def diagnostic(self) -> bool:
@@ -250,6 +253,11 @@ def load(path) -> Experiment:
                     checks_mod.kind_mismatch(run_id, run_id in studies))
             expanded.append({**{x: v for x, v in spec.items() if x not in ("run", "runs")}, "run": run_id})
 
+    ids = list(dict.fromkeys(spec["id"] for spec in data["checks"]))
+    for i, entry in enumerate(data.get("disagreements", [])):
+        for check_id in entry["checks"]:
+            require(k(f"disagreements[{i}].checks"), check_id, check_id in ids, f"a check id of this file: {ids}")
+
     window = data.get("window")
     return Experiment(path=path, paper=data["paper"], figure=data["figure"], title=data["title"],
                       caption=data["caption"], source=data.get("source", ""), note=data.get("note", ""),
@@ -257,7 +265,8 @@ def load(path) -> Experiment:
                       common=common, fidelity=fidelity, runs=runs, panels=list(data["panels"]), checks=expanded,
                       window=tuple(window) if window else None, paper_name=paper_name, name=figure_name,
                       studies=studies, unconverged_steps=data.get("unconverged_steps", "fail"),
-                      layout=parse_layout(data.get("layout"), k("layout"), len(data["panels"])))
+                      layout=parse_layout(data.get("layout"), k("layout"), len(data["panels"])),
+                      disagreements=tuple(dict(entry) for entry in data.get("disagreements", [])))
 
 
 def _check_panel(panel: dict, k, where: str, runs: dict, studies: frozenset) -> None:
@@ -560,7 +569,7 @@ def make_figure(exp: Experiment, fidelity: str, output_dir, runs_root: str | Non
     files = figure_files(exp, output_dir)
     with staged(files) as stage:     # the figure's files replace its old ones only once all are written
         plots.draw(exp, data, [per_run[i] for i in exp.runs], fidelity, stage["png"])
-        _write_table(exp, fidelity, table, stage, studies, precision)
+        _write_table(exp, fidelity, table, stage, studies, precision, verdicts)
         _write_checks(exp, fidelity, verdicts, stage["checks"])
         write_record(stage["json"], seal(_record(exp, fidelity, table, studies, precision, verdicts, files, configs,
                                                  _provenance(exp, fidelity, results, time.perf_counter() - started,
@@ -580,6 +589,7 @@ def _record(exp: Experiment, fidelity: str, table: list[dict], studies: list[dic
                                    for name, p in exp.fidelity.items()},
             "table": table, "convergence": studies, "work_precision": precision,
             "checks": [v.as_dict() for v in verdicts],
+            "disagreements": [dict(entry) for entry in exp.disagreements],
             "verdicts": verdict_counts(verdicts),
             "files": {k: p.name for k, p in files.items()}, "sgi_run_version": __version__,
             "papers_counts": exp.at_papers_counts(fidelity),
@@ -898,8 +908,41 @@ def work_precision_md_rows(rows: list[dict]) -> list[list[str]]:
     return cells
 
 
+DISAGREES = "Where this figure disagrees with the paper"
+
+
+def disagreement_checks(entry: dict, checks) -> list[dict]:
+    """The checks (a record's check dicts, or CheckResults) a disagreement names, in the entry's order: a check
+    of several runs gives one verdict per run."""
+    found = [c if isinstance(c, dict) else c.as_dict() for c in checks]
+    return [c for check_id in entry["checks"] for c in found if c["id"] == check_id]
+
+
+def disagreement_lines(entries, checks, text: Callable[[str], str] = str,
+                       verdict: Callable[[str], str] = str) -> list[str]:
+    """Markdown of a figure's disagreements with its paper (empty without any): per entry the paper's claim
+    quoted, where it is, what is measured, the named checks' computed values (value ± SE, band, verdict) and the
+    explanation. ``text``: how a text is escaped (the site's ``plain``); ``verdict``: how a verdict is shown (a
+    badge)."""
+    if not entries:
+        return []
+    # A check that documents a disagreement has its band around what this code computes: its PASS says the
+    # disagreement is measured as stated, which a reader could take for agreement with the paper.
+    lines = [f"## {DISAGREES}", "", "Each check below passes when this code measures the disagreement as stated "
+             "(its band is around the value computed here), not when the figure agrees with the paper.", ""]
+    for n, entry in enumerate(entries, 1):
+        lines += [f"{n}. **The paper** ({text(entry['where'])}): “{text(entry['claim'])}”", "",
+                  f"    **Measured here:** {text(entry['finding'])}", ""]
+        for check in disagreement_checks(entry, checks):
+            shown = "by construction" if check.get("by_construction") else check["verdict"]
+            lines.append(f"    - {verdict(shown)} `{check['id']}` [{check['run']}]: "
+                         f"{text(CheckResult.from_record(check).measured())}")
+        lines += ["", f"    **Explanation:** {text(entry['explanation'])}", ""]
+    return lines
+
+
 def _write_table(exp: Experiment, fidelity: str, table: list[dict], files: dict, studies: list[dict] = (),
-                 precision: list[dict] = ()) -> None:
+                 precision: list[dict] = (), verdicts: Sequence[CheckResult] = ()) -> None:
     # A study's row also holds its step size's drifts and, in a work-precision figure, its cost.
     costs = {(row["run"], row["dt"]): {k: v for k, v in row.items() if k not in ("label", "error", "se", "resolvable")}
              for row in precision}
@@ -914,6 +957,7 @@ def _write_table(exp: Experiment, fidelity: str, table: list[dict], files: dict,
 
     counts = " (the paper's counts)" if exp.at_papers_counts(fidelity) else ""
     lines, said = [f"# {exp.heading}", ""], f"Fidelity: {fidelity}{counts}. "
+    lines += disagreement_lines(exp.disagreements, verdicts)
     if table:
         mean = mean_text(exp.observable)
         window = (f" Window mean: the time average of {mean} over [{exp.window[0]:g}, {exp.window[1]:g}]; its SE is"

@@ -11,8 +11,9 @@ from pathlib import Path
 
 from sgi_run.core.errors import require
 from sgi_run.figures.results import BY_CONSTRUCTION, CheckResult, counts_text, verdict_counts
-from sgi_run.figures.experiment import (STUDY_MD_HEADER, figure_order, md_cells, md_header, read_record, study_md_rows,
-                                        work_precision_header, work_precision_md_rows)
+from sgi_run.figures.experiment import (DISAGREES, STUDY_MD_HEADER, disagreement_checks, figure_order, md_cells,
+                                        md_header, read_record, study_md_rows, work_precision_header,
+                                        work_precision_md_rows)
 from sgi_run.store import write_text_atomically
 
 PAPER_RESULTS = Path("gallery/paper")
@@ -27,6 +28,7 @@ body { font-family: sans-serif; margin: 2em; max-width: 1400px; color: #222; }
 .caption { max-width: 560px; font-size: 0.95em; }
 .fidelity { padding: 0.4em 0.6em; background: #fff6d5; border-left: 4px solid #e0b000; }
 .fidelity.paper { background: #e6f4e6; border-color: #3a3; }
+.disagrees { padding: 0.2em 0.6em; background: #fdecea; border-left: 4px solid #b00; font-size: 0.9em; }
 table { border-collapse: collapse; font-size: 0.85em; margin: 1em 0; }
 td, th { border: 1px solid #ccc; padding: 0.25em 0.5em; text-align: right; }
 td:first-child { text-align: left; }
@@ -115,6 +117,21 @@ def _apart(check: dict) -> str:
     return f" ({BY_CONSTRUCTION})" if check.get("by_construction") else ""
 
 
+def _disagreements_html(r: dict) -> str:
+    """The figure's disagreements with its paper, short: the claim, where, what is measured with the named
+    checks' computed values, and the explanation (records written before them have none)."""
+    e = html.escape
+    items = []
+    for entry in r.get("disagreements") or []:
+        values = "; ".join(f'{e(c["id"])} [{e(c["run"])}]: {e(CheckResult.from_record(c).measured())} '
+                           f'<span class="{c["verdict"]}">{c["verdict"]}</span>'
+                           for c in disagreement_checks(entry, r["checks"]))
+        items.append(f"<li>The paper ({e(entry['where'])}): “{e(entry['claim'])}” <b>Measured here:</b> "
+                     f"{e(entry['finding'])} <small>({values})</small> <b>Explanation:</b> "
+                     f"{e(entry['explanation'])}</li>")
+    return f'<div class="disagrees"><p><b>{DISAGREES}:</b></p><ul>{"".join(items)}</ul></div>' if items else ""
+
+
 def _figure_html(r: dict, paper_result: str | None = None) -> str:
     e = html.escape
     studies = r.get("convergence", [])     # records written before convergence studies have none
@@ -131,7 +148,7 @@ def _figure_html(r: dict, paper_result: str | None = None) -> str:
     runs = "; ".join(dict.fromkeys(row["label"] for row in r["table"] + studies))
     note = f"<p>{e(r['note'])}</p>" if r.get("note") else ""
     label, title = heading(r)
-    caption = "Caption (not a figure of the paper)" if r.get("diagnostic") else "Paper caption"
+    caption = "Caption (not a figure of the paper)" if r.get("diagnostic") else "The paper's caption"
     files = " · ".join(f'<a href="{e(r["_dir"])}/{e(name)}">{e(name)}</a>' for name in r["files"].values())
     return f"""
 <section id="{e(r['paper'])}-{e(r['figure'])}">
@@ -140,7 +157,7 @@ def _figure_html(r: dict, paper_result: str | None = None) -> str:
 <div class="figure">
   <a href="{e(r['_dir'])}/{e(r['files']['png'])}" title="the figure at full size"><img src="{e(r['_dir'])}/{e(r['files']['png'])}" alt="{e(label)}"></a>
   <div class="caption"><p><b>{caption}</b> ({e(r.get('source', ''))}):</p><p>{e(r['caption'])}</p>
-  <p><b>Runs drawn here:</b> {e(runs)}.</p>{note}</div>
+  <p><b>Runs drawn here:</b> {e(runs)}.</p>{note}{_disagreements_html(r)}</div>
 </div>
 {tables}
 <p class="command">Made by: <code>{e((r.get("provenance") or {}).get("command") or "")}</code></p>

@@ -20,8 +20,9 @@ import re
 from pathlib import Path
 
 from sgi_run.figures import gallery
-from sgi_run.figures.experiment import (STUDY_MD_HEADER, Experiment, figure_command, figure_order, md_cells, md_header,
-                                         study_md_rows, work_precision_header, work_precision_md_rows)
+from sgi_run.figures.experiment import (STUDY_MD_HEADER, Experiment, disagreement_lines, figure_command, figure_order,
+                                         md_cells, md_header, study_md_rows, work_precision_header,
+                                         work_precision_md_rows)
 from sgi_run.figures.gallery import at_papers_counts, heading
 from sgi_run.figures.results import BY_CONSTRUCTION, CheckResult, verdict_counts
 
@@ -233,7 +234,7 @@ def figure_page(figure: Figure) -> str:
     if not at_papers_counts(r) and paper_profile:
         fidelity.append(f"    The paper's counts: {_profile_text(paper_profile)}; not computed at them here.")
     runs = "; ".join(dict.fromkeys(row["label"] for row in r["table"] + r.get("convergence", [])))
-    caption_kind = "Caption (not a figure of the paper)" if r.get("diagnostic") else "Paper caption"
+    caption_kind = "Caption (not a figure of the paper)" if r.get("diagnostic") else "The paper's caption"
     png = r["files"]["png"]
     lines = [f"# {plain(title)}", "", badges(verdict_counts(r["checks"])), "", *fidelity, "",
              f'[![{plain(label)}](files/{png}){{ .sgi-figure }}](files/{png} "the image at full size")', "",
@@ -242,6 +243,8 @@ def figure_page(figure: Figure) -> str:
         lines += [f"**Runs drawn here:** {plain(runs)}.", ""]
     if r.get("note"):
         lines += [f"**Note:** {caption_markdown(r['note'])}", ""]
+    # Beside the caption it contradicts: what the paper says, what is measured (the checks' computed values).
+    lines += disagreement_lines(r.get("disagreements", []), r["checks"], plain, lambda v: badge(v, v))
     lines += _reproduce_section(figure, r["fidelity"]) + _provenance_section(r)
     table = _markdown_table(md_header(r.get("observable", "H"), r["table"]), [md_cells(row) for row in r["table"]])
     studies = _markdown_table(STUDY_MD_HEADER, study_md_rows(r.get("convergence", [])))
@@ -259,7 +262,7 @@ def figure_page(figure: Figure) -> str:
 
 def _placeholder_page(figure: Figure) -> str:
     exp = figure.experiment
-    caption_kind = "Caption (not a figure of the paper)" if exp.diagnostic else "Paper caption"
+    caption_kind = "Caption (not a figure of the paper)" if exp.diagnostic else "The paper's caption"
     paper_profile = exp.fidelity.get("paper")
     lines = [f"# {plain(exp.heading)}", "", '!!! note "Not computed here"', "",
              "    No record of this figure is in the record directories this site was built from "

@@ -57,6 +57,7 @@ BY_CONSTRUCTION = {
     # the initial state is deterministic: every path starts at it
     "bou_rabee_owhadi/fig2_1": {"starts_at_H0"}, "bou_rabee_owhadi/fig2_2": {"starts_at_H0"},
     "bou_rabee_owhadi/general_constraints": {"starts_at_H0"}, "bou_rabee_owhadi/svia_diagnostics": {"starts_at_H0"},
+    "bou_rabee_owhadi/step_size_bias": {"starts_at_H0"},
     "kraus_tyranowski_2021/fig4_3": {"starts_at_one"},
     # a path's initial state is drawn by its own key, whatever the method and step size
     "kraus_tyranowski_2021/fig4_10": {"shared_initial_condition"},

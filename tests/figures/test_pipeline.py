@@ -1,5 +1,6 @@
 """The figure pipeline end to end at smoke fidelity: runs, PNG, table, verdicts, gallery, cache."""
 import csv
+import dataclasses
 import html
 import json
 import re
@@ -218,6 +219,26 @@ def test_the_table_names_the_observable_it_tabulates(figure, header, tmp_path):
     assert f"| {header} |" in text and "E(T)" not in text.replace(header, "")
     assert ("Every run is a single realisation (1 path)" in text) == single
     assert next(csv.DictReader(open(files["csv"])))["sem_T"] == ("" if single else "0.001")
+
+
+def test_the_table_file_says_where_the_figure_disagrees_with_its_paper(tmp_path):
+    """A disagreement entry opens the figure's markdown table file: the claim quoted, the named check's computed
+    value with its SE and verdict, and the explanation."""
+    from sgi_run.figures.experiment import _write_table, figure_files
+    from sgi_run.figures.results import CheckResult
+    exp = load(EXPERIMENTS / "bou_rabee_owhadi" / "fig2_2.yaml")
+    exp = dataclasses.replace(exp, disagreements=({"claim": "performs successfully", "where": "Figure 2.2 caption",
+                                                   "checks": ["low"], "finding": "16% low", "explanation": "why"},))
+    files = figure_files(exp, tmp_path)
+    files["md"].parent.mkdir(parents=True)
+    low = CheckResult(id="low", kind="window_relative_deviation", run="csvia_c10", criterion="", verdict="PASS",
+                      value=-0.1613, se=0.0005, t=None, band="[-0.2, -0.1]", margin_se=None, detail="",
+                      quantity="(window mean - reference) / |reference|")
+    _write_table(exp, "smoke", [_row(100, 0.001)], files, verdicts=[low])
+    text = files["md"].read_text()
+    assert text.index("## Where this figure disagrees with the paper") < text.index("| run |")
+    assert "**The paper** (Figure 2.2 caption): “performs successfully”" in text
+    assert "PASS `low` [csvia_c10]: (window mean - reference) / |reference| = -0.1613 ± 0.0005" in text
 
 
 def test_checks_that_hold_by_construction_are_listed_and_counted_apart(tmp_path):

@@ -47,6 +47,30 @@ def test_a_caption_keeps_its_math_and_emphasis_and_shows_html_as_text():
     assert site.plain("a_b *c* |d| $e$") == r"a\_b \*c\* \|d\| \$e\$"
 
 
+DISAGREEMENT = {"claim": "It is very clear that the near-Boltzmann Gibbs preserving CSVIA performs successfully "
+                         "for every friction factor tested.", "where": "Section 2, Figure 2.2 caption",
+                "checks": ["plateau_csvia_c10"], "finding": "CSVIA's plateau is off the line at c = 10",
+                "explanation": "unexplained"}
+
+
+def test_a_disagreement_is_on_the_page_near_the_caption_with_its_checks_computed_value():
+    record = json.loads((GALLERY / "bou_rabee_owhadi" / "fig2_2.json").read_text())
+    record["disagreements"] = [DISAGREEMENT]
+    check = next(c for c in record["checks"] if c["id"] == "plateau_csvia_c10")
+    check.update(value=-0.2216, se=0.00074, verdict="FAIL", quantity="window mean - reference")
+    page = site.figure_page(site.Figure("bou_rabee_owhadi", "fig2_2", record, GALLERY, None, "gallery/paper"))
+    section = page.index("## Where this figure disagrees with the paper")
+    assert page.index("**The paper's caption**") < section < page.index("## Reproduce it")
+    entry = page[section:page.index("## Reproduce it")]
+    assert "“It is very clear that the near-Boltzmann Gibbs preserving CSVIA performs successfully" in entry
+    assert "(Section 2, Figure 2.2 caption)" in entry and "off the line at c = 10" in entry
+    assert re.search(r"sgi-fail\">FAIL</span> `plateau_csvia_c10` \[csvia_c10\]: window mean - reference = "
+                     r"-0\.2216 ± 0\.00074", entry)
+    assert "**Explanation:** unexplained" in entry
+    del record["disagreements"]     # a record written before disagreements were kept: no section
+    assert "disagrees" not in site.figure_page(site.Figure("bou_rabee_owhadi", "fig2_2", record, GALLERY, None))
+
+
 @pytest.fixture(scope="module")
 def experiments():
     return discover(ROOT / "experiments")

@@ -182,6 +182,42 @@ def window_mean(series: Series, *, data: RunData, start: float, end: float, min:
                        quantity=quantity)
 
 
+@check_kind("window_relative_deviation", quantity="(window mean - reference) / |reference|")
+def window_relative_deviation(series: Series, *, data: RunData, start: float, end: float, reference,
+                              min: float | None = None, max: float | None = None) -> Measurement:
+    """(P - reference) / |reference|, P the time average of E(t) over [start, end], lies in [min, max]: how far
+    a plateau is from the value a paper says it reaches, as a fraction of it (-0.16: 16% below). Its SE is the
+    window's SE over |reference| (the reference is computed, not sampled)."""
+    band, window = Band(min, max), window_average(series, start, end)
+    if window is None:
+        return Measurement(math.nan, None, end, band, skipped=f"the window [{start:g}, {end:g}] is beyond T={series.t[-1]:g}")
+    ref = data.reference(reference)
+    mean, se = window
+    return Measurement((mean - ref) / abs(ref), se / abs(ref), None, band,
+                       f"mean over [{start:g}, {end:g}] = {mean:.5g}, reference {ref:.6g}")
+
+
+@check_kind("window_deviation_ratio", quantity="(P - reference) / (P_other - reference)")
+def window_deviation_ratio(series: Series, *, other: Series, data: RunData, start: float, end: float, reference,
+                           min: float | None = None, max: float | None = None) -> Measurement:
+    """(P - reference) / (P_other - reference), P and P_other the time averages over [start, end] of this run
+    and ``other``: how a bias scales between two runs (this run at step size h/2, the other at h: about 1/2 for
+    an O(h) bias, 1/4 for O(h^2)). The SE is the first-order (delta-method) one of the ratio with the two window
+    SEs taken as independent: runs at different step sizes draw different increments, so their plateaus are
+    nearly uncorrelated even from the same seed."""
+    band, mine, theirs = Band(min, max), window_average(series, start, end), window_average(other, start, end)
+    if mine is None or theirs is None:
+        return Measurement(math.nan, None, end, band, skipped=f"the window [{start:g}, {end:g}] is beyond T")
+    ref = data.reference(reference)
+    (p, se_p), (q, se_q) = mine, theirs
+    a, b = p - ref, q - ref
+    if b == 0 or not math.isfinite(b):
+        return Measurement(math.nan, None, None, band, f"P_other - reference = {b:.4g}: no ratio")
+    ratio = a / b
+    return Measurement(ratio, math.hypot(se_p / b, a * se_q / b ** 2), None, band,
+                       f"P - ref = {a:.4g} ± {se_p:.2g}, P_other - ref = {b:.4g} ± {se_q:.2g} (ref {ref:.6g})")
+
+
 @check_kind("change_between", quantity="E(end) - E(start)")
 def change_between(series: Series, *, start: float, end: float, min: float | None = None,
                    max: float | None = None) -> Measurement:

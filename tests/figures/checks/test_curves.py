@@ -206,6 +206,32 @@ def test_window_difference_ranks_errors_and_orders_plateaus():
     assert evaluate(order, "a", close, {"o": far}).value == pytest.approx(0.06)
 
 
+def test_window_relative_deviation_is_the_plateaus_fraction_off_the_reference():
+    ref = LB.ergodic_energy()
+    low = run_data({"H": np.where(T >= 50, 0.84 * ref, 3.0)})     # 16% below over the window, off it before
+    result = data_check("window_relative_deviation", low, start=50, end=100, reference="ergodic_energy",
+                        min=-0.2, max=-0.1)
+    assert result.verdict == PASS and result.value == pytest.approx(-0.16) and result.se == pytest.approx(1e-3 / ref)
+    assert data_check("window_relative_deviation", low, start=50, end=100, reference="ergodic_energy",
+                      min=-0.05, max=0.05).verdict == FAIL
+    assert data_check("window_relative_deviation", low, start=50, end=500, reference=1.0).verdict == SKIP
+    with pytest.raises(ConfigError, match="reference"):     # no reference, no deviation: refused before compute
+        data_check("window_relative_deviation", low, start=50, end=100)
+
+
+def test_window_deviation_ratio_says_how_a_bias_scales_between_two_runs():
+    ref = LB.ergodic_energy()
+    coarse, half = run_data({"H": np.full_like(T, ref - 0.2)}), run_data({"H": np.full_like(T, ref - 0.1)})
+    spec = {"id": "c", "kind": "window_deviation_ratio", "other": "o", "start": 50, "end": 100,
+            "reference": "ergodic_energy", "min": 0.4, "max": 0.6}
+    halved = evaluate(spec, "a", half, {"o": coarse})
+    assert halved.verdict == PASS and halved.value == pytest.approx(0.5)
+    assert halved.se == pytest.approx(math.hypot(1e-3 / 0.2, 0.1 * 1e-3 / 0.2 ** 2))
+    assert evaluate(spec, "a", coarse, {"o": half}).verdict == FAIL       # a bias that doubles
+    on_the_line = run_data({"H": np.full_like(T, ref)})
+    assert evaluate(spec, "a", half, {"o": on_the_line}).verdict == FAIL  # no bias at h: no ratio
+
+
 def test_change_between_sees_a_curve_still_rising():
     rising = check("change_between", series(T * 2.0), start=50, end=100, min=0)
     assert rising.verdict == PASS and rising.value == pytest.approx(100.0) and rising.t == 100
