@@ -46,7 +46,7 @@ from sgi_run.figures.panels.style import mean_text
 from sgi_run.figures.schema import EXPERIMENT, FIDELITIES  # noqa: F401  (the CLI reads FIDELITIES here)
 from sgi_run.figures.results import (FAIL, SOLVER_STATISTICS, Band, CheckResult, RunData, Series, StudyData,
                                      counts_text, verdict_counts)
-from sgi_run.figures.statistics import has_path_averages, window_average
+from sgi_run.figures.statistics import departure, has_path_averages, window_average
 from sgi_run.runner import ConvergenceRun, RunResult, run
 from sgi_run.summary import max_relative_error, solver_counts, unconverged_line
 
@@ -84,6 +84,7 @@ class Experiment:
     # Where the figure disagrees with its paper: {claim, where, checks (ids), finding, explanation} each
     # (schema.DISAGREEMENT), in file order.
     disagreements: tuple = ()
+    drift: tuple[tuple[str, bool], ...] = ()   # (observable, relative): a table column of its drift per run
 
     @property
     def diagnostic(self) -> bool:
@@ -266,7 +267,8 @@ def load(path) -> Experiment:
                       window=tuple(window) if window else None, paper_name=paper_name, name=figure_name,
                       studies=studies, unconverged_steps=data.get("unconverged_steps", "fail"),
                       layout=parse_layout(data.get("layout"), k("layout"), len(data["panels"])),
-                      disagreements=tuple(dict(entry) for entry in data.get("disagreements", [])))
+                      disagreements=tuple(dict(entry) for entry in data.get("disagreements", [])),
+                      drift=tuple((d["observable"], d.get("relative", False)) for d in data.get("drift", [])))
 
 
 def _check_panel(panel: dict, k, where: str, runs: dict, studies: frozenset) -> None:
@@ -450,6 +452,36 @@ def _solver_statistics(ens) -> dict[str, float]:
             "unconverged_steps": unconverged, "unconverged_fraction": unconverged / path_steps}
 
 
+def drift_column(observable: str, relative: bool) -> str:
+    """The table's key of an observable's drift along a run's path: ``drift_C1``, ``relative_drift_C2``."""
+    return f"{'relative_' if relative else ''}drift_{observable}"
+
+
+def _drift_text(key: str, header: bool = False) -> str:
+    """A drift column's quantity, "max_t |C1(t) - C1(0)|", "max_t |C2(t) - C2(0)| / |C2(0)|"; as a table's header
+    (no "|", which would split a markdown cell) "largest drift of C1", "largest relative drift of C2"."""
+    relative, name = key.startswith("relative_"), key.split("drift_", 1)[1]
+    if header:
+        return f"largest {'relative ' if relative else ''}drift of {name}"
+    return f"max_t |{name}(t) - {name}(0)|" + (f" / |{name}(0)|" if relative else "")
+
+
+def _drifts(exp: Experiment, data: RunData) -> dict:
+    """The experiment's ``drift`` columns of one run: max_t |x(t) - x(0)| (divided by |x(0)| when relative) along
+    its kept path 0 over the output times, what the figure draws of a single realisation; a non-finite value is
+    the largest drift there is. Empty where the run does not record the observable."""
+    row = {}
+    for observable, relative in exp.drift:
+        key = drift_column(observable, relative)
+        if observable not in data.series:
+            row[key] = ""
+            continue
+        x = data.curve(observable).require_kept(f"the table's drift of {observable}")
+        drift = np.abs(departure(x, x[0], relative))
+        row[key] = float(np.max(np.where(np.isfinite(drift), drift, np.inf)))
+    return row
+
+
 def _table_row(exp: Experiment, spec: RunSpec, cfg, result: RunResult, data: RunData) -> dict:
     """The run's row: the experiment's observable (``data``'s default curve) at T, against the exact value, over
     the window. A single realisation (one path) has no Monte Carlo SE: its SE columns are left empty."""
@@ -477,7 +509,7 @@ def _table_row(exp: Experiment, spec: RunSpec, cfg, result: RunResult, data: Run
     if window is not None:
         row.update(window_mean=window[0], window_se="" if single else window[1],
                    window_se_exact="" if single else has_path_averages(s, *exp.window))
-    return {c: row.get(c, "") for c in TABLE_COLUMNS}
+    return {c: row.get(c, "") for c in TABLE_COLUMNS} | _drifts(exp, data)
 
 
 def _study_rows(spec: RunSpec, cfg, result: ConvergenceRun) -> list[dict]:
@@ -818,7 +850,12 @@ def md_header(observable: str, rows: list[dict]) -> list[str]:
     se = " ± SE" if ensembles else ""
     return ["run", "Δt (source)", "paths", f"{mean_text(observable)}(T){se}", "exact(T)", "ratio",
             "max_t abs error (at t)", f"window mean{se}", "max_t SE/E", "non-finite paths", "solver it./step (max)",
-            "wall s (path-steps/s)"]
+            "wall s (path-steps/s)"] + [_drift_text(key, header=True) for key in drift_keys(rows)]
+
+
+def drift_keys(rows: list[dict]) -> list[str]:
+    """The drift columns the rows have (an experiment's ``drift``), in order: the table's last columns."""
+    return list(dict.fromkeys(k for row in rows for k in row if k.startswith(("drift_", "relative_drift_"))))
 
 
 def md_cells(row: dict) -> list[str]:
@@ -840,7 +877,8 @@ def md_cells(row: dict) -> list[str]:
             _solver_cell(row),
             (f"{wall:.0f}" if math.isfinite(wall) else NO_VALUE)
             + (f" ({fmt(throughput, 2)})" if throughput not in ("", None) else "")
-            + (" (cached, other code)" if row.get("stale") else " (cached)" if row["cached"] else "")]
+            + (" (cached, other code)" if row.get("stale") else " (cached)" if row["cached"] else "")] + [
+        fmt(row.get(key, ""), 3) for key in drift_keys([row])]
 
 
 def _solver_cell(row: dict) -> str:
@@ -948,7 +986,8 @@ def _write_table(exp: Experiment, fidelity: str, table: list[dict], files: dict,
              for row in precision}
     studies_out = [row | costs.get((row["run"], row["dt"]), {}) for row in studies]
     extra = [k for row in studies_out for k in row if k not in STUDY_COLUMNS]
-    columns = list(dict.fromkeys((TABLE_COLUMNS if table else []) + (STUDY_COLUMNS + extra if studies else [])))
+    columns = list(dict.fromkeys((TABLE_COLUMNS + drift_keys(table) if table else [])
+                                 + (STUDY_COLUMNS + extra if studies else [])))
     with open(files["csv"], "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=columns, restval="")
         w.writeheader()
@@ -971,7 +1010,11 @@ def _write_table(exp: Experiment, fidelity: str, table: list[dict], files: dict,
             se = " SE = Monte Carlo standard error." + (
                 f" Runs of 1 path are single realisations: their values are that path's, with no SE ({NO_VALUE})."
                 if single else "")
-        lines += [f"{said}Observable {exp.observable}; {mean}(T) at the final time {horizon_text(table)}.{se}{window}",
+        drifts = drift_keys(table)
+        drift = "".join(f" The {_drift_text(key, header=True)}: {_drift_text(key)} along the run's path (kept path 0)"
+                        " over its output times, as the figure draws it." for key in drifts)
+        lines += [f"{said}Observable {exp.observable}; {mean}(T) at the final time {horizon_text(table)}.{se}{window}"
+                  f"{drift}",
                   "", *_markdown(md_header(exp.observable, table), [md_cells(r) for r in table]), ""]
         said = ""
     if studies:

@@ -201,6 +201,9 @@ PROFILE = Keys("a fidelity profile", {"overrides": OVERRIDES, "runs": Named("run
 RUN = Keys("a run", {"overrides": OVERRIDES, "label": TEXT, "dt_source": one_of(DT_SOURCES),
                      "colour": nullable(one_of(PALETTE, f"a colour of the palette: {list(PALETTE)}"))},
            required=("overrides", "dt_source"))
+# `drift:` the drift of an invariant along each run's kept path 0, a column of the figure's table per entry (paper
+# 001's figures draw a Casimir's or the energy's drift: its table shows it in numbers).
+DRIFT = Keys("a drift column", {"observable": NAME, "relative": BOOLEAN}, required=("observable",))
 LAYOUT = Keys("layout", {
     "columns": Value(lambda v: is_int(v) and v >= 1, "an integer from 1 to the number of panels"),
     "legend": one_of(LEGENDS, "panel (each panel's legend beside it) or shared (one legend for the figure)"),
@@ -212,7 +215,7 @@ EXPERIMENT = Keys("an experiment file", {
     "oracle": nullable(one_of(ORACLES)), "common": OVERRIDES,
     "fidelity": Keys("fidelity", dict.fromkeys(FIDELITIES, PROFILE), required=FIDELITIES),
     "runs": Named("run id", RUN, non_empty=True), "layout": LAYOUT, "panels": Each("panel", PANEL, non_empty=True),
-    "checks": Each("check", CHECK), "window": nullable(RANGE),
+    "checks": Each("check", CHECK), "window": nullable(RANGE), "drift": Each("drift column", DRIFT, non_empty=True),
     "disagreements": Each("disagreement with the paper", DISAGREEMENT, non_empty=True),
     "unconverged_steps": one_of(UNCONVERGED_STEPS, " or ".join(f"{n} ({what})" for n, what in UNCONVERGED_STEPS.items()))},
     required=("paper", "figure", "title", "caption", "common", "fidelity", "runs", "panels", "checks"))

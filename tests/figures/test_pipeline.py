@@ -306,3 +306,30 @@ def test_a_figures_record_tells_when_its_files_are_not_as_written(damage, fault,
     assert figure_fault(read_record(files["json"]), files_in(directory), directory) is None
     damage(files)
     assert figure_fault(read_record(files["json"]), files_in(directory), directory) == f"{directory}/{fault}"
+
+
+def test_a_drift_column_is_the_largest_departure_along_the_kept_path_and_is_tabled(tmp_path):
+    """An experiment's ``drift`` adds a column per entry to its table: max_t |x(t) - x(0)| along the run's kept path
+    0 (divided by |x(0)| when relative), a non-finite value the largest there is; blank where the run does not
+    record the observable. Luesink et al.'s Figure 4 declares its Casimir's."""
+    import numpy as np
+
+    from sgi_run.figures.experiment import _drifts, _write_table, figure_files, md_cells, md_header
+    from sgi_run.figures.results import RunData, Series
+
+    t = np.arange(4.0)
+    kept = lambda x: Series(t, np.asarray(x), np.zeros(4), kept=np.asarray([x]))
+    exp = load(EXPERIMENTS / "luesink_2023" / "fig4.yaml")
+    assert exp.drift == (("C1", False),)
+    data = RunData({"C1": kept([2.0, 2.5, 1.0, 2.0]), "C2": kept([2.0, 2.0, np.nan, 2.0])}, "C1")
+    assert _drifts(exp, data) == {"drift_C1": 1.0}
+    relative = dataclasses.replace(exp, drift=(("C1", True), ("C2", True), ("H", False)))
+    assert _drifts(relative, data) == {"relative_drift_C1": 0.5, "relative_drift_C2": float("inf"), "drift_H": ""}
+
+    row = _row(1, "", drift_C1=2.79e-8)
+    assert md_header("C1", [row])[-1] == "largest drift of C1" and md_cells(row)[-1] == "2.79e-08"
+    files = figure_files(exp, tmp_path)
+    files["md"].parent.mkdir(parents=True)
+    _write_table(exp, "smoke", [row], files)
+    assert "| largest drift of C1 |" in files["md"].read_text() and "max_t |C1(t) - C1(0)|" in files["md"].read_text()
+    assert float(next(csv.DictReader(open(files["csv"])))["drift_C1"]) == 2.79e-8

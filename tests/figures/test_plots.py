@@ -393,6 +393,23 @@ def test_a_sphere_panel_is_3d_with_the_vector_on_the_shaded_sphere_of_its_initia
     assert ax3d.get_legend() is not None and ax3d.get_xlim()[1] == pytest.approx(2.0)
 
 
+
+def test_a_sphere_panel_names_its_vectors_by_the_papers_symbol():
+    """Paper 004 Figure 1 writes x for the rigid body's momentum (its view is named pi) and x_i for vortex i."""
+    angle = np.linspace(0, 2 * np.pi, len(T))
+    one = np.stack([np.cos(angle), np.sin(angle), np.zeros_like(T)], -1)
+    curve = {"H": Series(T, np.ones_like(T), np.full_like(T, np.nan), None, kept=np.ones((1, len(T))))}
+    body = RunData(curve, "H", SYSTEM, lambda at: None, 1, np.zeros(len(T), int), {"pi": one[None]})
+    vortices = RunData(curve, "H", SYSTEM, lambda at: None, 1, np.zeros(len(T), int),
+                       {"x": np.stack([one, one[:, ::-1]], 1)[None]})
+    fig = _figure([{"quantity": "sphere", "runs": ["body"], "solid": "pi", "symbol": "x"},
+                   {"quantity": "sphere", "runs": ["vortices"], "solid": "x"}],
+                  {"body": body, "vortices": vortices}, {"body": "rigid body", "vortices": "vortices"})
+    left, right = [[line.get_label() for line in ax.get_lines()] for ax in fig.axes if ax.name == "3d"]
+    assert left == ["rigid body: $x$", "sphere $|x|$ = 1"]
+    assert right == ["vortices: $x_{1}$", "vortices: $x_{2}$", "sphere $|x|$ = 1"]
+
+
 # --- potential panels: the heavy top's V(theta) from a kept path's momenta -----------------------------
 def test_a_potential_panel_draws_v_of_theta_at_each_time_with_its_e_prime_dashed():
     """Gay-Balmaz & Wu (2024) Figs 3, 10, 13: V(theta; p_psi(t), p_phi(t)) solid, E'(t) dashed in the same colour, per time."""

@@ -1,7 +1,7 @@
 """Panel kind ``sphere`` (3-D): the kept state view ``solid``, e.g. gamma, on the shaded sphere of its initial
 radius, and ``dashed``, e.g. pi; ``red`` runs drawn red from a red dot, ``select`` the kept path a rule picks,
 ``at`` every kept path's point at one time, ``contours`` the energy's level sets and separatrix, ``view`` the
-angles: paper 002 Figs 1, 2."""
+angles: paper 002 Figs 1, 2; ``symbol`` the paper's letter for ``solid`` in the legend (paper 004 Fig. 1: x)."""
 from __future__ import annotations
 
 import numpy as np
@@ -17,13 +17,16 @@ from sgi_run.figures.statistics import SELECTION_RULES, energy_levels, select_pa
 # State views along one kept path, one on the sphere of its initial radius; or every kept path's point at one
 # time `at`; `select` a kept path by a rule, `contours` of the energy, runs drawn `red`.
 KEYS = ("quantity", "runs", "solid", "dashed", "path", "title", "colours", "black", "red", "select", "at",
-        "contours", "view")
+        "contours", "view", "symbol")
 
 
 def _check_sphere(panel: dict, k, where: str, runs: dict, studies: frozenset) -> None:
     for key in ("solid", "dashed"):
         require(k(f"{where}.{key}"), panel.get(key), panel.get(key) is None or isinstance(panel[key], str),
                 "a state view the runs keep along their paths (e.g. gamma, pi)")
+    require(k(f"{where}.symbol"), panel.get("symbol"),
+            panel.get("symbol") is None or (isinstance(panel["symbol"], str) and panel["symbol"].isalpha()),
+            "a letter or a Greek letter's name (x, pi): the paper's symbol for the solid view, in the legend")
     check_path_index(panel, k, where)
     for key, how in (("black", "drawn black"), ("red", "drawn red, their start a red dot")):
         require(k(f"{where}.{key}"), panel.get(key),
@@ -64,6 +67,8 @@ def _sphere_panel(ax, exp, panel: dict, data: dict[str, RunData], styles: dict) 
     time draws every kept path's point at that time instead of paths (paper 002 Fig. 2), and ``contours: n``
     draws n level sets of the first run's energy on the sphere and its separatrix in black (paper 002 Figs 1, 2)."""
     solid, dashed, at = panel.get("solid", "gamma"), panel.get("dashed"), panel.get("at")
+    # The paper's symbol for the solid view (paper 004 writes x where the rigid body's view is named pi).
+    name = panel.get("symbol", solid)
     radius = 0.0
     for run_id in panel["runs"]:
         run, colour, label = data[run_id], styles[run_id].colour, exp.runs[run_id].label
@@ -82,11 +87,12 @@ def _sphere_panel(ax, exp, panel: dict, data: dict[str, RunData], styles: dict) 
                 radius = max(radius, float(np.linalg.norm(v[0])))
                 # Several vectors (point vortices): one colour each, unless the run is drawn black.
                 shade = tone if black or red or len(vectors) == 1 else style(i).colour
-                text = (f"{label}{note}: {symbol(solid)}" + (" (solid)" if dashed else "")
-                        + (f", vector {i + 1}" if len(vectors) > 1 and not black else ""))
+                # Several vectors: each its indexed symbol, x_1 ... x_4 (the paper's x_i of vortex i).
+                indexed = len(vectors) > 1 and not black
+                text = f"{label}{note}: {symbol(f'{name}{i + 1}' if indexed else name)}" + (" (solid)" if dashed else "")
                 ax.plot(*v.T, color=shade, lw=1.0, label=text if i == 0 or not black else "_nolegend_")
                 if red:
-                    ax.plot(*v[0][:, None], "o", color="red", ms=5, label=f"{symbol(solid)}(0) = "
+                    ax.plot(*v[0][:, None], "o", color="red", ms=5, label=f"{symbol(name)}(0) = "
                             f"({', '.join(f'{c:.4g}' for c in v[0])})")
             if dashed:
                 y = run.kept_view(dashed, path)
@@ -94,7 +100,7 @@ def _sphere_panel(ax, exp, panel: dict, data: dict[str, RunData], styles: dict) 
     u, v = np.meshgrid(np.linspace(0, 2 * np.pi, 41), np.linspace(0, np.pi, 21))
     ax.plot_surface(radius * np.cos(u) * np.sin(v), radius * np.sin(u) * np.sin(v), radius * np.cos(v),
                     color="0.6", alpha=0.18, lw=0, shade=False, rasterized=True)   # an image in PDF and SVG: smaller
-    ax.plot([], [], "s", color="0.6", alpha=0.4, label=f"sphere {_norm_text(solid)} = {radius:.4g}")
+    ax.plot([], [], "s", color="0.6", alpha=0.4, label=f"sphere {_norm_text(name)} = {radius:.4g}")
     if panel.get("view"):
         ax.view_init(*panel["view"])
     if panel.get("contours"):

@@ -11,11 +11,20 @@ from sgi_run.figures.panels.style import AXES_WIDTH, BAND_SE, count_text, mean_t
 from sgi_run.figures.results import RunData
 
 
+def reference_digits(value: float) -> str:
+    """A reference value as it is, up to 6 significant digits (2.3165, a published value the code holds, not
+    "2.317": the runs are compared with it to its last digit), else to 4 (a computed value, 0.9791)."""
+    for digits in (4, 5, 6):
+        if math.isclose(float(f"{value:.{digits}g}"), value, rel_tol=1e-12, abs_tol=0.0):
+            return f"{value:.{digits}g}"
+    return f"{value:.4g}"
+
+
 def reference_label(reference, value: float) -> str:
     """A reference line's legend text from its kind and observable, with its value:
     ``equilibrium_mean:two_H`` -> "2<H> at equilibrium = 0.9791", ``ergodic_energy`` ->
-    "<H> in the ergodic limit = 2.317", a number -> "reference = 1.5"."""
-    shown = f"{value:.4g}"
+    "<H> in the ergodic limit = 2.3165", a number -> "reference = 1.5"."""
+    shown = reference_digits(value)
     if reference is None or isinstance(reference, (int, float)):
         return f"reference = {shown}"
     method, _, argument = str(reference).partition(":")
