@@ -17,8 +17,8 @@ import yaml
 
 from sgi_run.core.errors import require
 from sgi_run.figures.results import BY_CONSTRUCTION, CheckResult, counts_text, verdict_counts
-from sgi_run.figures.experiment import (RELATIVE_SE_TEXT, STUDY_MD_HEADER, figure_order, md_cells, md_header,
-                                        read_record, stale_reasons, study_md_rows, work_precision_header,
+from sgi_run.figures.experiment import (RELATIVE_SE_TEXT, STUDY_MD_HEADER, figure_command, figure_order, md_cells,
+                                        md_header, read_record, stale_reasons, study_md_rows, work_precision_header,
                                         work_precision_md_rows)
 from sgi_run.store import write_text_atomically
 
@@ -297,7 +297,7 @@ def _figure_html(r: dict | None, exp=None, paper_result: str | None = None) -> s
 
 
 def figure_command_text(exp) -> str:
-    from sgi_run.figures.experiment import figure_command
+    """The command that makes a figure not computed here: at the paper's counts where it has them."""
     return figure_command(exp.paper, exp.figure, "paper" if "paper" in exp.fidelity else "reduced")
 
 
