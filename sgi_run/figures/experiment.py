@@ -408,7 +408,7 @@ class FigureOutcome:
 
 TABLE_COLUMNS = ["run", "label", "integrator", "dt", "dt_source", "paths", "T", "mean_T", "sem_T",
                  "exact_T", "ratio_T", "max_abs_error", "t_max_abs_error", "window_mean", "window_se", "window_se_exact",
-                 "max_rel_mc_error", "nonfinite_paths", "solver_per_step", "solver_max_iterations",
+                 "max_rel_mc_error", "mean_sign_changes", "nonfinite_paths", "solver_per_step", "solver_max_iterations",
                  "unconverged_steps", "wall_time_s", "path_steps_per_s", "cached", "stale"]
 
 
@@ -482,6 +482,14 @@ def _drifts(exp: Experiment, data: RunData) -> dict:
     return row
 
 
+def sign_changes(values) -> bool:
+    """Whether the finite, non-zero values take both signs: a mean that crosses 0, whose SE/|E| has no meaning
+    (it grows without bound near the crossing). An exact 0 (a deterministic start at 0) is no crossing."""
+    values = np.asarray(values, dtype=float)
+    values = values[np.isfinite(values) & (values != 0)]
+    return bool(np.any(values > 0) and np.any(values < 0))
+
+
 def _table_row(exp: Experiment, spec: RunSpec, cfg, result: RunResult, data: RunData) -> dict:
     """The run's row: the experiment's observable (``data``'s default curve) at T, against the exact value, over
     the window. A single realisation (one path) has no Monte Carlo SE: its SE columns are left empty."""
@@ -491,6 +499,7 @@ def _table_row(exp: Experiment, spec: RunSpec, cfg, result: RunResult, data: Run
            "dt_source": spec.dt_source, "paths": cfg.plan.paths, "T": cfg.plan.T,
            "mean_T": float(s.mean[-1]), "sem_T": "" if single else float(s.sem[-1]),
            "max_rel_mc_error": "" if single else max_relative_error(s.mean, s.sem),
+           "mean_sign_changes": "" if single else sign_changes(s.mean),
            "nonfinite_paths": int(np.max(result.ensemble.diagnostics["nonfinite_paths"])),
            "solver_per_step": data.solver_statistic("per_step"),
            "solver_max_iterations": data.solver_statistic("max_iterations"),
@@ -671,6 +680,24 @@ def experiment_digest(exp: Experiment) -> str:
     return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()
 
 
+def stale_reasons(record: dict, exp: Experiment | None) -> list[str]:
+    """Why a figure's record no longer shows what today's checkout would draw, in words (empty: it is current):
+    its experiment file was edited since (``experiment_digest``, the same test ``kept_record`` makes), the
+    numerics code changed since (``provenance.numerics_code``), or it was drawn from uncommitted code (no commit
+    names what drew it). ``exp``: the figure's experiment today (None: not known here, so not compared)."""
+    from sgi_run.provenance import code_digest
+
+    made = record.get("provenance") or {}
+    reasons = []
+    if exp is not None and record.get("experiment_digest") != experiment_digest(exp):
+        reasons.append("its experiment file was changed after it was drawn")
+    if made.get("numerics_code") != code_digest():
+        reasons.append("the numerics code was changed after it was drawn")
+    if made.get("uncommitted_changes"):
+        reasons.append("drawn from uncommitted code")
+    return reasons
+
+
 def kept_record(exp: Experiment, fidelity: str, output_dir, configs: dict, cache: str,
                 log: Callable[[str], None] = print) -> dict | None:
     """The figure's record already in ``output_dir`` when it was made from exactly these runs (the same config
@@ -849,7 +876,7 @@ def md_header(observable: str, rows: list[dict]) -> list[str]:
     ensembles = not rows or not all(single_realisation(r) for r in rows)
     se = " ± SE" if ensembles else ""
     return ["run", "Δt (source)", "paths", f"{mean_text(observable)}(T){se}", "exact(T)", "ratio",
-            "max_t abs error (at t)", f"window mean{se}", "max_t SE/E", "non-finite paths", "solver it./step (max)",
+            "max_t abs error (at t)", f"window mean{se}", "max_t SE/|E|", "non-finite paths", "solver it./step (max)",
             "wall s (path-steps/s)"] + [_drift_text(key, header=True) for key in drift_keys(rows)]
 
 
@@ -865,20 +892,57 @@ def md_cells(row: dict) -> list[str]:
     single = single_realisation(row)
     window_se = row.get("window_se", row.get("window_se_bound", ""))
     window = ("" if row.get("window_mean", "") == "" else fmt(row["window_mean"], 5) if single else
-              f"{fmt(row['window_mean'], 5)} ± {'' if row.get('window_se_exact') else '≤ '}{fmt(window_se, 2)}")
+              plus_minus(row["window_mean"], window_se, 5, "" if row.get("window_se_exact") else "≤ "))
     wall = _number(row["wall_time_s"])
     throughput = row.get("path_steps_per_s", "")
+    # Every path non-finite: no value exists, and the cell says why instead of a bare "—".
+    failed = all_paths_failed(row) and not math.isfinite(_number(row["mean_T"]))
+    mean = (f"all {fmt(row['paths'])} paths non-finite" if failed else fmt(row["mean_T"], 5) if single
+            else plus_minus(row["mean_T"], row["sem_T"], 5))
     return [row["label"], f"{fmt(row['dt'])} ({row['dt_source']})",
             fmt(row["paths"]) + (" (single realisation)" if single else ""),
-            fmt(row["mean_T"], 5) + ("" if single else f" ± {fmt(row['sem_T'], 2)}"), fmt(row["exact_T"], 5),
-            fmt(row["ratio_T"]),
+            mean, fmt(row["exact_T"], 5), fmt(row["ratio_T"]),
             f"{fmt(row['max_abs_error'])} ({fmt(row['t_max_abs_error'])})" if row["max_abs_error"] != "" else "",
-            window, NO_VALUE if single else fmt(row["max_rel_mc_error"], 3), fmt(row["nonfinite_paths"]),
+            window, _relative_se_cell(row), fmt(row["nonfinite_paths"]),
             _solver_cell(row),
             (f"{wall:.0f}" if math.isfinite(wall) else NO_VALUE)
             + (f" ({fmt(throughput, 2)})" if throughput not in ("", None) else "")
             + (" (cached, other code)" if row.get("stale") else " (cached)" if row["cached"] else "")] + [
         fmt(row.get(key, ""), 3) for key in drift_keys([row])]
+
+
+# What the table's "max_t SE/|E|" column is and when it is shown (the tables' header text says it).
+RELATIVE_SE_TEXT = ("max_t SE/|E|: the largest Monte Carlo SE relative to |E| over the output times (the run's worst "
+                    "relative precision); shown only where E keeps one sign and |E| > 2 SE at every output time, else "
+                    "'E crosses 0' or 'E within 2 SE of 0', where a ratio to E has no meaning.")
+
+
+def all_paths_failed(row: dict) -> bool:
+    """Every path of the run went non-finite: its statistics do not exist."""
+    paths, failed = row.get("paths"), row.get("nonfinite_paths")
+    return isinstance(paths, int) and isinstance(failed, (int, float)) and paths > 0 and failed >= paths
+
+
+def plus_minus(value, se, digits: int = 4, bound: str = "") -> str:
+    """"value ± SE"; a value that does not exist is ``NO_VALUE`` alone, never "— ± —"."""
+    if value in ("", None) or not math.isfinite(_number(value)):
+        return NO_VALUE
+    return f"{fmt(value, digits)} ± {bound}{fmt(se, 2)}"
+
+
+def _relative_se_cell(row: dict) -> str:
+    """The "max_t SE/|E|" cell (``RELATIVE_SE_TEXT``). max_t SE/|E| > 1/2 is |E| < 2 SE at some output time; a
+    record written before ``mean_sign_changes`` was kept is judged by that alone."""
+    value = row.get("max_rel_mc_error", "")
+    if single_realisation(row) or all_paths_failed(row):
+        return NO_VALUE
+    if value == "":
+        return ""
+    if not math.isfinite(_number(value)):
+        return NO_VALUE
+    if row.get("mean_sign_changes") is True:
+        return "E crosses 0"
+    return "E within 2 SE of 0" if _number(value) > 0.5 else fmt(value, 3)
 
 
 def _solver_cell(row: dict) -> str:
@@ -913,7 +977,7 @@ def study_md_rows(rows: list[dict]) -> list[list[str]]:
         run = [row["label"], f"{kind} ({row['reference']} reference)"]
         cells.append((run if first else ["", ""])
                      + [f"{row['dt']:g}" + (f" ({row['dt_source']})" if first else ""),
-                        f"{fmt(row['error'])} ± {fmt(row['se'], 2)}" + ("" if row["resolvable"] else " (not resolvable)"),
+                        plus_minus(row["error"], row["se"]) + ("" if row["resolvable"] else " (not resolvable)"),
                         "–" if not math.isfinite(slope) else f"{slope:.3f}"]
                      + ([order, fmt(row["paths"]), fmt(row["T"])] if first else ["", "", ""])
                      + [fmt(row["nonfinite_paths"]), wall if first else ""])
@@ -921,7 +985,9 @@ def study_md_rows(rows: list[dict]) -> list[list[str]]:
 
 
 def _markdown(header: list[str], cells: list[list[str]]) -> list[str]:
-    return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)] + ["| " + " | ".join(c) + " |" for c in cells]
+    def row(texts) -> str:      # a "|" of a cell's text ("SE/|E|") would end its cell
+        return "| " + " | ".join(str(t).replace("|", "\\|") for t in texts) + " |"
+    return [row(header), "|" + "---|" * len(header)] + [row(c) for c in cells]
 
 
 def work_precision_header(rows: list[dict]) -> list[str]:
@@ -1007,7 +1073,7 @@ def _write_table(exp: Experiment, fidelity: str, table: list[dict], files: dict,
             se = (f" Every run is a single realisation (1 path): {mean}(T) is that path's value, with no Monte Carlo"
                   f" standard error ({NO_VALUE}).")
         else:
-            se = " SE = Monte Carlo standard error." + (
+            se = f" SE = Monte Carlo standard error. {RELATIVE_SE_TEXT}" + (
                 f" Runs of 1 path are single realisations: their values are that path's, with no SE ({NO_VALUE})."
                 if single else "")
         drifts = drift_keys(table)

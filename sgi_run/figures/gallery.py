@@ -1,28 +1,41 @@
-"""``index.html``: every figure found under the output directory, beside its paper caption, with its
-table, its verdicts and the fidelity it was run at; ``README.md``: every figure's status (fidelity, verdicts,
-wall time, device, commit). Rebuilt from the ``<paper>/<figure>.json`` records, so it shows whatever figures
-exist, from whichever runs made them. The figures computed at the papers' counts are kept in the repository
-in ``gallery/paper`` (``PAPER_RESULTS``); another gallery links them."""
+"""``index.html``: every paper figure, in the papers' order (``figure_order``), with its status (kept at the
+paper's counts, computed at another fidelity, needs a GPU, not computed), whether its record is stale, a
+thumbnail of it beside its paper caption, and its table and verdicts folded away; ``README.md``: the same
+statuses with verdicts, wall time, device and commit. Rebuilt from the ``<paper>/<figure>.json`` records and
+the experiment files, so it shows whatever figures exist, from whichever runs made them, and those that do
+not. The figures computed at the papers' counts are kept in the repository in ``gallery/paper``
+(``PAPER_RESULTS``); another gallery links them."""
 from __future__ import annotations
 
 import html
+import math
 import os
+import re
 from pathlib import Path
+
+import yaml
 
 from sgi_run.core.errors import require
 from sgi_run.figures.results import BY_CONSTRUCTION, CheckResult, counts_text, verdict_counts
-from sgi_run.figures.experiment import (DISAGREES, STUDY_MD_HEADER, disagreement_checks, figure_order, md_cells,
-                                        md_header, read_record, study_md_rows, work_precision_header,
+from sgi_run.figures.experiment import (DISAGREES, RELATIVE_SE_TEXT, STUDY_MD_HEADER, disagreement_checks,
+                                        figure_command, figure_order, md_cells, md_header, read_record, stale_reasons,
+                                        study_md_rows, work_precision_header,
                                         work_precision_md_rows)
 from sgi_run.store import write_text_atomically
 
 PAPER_RESULTS = Path("gallery/paper")
 
+# A figure needs a GPU at the paper's counts where those are more path-steps than this: a CPU's hours.
+GPU_PATH_STEPS = 1e10
+
 _STYLE = """
 body { font-family: sans-serif; margin: 2em; max-width: 1400px; color: #222; }
 .figure { display: flex; gap: 2em; align-items: flex-start; flex-wrap: wrap; }
-.figure img { width: 100%; border: 1px solid #ccc; }
-.figure > a { flex: 1 1 640px; min-width: 0; }
+.figure img { width: 100%; max-height: 340px; object-fit: contain; object-position: left top; border: 1px solid #ccc; }
+.figure > a { flex: 0 1 520px; min-width: 0; }
+.stale { padding: 0.4em 0.6em; background: #fde8e8; border-left: 4px solid #c62828; }
+.status td, .status th { text-align: left; } .status td.verdicts { white-space: nowrap; } details { margin: 0.5em 0 1.5em; } summary { cursor: pointer; }
+h3.paper { margin-top: 1.5em; } section { border-top: 1px solid #ddd; margin-top: 1.5em; }
 .files, .command { font-size: 0.85em; overflow-wrap: anywhere; } .command code { white-space: pre-wrap; }
 .wide { overflow-x: auto; max-width: 100%; } ul.checks { overflow-wrap: anywhere; }
 .caption { max-width: 560px; font-size: 0.95em; }
@@ -52,12 +65,14 @@ def records(output_dir: Path) -> list[dict]:
     return found
 
 
-def _fidelity_note(r: dict, paper_result: str | None = None) -> str:
-    def describe(profile: dict) -> str:
-        text = ", ".join(profile["overrides"])
-        extra = "; ".join(f"{run}: {', '.join(o)}" for run, o in profile["runs"].items())
-        return text + (f" ({extra})" if extra else "")
+def describe(profile: dict) -> str:
+    """A fidelity profile's overrides, then its runs' own."""
+    text = ", ".join(profile["overrides"])
+    extra = "; ".join(f"{run}: {', '.join(o)}" for run, o in profile["runs"].items())
+    return text + (f" ({extra})" if extra else "")
 
+
+def _fidelity_note(r: dict, paper_result: str | None = None) -> str:
     used = r["fidelity_overrides"][r["fidelity"]]
     made = _made_text(r)
     if at_papers_counts(r):
@@ -102,14 +117,125 @@ def heading(r: dict) -> tuple[str, str]:
     return label, r.get("heading") or f"{label}: {r['title']}"
 
 
-def _table_html(header: list[str], cells: list[list[str]]) -> str:
-    if not cells:
-        return ""
+def _table_html(header: list[str], cells: list[list[str]], at: int | None = None) -> str:
     e = html.escape
-    rows = "".join("<tr>" + "".join(f"<td>{e(c)}</td>" for c in row) + "</tr>" for row in cells)
-    # In a container of its own that scrolls sideways: a wide table never widens the page (800 px windows).
-    return ('<div class="wide"><table><tr>' + "".join(f"<th>{e(h)}</th>" for h in header)
-            + f"</tr>{rows}</table></div>")
+    out = ""
+    for part_header, part_cells in table_parts(header, cells, at):
+        rows = "".join("<tr>" + "".join(f"<td>{e(c)}</td>" for c in row) + "</tr>" for row in part_cells)
+        # In a container of its own that scrolls sideways: a wide table never widens the page (800 px windows).
+        out += ('<div class="wide"><table><tr>' + "".join(f"<th>{e(h)}</th>" for h in part_header)
+                + f"</tr>{rows}</table></div>")
+    return out
+
+
+# The ensemble table's columns from this one on are about the run (its precision, failures, solver, cost), those
+# before it about the observable: where the table is split, it is split here.
+RUN_COLUMNS_FROM = 8
+
+
+def table_parts(header: list[str], cells: list[list[str]], at: int | None = None,
+                widest: int = 8) -> list[tuple[list[str], list[list[str]]]]:
+    """A wide table as tables a reader can read whole at 800 px: the columns empty in every row left out and,
+    where more than ``widest`` remain, the columns from ``at`` on (default: the second half) in a second table
+    that repeats the first column (the run)."""
+    if not cells:
+        return []
+    def part(columns):
+        columns = [i for i in columns if i == 0 or any(row[i] != "" for row in cells)]
+        return [header[i] for i in columns], [[row[i] for i in columns] for row in cells]
+    whole = part(range(len(header)))
+    if len(whole[0]) <= widest:
+        return [whole]
+    at = (len(header) + 1) // 2 if at is None else at
+    return [part(range(at)), part([0, *range(at, len(header))])]
+
+
+# TeX a caption writes as $...$, as plain text: the symbols the captions use, sub- and superscripts as HTML.
+_TEX_SYMBOLS = {"alpha": "α", "beta": "β", "gamma": "γ", "delta": "δ", "epsilon": "ε", "varepsilon": "ε",
+                "zeta": "ζ", "eta": "η", "theta": "θ", "kappa": "κ", "lambda": "λ", "mu": "μ", "nu": "ν", "xi": "ξ",
+                "pi": "π", "rho": "ρ", "sigma": "σ", "tau": "τ", "phi": "φ", "varphi": "φ", "chi": "χ", "psi": "ψ",
+                "omega": "ω", "Gamma": "Γ", "Delta": "Δ", "Theta": "Θ", "Lambda": "Λ", "Xi": "Ξ", "Pi": "Π",
+                "Sigma": "Σ", "Phi": "Φ", "Psi": "Ψ", "Omega": "Ω", "approx": "≈", "cdot": "·", "times": "×",
+                "le": "≤", "leq": "≤", "ge": "≥", "geq": "≥", "ne": "≠", "neq": "≠", "pm": "±", "infty": "∞",
+                "sqrt": "√", "partial": "∂", "nabla": "∇", "sum": "Σ", "int": "∫", "in": "∈", "to": "→",
+                "rightarrow": "→", "mapsto": "↦", "langle": "⟨", "rangle": "⟩", "ldots": "…", "dots": "…",
+                "propto": "∝", "sim": "∼", "circ": "∘", "wedge": "∧", "hat": "", "tilde": "", "bar": "", "quad": " ",
+                "mathrm": "", "mathbf": "", "mathcal": "", "mathit": "", "boldsymbol": "", "text": "",
+                "operatorname": "", "left": "", "right": "", "big": "", "Big": "",
+                ",": " ", ";": " ", "!": "", " ": " ", "|": "‖", "{": "{", "}": "}"}
+_TEX_COMMAND = re.compile(r"\\([A-Za-z]+|.)")
+_TEX_SCRIPT = re.compile(r"([_^])(?:\{([^{}]*)\}|([^\s{}]))")
+
+
+def tex_text(text: str) -> str:
+    """A caption as HTML without TeX: its ``$...$`` as symbols (``$\\nu = 0.01$`` -> ν = 0.01, ``$E_0$`` ->
+    E<sub>0</sub>), any other command by its name; the rest escaped. The index loads no math renderer."""
+    parts = re.split(r"(\$[^$]+\$)", str(text).replace("\n", " "))
+    out = []
+    for i, part in enumerate(parts):
+        if not i % 2:
+            out.append(html.escape(part))
+            continue
+        math_text = _TEX_COMMAND.sub(lambda m: _TEX_SYMBOLS.get(m.group(1), m.group(1)), part[1:-1])
+        math_text = html.escape(math_text, quote=False)
+        math_text = _TEX_SCRIPT.sub(lambda m: f"<{'sub' if m.group(1) == '_' else 'sup'}>{m.group(2) or m.group(3)}"
+                                              f"</{'sub' if m.group(1) == '_' else 'sup'}>", math_text)
+        out.append(math_text.replace("{", "").replace("}", ""))
+    return "".join(out)
+
+
+def _override(overrides: list[str], key: str):
+    value = None
+    for override in overrides:
+        name, _, text = override.partition("=")
+        value = yaml.safe_load(text) if name.lstrip("+") == key else value
+    return value
+
+
+def paper_path_steps(exp) -> float | None:
+    """The path-steps of the figure's runs at the paper's counts, from its experiment file alone (no config is
+    composed: the index is rebuilt after every figure): paths x steps of each run, a convergence study's every
+    step size and its fine reference. None where the file does not give a run's paths, T and step size."""
+    if "paper" not in exp.fidelity:
+        return None
+    total = 0.0
+    for run_id in exp.runs:
+        overrides = exp.overrides(run_id, "paper")
+        paths, T, dt, dts = (_override(overrides, k) for k in ("plan.paths", "plan.T", "plan.dt", "plan.dts"))
+        if not isinstance(paths, int) or not isinstance(T, (int, float)) or not (dt or dts):
+            return None
+        if dts:
+            refine = _override(overrides, "plan.reference_refine") or 8
+            total += paths * (sum(math.ceil(T / d - 1e-9) for d in dts) + math.ceil(T * refine / min(dts) - 1e-9))
+        else:
+            total += paths * math.ceil(T / dt - 1e-9)
+    return total
+
+
+def status(r: dict | None, exp=None, paper_result: str | None = None) -> tuple[str, list[str]]:
+    """(the figure's status in words, why its record is stale: empty where it is current). A figure with no
+    record needs a GPU where its paper's counts are over ``GPU_PATH_STEPS`` path-steps."""
+    if r is None:
+        if paper_result:
+            return "not computed here; kept at the paper's counts in the repository", []
+        if exp is not None and exp.at_papers_counts("reduced"):
+            return "not computed (its reduced profile has the paper's counts: a CPU computes it)", []
+        steps = paper_path_steps(exp) if exp is not None else None
+        if steps is not None and steps > GPU_PATH_STEPS:
+            return f"needs a GPU: not computed ({steps:.2g} path-steps at the paper's counts)", []
+        return "not computed", []
+    made = r.get("provenance") or {}
+    on = " on a GPU" if "gpu" in made.get("device", "").lower() else ""
+    text = (f"kept at the paper's counts{on}" if at_papers_counts(r)
+            else f"computed at {r['fidelity']} fidelity, not the paper's counts{on}")
+    return text, stale_reasons(r, exp)
+
+
+def _stale_html(reasons: list[str]) -> str:
+    if not reasons:
+        return ""
+    return (f'<p class="stale"><b>Stale record</b>: {html.escape("; ".join(reasons))}. Drawn again by '
+            "<code>sgi-figures</code> from a clean commit, it would show what this checkout computes.</p>")
 
 
 def _apart(check: dict) -> str:
@@ -132,66 +258,109 @@ def _disagreements_html(r: dict) -> str:
     return f'<div class="disagrees"><p><b>{DISAGREES}:</b></p><ul>{"".join(items)}</ul></div>' if items else ""
 
 
-def _figure_html(r: dict, paper_result: str | None = None) -> str:
+def _figure_html(r: dict | None, exp=None, paper_result: str | None = None) -> str:
+    """A figure's section: its status, stale warning, thumbnail (loaded when scrolled to, a link to the full
+    figure) beside its caption, then its tables and checks folded in a <details>. A figure with no record: its
+    status and caption."""
     e = html.escape
+    paper, figure = (r["paper"], r["figure"]) if r is not None else (exp.paper, exp.figure)
+    text, reasons = status(r, exp, paper_result)
+    if r is None:
+        link = f' <a href="{e(paper_result)}">The figure at the paper\'s counts</a>.' if paper_result else ""
+        caption = "Caption (not a figure of the paper)" if exp.diagnostic else "Paper caption"
+        return f"""
+<section id="{e(paper)}-{e(figure)}">
+<h2>{e(exp.heading)}</h2>
+<p class="fidelity"><b>Status:</b> {e(text)}.{link} Made by <code>{e(figure_command_text(exp))}</code>.</p>
+<div class="caption"><p><b>{caption}</b> ({e(exp.source)}):</p><p>{tex_text(exp.caption)}</p></div>
+</section>"""
     studies = r.get("convergence", [])     # records written before convergence studies have none
     precision = r.get("work_precision", [])      # records written before work-precision figures have none
-    tables = (_table_html(md_header(r.get("observable", "H"), r["table"]), [md_cells(row) for row in r["table"]])
+    tables = (_table_html(md_header(r.get("observable", "H"), r["table"]), [md_cells(row) for row in r["table"]],
+                          RUN_COLUMNS_FROM)
               + _table_html(STUDY_MD_HEADER, study_md_rows(studies))
               + _table_html(work_precision_header(precision), work_precision_md_rows(precision)))
+    if r["table"]:
+        tables = f"<p><small>{e(RELATIVE_SE_TEXT)}</small></p>" + tables
     checks = "".join(
         f'<li><span class="{c["verdict"]}">{c["verdict"]}</span>{_apart(c)} {e(c["id"])} [{e(c["run"])}]: '
         f"{e(CheckResult.from_record(c).measured())}<br><small>{e(c['criterion'])}</small></li>" for c in r["checks"])
-    counts = verdict_counts(r["checks"])
-    summary = ", ".join(f'<span class="{v}">{counts[v]} {v}</span>' for v in ("PASS", "FAIL", "SKIP") if counts[v])
-    summary += f"; {counts[BY_CONSTRUCTION]} {BY_CONSTRUCTION}" if counts[BY_CONSTRUCTION] else ""
+    summary = _summary(r)
     runs = "; ".join(dict.fromkeys(row["label"] for row in r["table"] + studies))
-    note = f"<p>{e(r['note'])}</p>" if r.get("note") else ""
+    note = f"<p>{tex_text(r['note'])}</p>" if r.get("note") else ""
     label, title = heading(r)
     caption = "Caption (not a figure of the paper)" if r.get("diagnostic") else "The paper's caption"
     files = " · ".join(f'<a href="{e(r["_dir"])}/{e(name)}">{e(name)}</a>' for name in r["files"].values())
+    png = f'{e(r["_dir"])}/{e(r["files"]["png"])}'
     return f"""
-<section id="{e(r['paper'])}-{e(r['figure'])}">
+<section id="{e(paper)}-{e(figure)}">
 <h2>{e(title)}</h2>
+<p><b>Status:</b> {e(text)}. Checks: {summary}</p>
+{_stale_html(reasons)}
 {_fidelity_note(r, paper_result)}
 <div class="figure">
-  <a href="{e(r['_dir'])}/{e(r['files']['png'])}" title="the figure at full size"><img src="{e(r['_dir'])}/{e(r['files']['png'])}" alt="{e(label)}"></a>
-  <div class="caption"><p><b>{caption}</b> ({e(r.get('source', ''))}):</p><p>{e(r['caption'])}</p>
+  <a href="{png}" title="the figure at full size"><img src="{png}" alt="{e(label)}" loading="lazy"></a>
+  <div class="caption"><p><b>{caption}</b> ({e(r.get('source', ''))}):</p><p>{tex_text(r['caption'])}</p>
   <p><b>Runs drawn here:</b> {e(runs)}.</p>{note}{_disagreements_html(r)}</div>
 </div>
+<details><summary>Its table, checks, command and files</summary>
+<p>Bands and ± values are Monte Carlo standard errors (SE).</p>
 {tables}
 <p class="command">Made by: <code>{e((r.get("provenance") or {}).get("command") or "")}</code></p>
 <p class="files">Files: {files}</p>
-<p>Checks: {summary}</p>
 <ul class="checks">{checks}</ul>
+</details>
 </section>"""
+
+
+def figure_command_text(exp) -> str:
+    """The command that makes a figure not computed here: at the paper's counts where it has them."""
+    return figure_command(exp.paper, exp.figure, "paper" if "paper" in exp.fidelity else "reduced")
+
+
+def _summary(r: dict) -> str:
+    counts = verdict_counts(r["checks"])
+    summary = ", ".join(f'<span class="{v}">{counts[v]} {v}</span>' for v in ("PASS", "FAIL", "SKIP") if counts[v])
+    return summary + (f"; {counts[BY_CONSTRUCTION]} {BY_CONSTRUCTION}" if counts[BY_CONSTRUCTION] else "")
 
 
 def _cell(text) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
-def status_table(records: list[dict], experiments=()) -> str:
-    """``README.md`` of an output directory: one row per paper figure (every one of ``experiments``, each record
-    found otherwise): the fidelity it was computed at, whether those are the paper's counts, its verdicts, wall
-    time, device, date and commit. A figure with no record says so and what the paper's counts are."""
+def listing(records: list[dict], experiments=(), diagnostics: bool = True) -> list[tuple[str, str, dict | None, object]]:
+    """Every figure to list, in the papers' order (``figure_order``): (paper, figure, its record or None, its
+    experiment or None) for each of ``experiments`` and each record whose experiment is not among them. A
+    diagnostic (no figure of a paper) only where it has a record, and none unless ``diagnostics``."""
     found = {(r["paper"], r["figure"]): r for r in records}
-    rows, figures = [], [(e.paper, e.figure, e) for e in experiments if not e.diagnostic]
-    figures += [(r["paper"], r["figure"], None) for r in records if (r["paper"], r["figure"]) not in
-                {(p, f) for p, f, _ in figures} and not r.get("diagnostic")]
-    for paper, figure, exp in sorted(figures, key=lambda f: figure_order(Path(f[0]) / f[1])):
-        r = found.get((paper, figure))
+    known = {(e.paper, e.figure): e for e in experiments}
+    keys = sorted(set(found) | set(known), key=lambda k: figure_order(Path(k[0]) / k[1]))
+    rows = [(p, f, found.get((p, f)), known.get((p, f))) for p, f in keys]
+    def diagnostic(r, exp):
+        return r.get("diagnostic", False) if r is not None else exp.diagnostic
+    return [(p, f, r, exp) for p, f, r, exp in rows if not diagnostic(r, exp) or (diagnostics and r is not None)]
+
+
+def status_table(records: list[dict], experiments=(), links: dict | None = None) -> str:
+    """``README.md`` of an output directory: one row per paper figure (every one of ``experiments``, each record
+    found otherwise), in the papers' order: its status (``status``: kept at the paper's counts, computed at another
+    fidelity, needs a GPU, not computed), whether its record is stale and why, its verdicts, wall time, device,
+    date and commit."""
+    rows = []
+    for paper, figure, r, exp in listing(records, experiments, diagnostics=False):
+        text, reasons = status(r, exp, (links or {}).get((paper, figure)))
         if r is None:
-            counts = ", ".join(exp.fidelity["paper"]["overrides"]) if "paper" in exp.fidelity else ""
-            reduced = " (its reduced profile has the paper's counts)" if exp.at_papers_counts("reduced") else ""
-            rows.append([exp.label, f"not computed here{reduced}", counts, "", "", "", "", ""])
+            counts = describe(exp.fidelity["paper"]) if "paper" in exp.fidelity else ""
+            rows.append([exp.label, text, "", "", "", "", "", "", counts])
             continue
         made = r.get("provenance", {})
         link = f"[{heading(r)[0]}]({paper}/{figure}.png)"
-        rows.append([link, r["fidelity"], "yes" if at_papers_counts(r) else "no", counts_text(verdict_counts(r["checks"])),
+        rows.append([link, text, "stale: " + "; ".join(reasons) if reasons else "current",
+                     counts_text(verdict_counts(r["checks"])),
                      f"{made['compute_wall_time_s']:.0f}" if "compute_wall_time_s" in made else "",
-                     made.get("device", ""), made.get("date_utc", "")[:10], (made.get("commit") or "")[:12]])
-    header = ["figure", "fidelity", "paper's counts", "verdicts", "runs' wall s", "device", "date", "commit"]
+                     made.get("device", ""), made.get("date_utc", "")[:10], (made.get("commit") or "")[:12], ""])
+    header = ["figure", "status", "record", "verdicts", "runs' wall s", "device", "date", "commit",
+              "the paper's counts (where not computed)"]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]
     return "\n".join(lines) + "\n"
@@ -237,16 +406,36 @@ def build(output_dir, experiments=(), paper_results=None) -> Path:
     links = _paper_results(output_dir, paper_results)
     write_text_atomically(output_dir / "README.md",
         OWN_FILES["README.md"] + "\nWritten by `sgi-figures` from each figure's record "
-        "(`<paper>/<figure>.json`: its table, checks and provenance). \"Runs' wall s\" is the sum of the runs' own "
-        "wall times as they were computed (compilation included).\n\n" + status_table(found, experiments))
-    body = "".join(_figure_html(r, links.get((r["paper"], r["figure"]))) for r in found) or "<p>No figures yet: run <code>sgi-figures</code>.</p>"
-    toc = "".join(f'<li><a href="#{html.escape(r["paper"])}-{html.escape(r["figure"])}">'
-                  f'{html.escape(heading(r)[1])}</a> ({fidelity_label(r)})</li>' for r in found)
+        "(`<paper>/<figure>.json`: its table, checks and provenance) and the experiment files, every paper figure in "
+        "the papers' order. Status: kept at the paper's counts (on a GPU where its device is one), computed at "
+        f"another fidelity, needs a GPU (not computed, and over {GPU_PATH_STEPS:.0e} path-steps at the paper's "
+        "counts), or not computed. Record: stale where its experiment file or the numerics code changed after it "
+        "was drawn, or it was drawn from uncommitted code; `sgi-figures` from a clean commit draws it again. "
+        "\"Runs' wall s\" is the sum of the runs' own wall times as they were computed (compilation included).\n\n"
+        + status_table(found, experiments, links))
+    listed = listing(found, experiments)
+    e = html.escape
+    body = "".join(_figure_html(r, exp, links.get((p, f))) for p, f, r, exp in listed)
+    body = body or "<p>No figures yet: run <code>sgi-figures</code>.</p>"
+    toc, paper = "", None
+    for p, f, r, exp in listed:
+        if p != paper:
+            name = (r or {}).get("paper_name") or getattr(exp, "paper_name", "") or p
+            toc += ("</table>" if paper else "") + f'<h3 class="paper">{e(name)}</h3><table class="status">'
+            paper = p
+        text, reasons = status(r, exp, links.get((p, f)))
+        # The paper is the table's heading: a row names the figure and its title.
+        name, title = ((r.get("name") or f, r["title"]) if r is not None else (exp.name or f, exp.title))
+        toc += (f'<tr><td><a href="#{e(p)}-{e(f)}">{e(name)}</a>: {e(title)}</td><td>{e(text)}'
+                f'{"; <b>stale record</b>" if reasons else ""}</td><td class="verdicts">{_summary(r) if r else ""}'
+                "</td></tr>")
+    toc += "</table>" if paper else ""
     page = (OWN_FILES["index.html"] + f"<style>{_STYLE}</style></head><body>\n<h1>sgi-run: paper figures</h1>\n"
-            f"<p>Bands and ± values are Monte Carlo standard errors (SE). A check's margin says how many SE "
-            f"its value lies inside (+) or outside (−) the acceptance band. A quick view of this directory: "
-            f"<code>make docs</code> builds the documentation site, where each figure has its page with the "
-            f"captions' mathematics rendered.</p><ul>{toc}</ul>{body}\n</body></html>\n")
+            f"<p>Every paper figure, in the papers' order, with its status; each figure's table, checks and files "
+            f"are folded under it. Bands and ± values are Monte Carlo standard errors (SE). A check's margin says "
+            f"how many SE its value lies inside (+) or outside (−) the acceptance band. A quick view of this "
+            f"directory, its captions' mathematics as plain text: <code>make docs</code> builds the documentation "
+            f"site, where each figure has its page with the mathematics rendered.</p>{toc}{body}\n</body></html>\n")
     index = output_dir / "index.html"
     write_text_atomically(index, page)
     return index

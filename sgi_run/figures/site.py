@@ -20,9 +20,9 @@ import re
 from pathlib import Path
 
 from sgi_run.figures import gallery
-from sgi_run.figures.experiment import (STUDY_MD_HEADER, Experiment, disagreement_lines, figure_command, figure_order,
-                                         md_cells, md_header, study_md_rows, work_precision_header,
-                                         work_precision_md_rows)
+from sgi_run.figures.experiment import (RELATIVE_SE_TEXT, STUDY_MD_HEADER, Experiment, disagreement_lines,
+                                         figure_command, figure_order, md_cells, md_header, stale_reasons,
+                                         study_md_rows, work_precision_header, work_precision_md_rows)
 from sgi_run.figures.gallery import at_papers_counts, heading
 from sgi_run.figures.results import BY_CONSTRUCTION, CheckResult, verdict_counts
 
@@ -80,6 +80,11 @@ class Figure:
         name = (self.record or {}).get("name") or (self.experiment.name if self.experiment else "")
         return self.figure if self.diagnostic or not name else name
 
+    @property
+    def stale(self) -> list[str]:
+        """Why its record is stale (``experiment.stale_reasons``); empty where it is current or there is none."""
+        return stale_reasons(self.record, self.experiment) if self.record is not None else []
+
     def data_files(self) -> dict[str, Path]:
         """Kind (png, csv, md, checks, json) -> the file in the record's directory, for those that exist."""
         if self.record is None:
@@ -131,11 +136,14 @@ def plain(text) -> str:
     return re.sub(r"([\\`*_\[\]|$#])", r"\\\1", text)
 
 
-def _markdown_table(header: list[str], rows: list[list[str]]) -> list[str]:
-    if not rows:
-        return []
-    return (["| " + " | ".join(plain(h) for h in header) + " |", "|" + "---|" * len(header)]
-            + ["| " + " | ".join(plain(c) for c in row) + " |" for row in rows] + [""])
+def _markdown_table(header: list[str], rows: list[list[str]], at: int | None = None) -> list[str]:
+    """The table as markdown, in parts a reader sees whole in the content column at 800 px
+    (``gallery.table_parts``: its empty columns left out, a wide one split at column ``at``)."""
+    lines = []
+    for part_header, part_rows in gallery.table_parts(header, rows, at):
+        lines += (["| " + " | ".join(plain(h) for h in part_header) + " |", "|" + "---|" * len(part_header)]
+                  + ["| " + " | ".join(plain(c) for c in row) + " |" for row in part_rows] + [""])
+    return lines
 
 
 def badge(text: str, verdict: str) -> str:
@@ -236,7 +244,7 @@ def figure_page(figure: Figure) -> str:
     runs = "; ".join(dict.fromkeys(row["label"] for row in r["table"] + r.get("convergence", [])))
     caption_kind = "Caption (not a figure of the paper)" if r.get("diagnostic") else "The paper's caption"
     png = r["files"]["png"]
-    lines = [f"# {plain(title)}", "", badges(verdict_counts(r["checks"])), "", *fidelity, "",
+    lines = [f"# {plain(title)}", "", badges(verdict_counts(r["checks"])), "", *_stale_banner(figure), *fidelity, "",
              f'[![{plain(label)}](files/{png}){{ .sgi-figure }}](files/{png} "the image at full size")', "",
              f"**{caption_kind}** ({plain(r.get('source', ''))}): {caption_markdown(r['caption'])}", ""]
     if runs:
@@ -246,12 +254,15 @@ def figure_page(figure: Figure) -> str:
     # Beside the caption it contradicts: what the paper says, what is measured (the checks' computed values).
     lines += disagreement_lines(r.get("disagreements", []), r["checks"], plain, lambda v: badge(v, v))
     lines += _reproduce_section(figure, r["fidelity"]) + _provenance_section(r)
-    table = _markdown_table(md_header(r.get("observable", "H"), r["table"]), [md_cells(row) for row in r["table"]])
+    table = _markdown_table(md_header(r.get("observable", "H"), r["table"]), [md_cells(row) for row in r["table"]],
+                            gallery.RUN_COLUMNS_FROM)
     studies = _markdown_table(STUDY_MD_HEADER, study_md_rows(r.get("convergence", [])))
     precision = r.get("work_precision", [])
     costs = _markdown_table(work_precision_header(precision), work_precision_md_rows(precision))
     if table or studies:
-        lines += ["## Table", "", "Bands and ± values are Monte Carlo standard errors (SE).", "", *table, *studies]
+        explained = f" {plain(RELATIVE_SE_TEXT)}" if table else ""
+        lines += ["## Table", "", f"Bands and ± values are Monte Carlo standard errors (SE).{explained}", "", *table,
+                  *studies]
     if costs:
         lines += ["## Work-precision", "", f"Each step size's error against its cost, every method timed in one series "
                   f"on {precision[0]['device']} ({precision[0]['timed_paths']} paths, {precision[0]['repeats']} "
@@ -260,13 +271,23 @@ def figure_page(figure: Figure) -> str:
     return "\n".join(lines)
 
 
+def _stale_banner(figure: Figure) -> list[str]:
+    """A warning, first on the page, where the record no longer shows what this checkout would draw."""
+    reasons = figure.stale
+    if not reasons:
+        return []
+    return ['!!! danger "Stale record: drawn by older code or from an older experiment file"', "",
+            f"    {plain('; '.join(reasons)).capitalize()}. `sgi-figures` run from a clean commit draws it again; "
+            "until then this page shows what that earlier code computed.", ""]
+
+
 def _placeholder_page(figure: Figure) -> str:
     exp = figure.experiment
     caption_kind = "Caption (not a figure of the paper)" if exp.diagnostic else "The paper's caption"
     paper_profile = exp.fidelity.get("paper")
     lines = [f"# {plain(exp.heading)}", "", '!!! note "Not computed here"', "",
              "    No record of this figure is in the record directories this site was built from "
-             "(`gallery/paper`, `outputs/figures`).", ""]
+             f"(`gallery/paper`, `outputs/figures`). Status: {plain(gallery.status(None, exp)[0])}.", ""]
     if paper_profile:
         same = " Its reduced profile has the paper's counts." if exp.at_papers_counts("reduced") else ""
         lines += [f"The paper's counts: {_profile_text({'overrides': paper_profile['overrides'], 'runs': paper_profile['runs']})}."
@@ -284,11 +305,14 @@ def _card(figure: Figure) -> str:
     caption."""
     page = f"{figure.paper}/{figure.figure}.md"
     if figure.record is None:
-        image, status = '<div class="sgi-thumb sgi-missing">not computed here</div>', "not computed here"
+        image = '<div class="sgi-thumb sgi-missing">not computed here</div>'
+        status = plain(gallery.status(None, figure.experiment)[0]) if figure.experiment else "not computed here"
     else:
         image = (f'[![{plain(figure.label)}]({figure.paper}/files/{figure.record["files"]["png"]})'
                  '{ .sgi-thumb loading=lazy }]' + f"({page})")
         status = (badges(verdict_counts(figure.record["checks"]))
+                  + (' <span class="sgi-badge sgi-stale" title="' + html.escape("; ".join(figure.stale))
+                     + '">stale record</span>' if figure.stale else "")
                   + f' <span class="sgi-fidelity">{plain(fidelity_words(figure.record))}</span>')
     return "\n".join(['<div class="sgi-card" markdown="block">', "", image, "",
                       f"**[{plain(figure.short_name)}]({page})**: {plain(figure.title)}", "", status, "",

@@ -333,3 +333,29 @@ def test_a_drift_column_is_the_largest_departure_along_the_kept_path_and_is_tabl
     _write_table(exp, "smoke", [row], files)
     assert "| largest drift of C1 |" in files["md"].read_text() and "max_t |C1(t) - C1(0)|" in files["md"].read_text()
     assert float(next(csv.DictReader(open(files["csv"])))["drift_C1"]) == 2.79e-8
+
+
+def test_a_run_whose_paths_all_failed_says_so_instead_of_nan():
+    """Every path non-finite: the value cell names what happened, no cell is "nan" or "— ± —"."""
+    from sgi_run.figures.experiment import md_cells
+    cells = md_cells(_row(160000, None, mean_T=None, nonfinite_paths=160000, max_rel_mc_error=None,
+                          window_mean=None, window_se=None, window_se_exact=True))
+    assert cells[3] == "all 160000 paths non-finite" and cells[7] == "—" and cells[8] == "—"
+    assert "nan" not in " ".join(cells) and "— ± —" not in " ".join(cells)
+
+
+@pytest.mark.parametrize("changes, shown", [({}, "0.01"), ({"mean_sign_changes": True}, "E crosses 0"),
+                                            ({"max_rel_mc_error": 0.8}, "E within 2 SE of 0"),
+                                            ({"max_rel_mc_error": 0.8, "mean_sign_changes": False}, "E within 2 SE of 0")])
+def test_the_relative_se_is_shown_only_where_the_mean_stays_away_from_0(changes, shown):
+    """SE/|E| has no meaning where E crosses 0 or comes within 2 SE of it (SE/|E| > 1/2 somewhere)."""
+    from sgi_run.figures.experiment import _markdown, md_cells, md_header
+    assert md_header("H", [_row(100, 0.001)])[8] == "max_t SE/|E|"
+    cells = re.split(r"(?<!\\)\|", _markdown(md_header("H", [_row(100, 0.001)]), [])[0])[1:-1]
+    assert len(cells) == 12 and cells[8] == r" max_t SE/\|E\| "      # its "|" escaped: one cell
+    assert md_cells(_row(100, 0.001, **changes))[8] == shown
+
+
+def test_a_mean_that_takes_both_signs_crosses_0_and_a_start_at_0_does_not():
+    from sgi_run.figures.experiment import sign_changes
+    assert sign_changes([-2.0, -0.5, 0.3, 1.4]) and not sign_changes([0.0, 0.2, 1.4, float("nan")])

@@ -8,7 +8,8 @@ import pytest
 import yaml
 
 from sgi_run.figures import site
-from sgi_run.figures.experiment import discover
+from sgi_run.figures.experiment import discover, experiment_digest
+from sgi_run.provenance import code_digest
 from tests.conftest import ROOT
 
 pytestmark = pytest.mark.xdist_group("docs_site")
@@ -79,7 +80,8 @@ def experiments():
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
     """The site built strictly (a warning fails it) from a few records: Luesink Figure 4 at the paper's
-    counts with one check by construction and one FAIL; Kraus & Tyranowski Figure 4.2 at reduced fidelity;
+    counts with one check by construction and one FAIL, its record current; Kraus & Tyranowski Figure 4.2 at
+    reduced fidelity, its record stale (another experiment file);
     Figure 4.3 at a profile named reduced whose counts are the paper's; every other figure has no record."""
     from mkdocs.commands.build import build
     from mkdocs.config import load_config
@@ -89,8 +91,12 @@ def built(tmp_path_factory):
     checks = [dict(c) for c in fig4["checks"]]
     checks[0]["by_construction"] = True
     checks[1] = {**checks[1], "verdict": "FAIL"}
-    copy_record(GALLERY, "luesink_2023", "fig4", records, checks=checks)
-    copy_record(GALLERY, "kraus_tyranowski_2021", "fig4_2", records, fidelity="reduced", papers_counts=False)
+    # Luesink Figure 4's record current (today's experiment file and numerics code, committed), 4.2's stale.
+    exp = next(e for e in discover(ROOT / "experiments") if (e.paper, e.figure) == ("luesink_2023", "fig4"))
+    copy_record(GALLERY, "luesink_2023", "fig4", records, checks=checks, experiment_digest=experiment_digest(exp),
+                provenance={**fig4["provenance"], "numerics_code": code_digest(), "uncommitted_changes": False})
+    copy_record(GALLERY, "kraus_tyranowski_2021", "fig4_2", records, fidelity="reduced", papers_counts=False,
+                experiment_digest="0" * 64)
     copy_record(GALLERY, "kraus_tyranowski_2021", "fig4_3", records, fidelity="reduced", papers_counts=True)
     out = tmp_path_factory.mktemp("site")
     extra = yaml.safe_load((ROOT / "mkdocs.yml").read_text())["extra"]
@@ -136,6 +142,29 @@ def test_the_fidelity_is_named_and_paper_counts_are_never_called_reduced(built):
     same = page_text((out / "papers" / "kraus_tyranowski_2021" / "fig4_3.html").read_text())
     assert "the paper's counts (the reduced profile, whose counts are the paper's)" in same
     assert "reduced fidelity" not in same
+
+
+@pytest.mark.slow       # the strict build, about 3 s, shared by the module's tests that read the site
+def test_a_stale_record_is_marked_on_its_page_and_card_and_a_current_one_is_not(built):
+    out = built[0]
+    stale = page_text((out / "papers" / "kraus_tyranowski_2021" / "fig4_2.html").read_text())
+    assert "Stale record" in stale and "Its experiment file was changed after it was drawn" in stale
+    assert "Stale record" not in page_text((out / "papers" / "luesink_2023" / "fig4.html").read_text())
+    cards = (out / "papers" / "kraus_tyranowski_2021.html").read_text()
+    card = re.search(r'<div class="sgi-card">((?:(?!sgi-card).)*?fig4_2\.html.*?)</div>', cards, re.S).group(1)
+    assert "stale record" in card
+    assert "stale record" not in (out / "papers" / "luesink_2023.html").read_text()
+
+
+@pytest.mark.slow       # the strict build, about 3 s, shared by the module's tests that read the site
+def test_a_wide_table_is_split_into_tables_the_content_column_holds(built):
+    """The ensemble table's twelve columns, less the empty ones, in two tables of at most eight, each naming the
+    run: a reader sees every column at 800 px without scrolling."""
+    page = (built[0] / "papers" / "kraus_tyranowski_2021" / "fig4_2.html").read_text()
+    section = page[page.index('id="table"'):page.index('id="checks"')]
+    heads = [re.findall(r"<th[^>]*>(.*?)</th>", head) for head in re.findall(r"<thead>(.*?)</thead>", section, re.S)]
+    assert len(heads) >= 2 and all(len(h) <= 8 and h[0] == "run" for h in heads)
+    assert any("max_t SE/|E|" in h for h in heads) and "E crosses 0" in page_text(section)
 
 
 @pytest.mark.slow       # the strict build, about 3 s, shared by the module's tests that read the site
