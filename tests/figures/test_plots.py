@@ -393,6 +393,66 @@ def test_a_sphere_panel_is_3d_with_the_vector_on_the_shaded_sphere_of_its_initia
     assert ax3d.get_legend() is not None and ax3d.get_xlim()[1] == pytest.approx(2.0)
 
 
+def test_a_fitted_sphere_panel_draws_no_sphere_and_names_the_view_by_the_papers_symbol():
+    """Gay-Balmaz & Wu (2024) Fig. 4 (a): Π circles (0, 0, 1) at radius 0.1 in the plane Π_z = 1; on the unit sphere it
+    was a blob. Fitted, each axis spans the curve (a flat axis a fifth of the widest), and no sphere is drawn."""
+    angle = np.linspace(0, 2 * np.pi, len(T))
+    pi = np.stack([0.1 * np.cos(angle), 0.1 * np.sin(angle), np.ones_like(T)], -1)
+    run = RunData({"C2": Series(T, np.ones_like(T), np.full_like(T, np.nan), None, kept=np.ones((1, len(T))))}, "C2",
+                  SYSTEM, lambda at: None, 1, np.zeros(len(T), int), {"pi": pi[None]})
+    fig = _figure([{"quantity": "sphere", "runs": ["det"], "solid": "pi", "symbol": "$\\Pi$", "fit": True}],
+                  {"det": run}, {"det": "deterministic"})
+    (ax3d,) = fig.axes
+    assert [line.get_label() for line in ax3d.get_lines()] == ["deterministic: $\\Pi$"]     # no sphere entry
+    assert not ax3d.collections                                                       # nor its surface
+    for lim, x in zip((ax3d.get_xlim(), ax3d.get_ylim()), (pi[:, 0], pi[:, 1])):      # the curve's range, 5% margins
+        assert lim == pytest.approx((x.min() - 0.05 * np.ptp(x), x.max() + 0.05 * np.ptp(x)))
+    low, high = ax3d.get_zlim()
+    assert low < 1 < high and high - low == pytest.approx(0.2 * 0.2 * 1.1)   # flat: a fifth of the widest span
+
+
+def test_legends_beside_3d_panels_in_a_grid_stay_inside_the_figure():
+    """Gay-Balmaz & Wu (2024) Figs 6, 8, 11: beside a 3-D panel in the right column, tight_layout stretched the axes over
+    the legend's room and the PNG cut the legend off; the figure now widens by what sticks out."""
+    angle = np.linspace(0, 2 * np.pi, len(T))
+    gamma = np.stack([np.cos(angle), np.sin(angle), np.zeros_like(T)], -1)
+    run = RunData({"C2": Series(T, np.ones_like(T), np.full_like(T, np.nan), None, kept=np.ones((1, len(T))))}, "C2",
+                  SYSTEM, lambda at: None, 1, np.zeros(len(T), int), {"gamma": gamma[None], "pi": gamma[None]})
+    label = "case 3: h1,2 = m g k Γ_x,y, k1 = k2 = 0.1 and a label long enough to need the room"
+    exp = _exp({"a": label}, [{"quantity": "sphere", "runs": ["a"], "solid": "pi"},
+                              {"quantity": "sphere", "runs": ["a"], "solid": "gamma"},
+                              {"quantity": "path", "runs": ["a"], "observable": "C2"}])
+    exp.layout = Layout(columns=2)
+    fig = plots.figure(exp, {"a": run}, _table({"a": run}, {"a": label}), "smoke")
+    fig.canvas.draw()
+    for ax in fig.axes:
+        assert ax.get_legend().get_window_extent().x1 <= fig.bbox.x1, "a legend is cut off by the figure's edge"
+
+
+def test_a_path_panel_takes_the_papers_labels_marks_what_its_y_range_cuts_and_zooms_in_y_too():
+    """Gay-Balmaz & Wu (2024) Fig. 12: a spike to -80 is cut by a fixed y-range and marked with its value; a zoom on an
+    x-range scales y to what it shows, not to a spike outside it; legend texts as the paper writes them."""
+    y = np.where(T == 8, -80.0, np.sin(T))
+    run = _one_path({"omega_phi": y, "H": np.zeros_like(T)})
+    full = {"quantity": "path", "runs": ["s"], "observable": ["omega_phi", "H"], "deviation": None,
+            "labels": ["$\\omega_\\phi(t)$", "$E(t)$"], "ylim": [-3, 3]}
+    zoom = {"quantity": "path", "runs": ["s"], "observable": "omega_phi", "deviation": None, "xlim": [0, 5]}
+    fig = _figure([full, zoom], {"s": run}, {"s": "case 3"})
+    first, second = fig.axes
+    assert [t.get_text() for t in first.get_legend().get_texts()] == ["$\\omega_\\phi(t)$", "$E(t)$"]
+    notes = [c.get_text() for c in first.get_children() if isinstance(c, Annotation)]
+    assert notes == ["↓ -80 at t=8"]
+    low, high = second.get_ylim()
+    assert -1.2 < low < -0.9 and 0.9 < high < 1.2        # sin over [0, 5], not the spike at t = 8
+
+
+def test_a_path_panel_refuses_labels_that_do_not_match_its_observables():
+    from sgi_run.core.errors import ConfigError
+    with pytest.raises(ConfigError, match="labels.*a list of 2 legend texts"):
+        path_kind._check_path({"observable": ["a", "b"], "labels": ["only one"]}, lambda key: key, "panels[0]", {},
+                              frozenset())
+
+
 # --- potential panels: the heavy top's V(theta) from a kept path's momenta -----------------------------
 def test_a_potential_panel_draws_v_of_theta_at_each_time_with_its_e_prime_dashed():
     """Gay-Balmaz & Wu (2024) Figs 3, 10, 13: V(theta; p_psi(t), p_phi(t)) solid, E'(t) dashed in the same colour, per time."""
@@ -442,8 +502,9 @@ def test_a_sphere_panel_draws_energy_contours_a_red_run_and_the_path_a_rule_pick
     (ax3d,) = [a for a in fig.axes if a.name == "3d"]
     lines = {line.get_label(): line for line in ax3d.get_lines()}
     assert lines["deterministic: $\\pi$"].get_color() == "red" and "$\\pi$(0) = (-0.6, 0.8, 0)" in lines
-    picked = [label for label in lines if label.startswith("stochastic, path 2 of 3: farthest")]
-    assert picked and "1 qualify" in picked[0]
+    # A reader's label: the path and the number it was picked by (the panel's title states the rule).
+    picked = [label for label in lines if label.startswith("stochastic (path 2 of 3; ")]
+    assert picked and picked[0].endswith("from the deterministic orbit, farthest of 1): $\\pi$")
     assert "separatrix E = 0.25" in lines and "energy contours: 5 levels in (0.2222, 0.4444)" in lines
     contours = [line for line in ax3d.get_lines() if line.get_label().startswith("_") and line.get_color() == "k"]
     assert len(contours) >= 6 and ax3d.elev == 18 and ax3d.azim == 200
