@@ -180,6 +180,17 @@ CHECK = OfKind("check", _check_of_kind, {
     "id": NAME, "run": Value(_is_text, "a run id"), "runs": Value(NAMES.fits, "a list of run ids"),
     "criterion": TEXT, "observable": NAME}, required=("id",))
 
+# A place where the figure disagrees with its paper: the paper's claim quoted verbatim, where the paper makes it,
+# the checks whose computed values show the disagreement (ids of this file's checks: the loader refuses others),
+# what is measured, in words, and why, or "unexplained". Shown on the figure's page, in its table and gallery.
+DISAGREEMENT = Keys("a disagreement with the paper", {
+    "claim": Value(_is_text, "a text: the paper's sentence(s) the figure contradicts, quoted verbatim"),
+    "where": Value(_is_text, 'a text: where the paper says it, e.g. "Section 2.3, Figure 2.2 caption"'),
+    "checks": Value(NAMES.fits, "a non-empty list of check ids of this file whose computed values show it"),
+    "finding": Value(_is_text, "a text: what the figure measures instead, in words"),
+    "explanation": Value(_is_text, 'a text: why, or the word "unexplained"')},
+    required=("claim", "where", "checks", "finding", "explanation"))
+
 # --- the file -------------------------------------------------------------------------------------------------
 COST = Keys("a profile's cost", {
     "paths": integer(1, MAX_INDEX - 1, "the paths of each timed run (in one shard)"),
@@ -202,5 +213,6 @@ EXPERIMENT = Keys("an experiment file", {
     "fidelity": Keys("fidelity", dict.fromkeys(FIDELITIES, PROFILE), required=FIDELITIES),
     "runs": Named("run id", RUN, non_empty=True), "layout": LAYOUT, "panels": Each("panel", PANEL, non_empty=True),
     "checks": Each("check", CHECK), "window": nullable(RANGE),
+    "disagreements": Each("disagreement with the paper", DISAGREEMENT, non_empty=True),
     "unconverged_steps": one_of(UNCONVERGED_STEPS, " or ".join(f"{n} ({what})" for n, what in UNCONVERGED_STEPS.items()))},
     required=("paper", "figure", "title", "caption", "common", "fidelity", "runs", "panels", "checks"))

@@ -15,6 +15,7 @@ from sgi_run.figures import plots
 from sgi_run.figures.layout import PALETTE, Layout, style as curve_style
 from sgi_run.figures.panels import path as path_kind
 from sgi_run.figures.panels import potential as potential_kind
+from sgi_run.figures.panels import solvability as solvability_kind
 from sgi_run.figures.panels import style
 from sgi_run.figures.panels import time as time_kind
 from sgi_run.figures.results import RunData, Series
@@ -534,7 +535,7 @@ def test_a_solvability_panel_maps_the_norm_of_a_b_per_increment_vector():
         name = "stand-in"
 
         def half_step_momenta(self, system, pi, dt, dw):
-            return HalfStepMomenta(pi * (1 + 0 * jnp.sum(dw)), pi, jnp.int32(3), jnp.bool_(True))
+            return HalfStepMomenta(pi * (1 + 0.1 * jnp.sum(jnp.abs(dw)) * pi[0] ** 2), pi, jnp.int32(3), jnp.bool_(True))
 
     run = RunData({"H": Series(T, np.ones_like(T), np.zeros_like(T))}, "H", SYSTEM, paths=1, dt=0.01, integrator=Integrator(),
                   increment_bound=0.42919)
@@ -546,6 +547,15 @@ def test_a_solvability_panel_maps_the_norm_of_a_b_per_increment_vector():
     assert np.allclose(images[0].get_array(), 2 * np.sqrt(2))
     titles = [ax.get_title() for ax in fig.axes]
     assert any(t.startswith("ΔW = (D, D, -D), D = 0.42919\n") and "≤ 3 iterations, all converged" in t for t in titles)
+    # The maps are compared: one colour scale (the least to the largest value of both), one colour bar.
+    assert images[0].get_clim() == images[1].get_clim() == (pytest.approx(2 * np.sqrt(2)), images[1].get_array().max())
+    bars = [ax for ax in fig.axes if ax.get_visible() and ax.get_ylabel() == "||(A, B)||"]
+    assert len(bars) == 1
+    # The figure's table is what the maps draw: per increment vector its least and largest norm.
+    text, header, rows = solvability_kind._solvability_table(panel, {"map": run})
+    assert text.startswith("The maps drawn: ‖(A, B)‖")
+    assert header[:3] == ["ΔW", "min ‖(A, B)‖", "max ‖(A, B)‖"] and [r[0] for r in rows] == ["(0, 0, 0)", "(D, D, -D), D = 0.42919"]
+    assert rows[0][1] == rows[0][2] == f"{2 * np.sqrt(2):.7f}" and float(rows[1][2]) == pytest.approx(images[1].get_array().max())
 
 
 # --- scan panels: one value per run against its step size --------------------------------------------------

@@ -77,7 +77,7 @@ def _sphere_panel(ax, exp, panel: dict, data: dict[str, RunData], styles: dict) 
         black, red = run_id in panel.get("black", []), run_id in panel.get("red", [])
         tone = "k" if black else "red" if red else colour
         if at is not None:
-            radius = max(radius, _sphere_points(ax, run, solid, paths, at, tone, f"{label}{note}"))
+            radius = max(radius, _sphere_points(ax, run, solid, paths, at, tone, f"{label}{note}", name))
             continue
         if not paths:
             ax.plot([], [], color=tone, lw=1.0, label=f"{label}{note}")
@@ -161,13 +161,14 @@ def _sphere_paths(panel: dict, run_id: str, data: dict[str, RunData]) -> tuple[l
     return [panel.get("path", 0)], ""
 
 
-def _sphere_points(ax, run: RunData, view: str, paths: list[int], at: float, tone, label: str) -> float:
+def _sphere_points(ax, run: RunData, view: str, paths: list[int], at: float, tone, label: str,
+                   name: str | None = None) -> float:
     """Every listed kept path's ``view`` at output time ``at`` as a point (one realisation each: paper 002 Fig. 2's
     ensemble forecast); returns the sphere's radius (|view(0)| of the first path)."""
     i = run.output_index(at)
     points = np.array([run.kept_view(view, p)[i] for p in paths]) if i is not None else np.empty((0, 3))
     count = f"{len(paths)} kept paths" if len(paths) > 1 else "kept path"
-    text = f"{label}: {symbol(view)} at the panel's time ({count})" if i is not None else f"{label}: no output time t = {at:g}"
+    text = f"{label}: {name or symbol(view)} at the panel's time ({count})" if i is not None else f"{label}: no output time t = {at:g}"
     ax.plot(*points.T, "o", color=tone, ms=4 if len(paths) > 1 else 6, ls="none", label=text)
     return float(np.linalg.norm(run.kept_view(view, paths[0])[0])) if paths else 0.0
 
