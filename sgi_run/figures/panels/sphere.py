@@ -90,7 +90,10 @@ def _sphere_panel(ax, exp, panel: dict, data: dict[str, RunData], styles: dict) 
                 shade = tone if black or red or len(vectors) == 1 else style(i).colour
                 text = (f"{label}{note}: {name}" + (" (solid)" if dashed else "")
                         + (f", vector {i + 1}" if len(vectors) > 1 and not black else ""))
-                ax.plot(*v.T, color=shade, lw=1.0, label=text if i == 0 or not black else "_nolegend_")
+                # Fitted, a black reference run is thin: its many loops in a small circle (paper 002 Fig. 8 (a): the
+                # deterministic Π inside the stochastic one) filled a disc at 1 pt.
+                width = 0.4 if black and panel.get("fit") else 1.0
+                ax.plot(*v.T, color=shade, lw=width, label=text if i == 0 or not black else "_nolegend_")
                 if red:
                     ax.plot(*v[0][:, None], "o", color="red", ms=5, label=f"{name}(0) = "
                             f"({', '.join(f'{c:.4g}' for c in v[0])})")
