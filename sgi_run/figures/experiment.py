@@ -610,7 +610,7 @@ def make_figure(exp: Experiment, fidelity: str, output_dir, runs_root: str | Non
     files = figure_files(exp, output_dir)
     with staged(files) as stage:     # the figure's files replace its old ones only once all are written
         plots.draw(exp, data, [per_run[i] for i in exp.runs], fidelity, stage["png"])
-        _write_table(exp, fidelity, table, stage, studies, precision, verdicts)
+        _write_table(exp, fidelity, table, stage, studies, precision, verdicts, _panel_tables(exp, data))
         _write_checks(exp, fidelity, verdicts, stage["checks"])
         write_record(stage["json"], seal(_record(exp, fidelity, table, studies, precision, verdicts, files, configs,
                                                  _provenance(exp, fidelity, results, time.perf_counter() - started,
@@ -1045,8 +1045,16 @@ def disagreement_lines(entries, checks, text: Callable[[str], str] = str,
     return lines
 
 
+def _panel_tables(exp: Experiment, data: dict) -> list[tuple]:
+    """The tables of the figure's panels whose kind makes one (panels.PanelKind.table): the values they draw."""
+    from sgi_run.figures.panels import PANEL_KINDS
+
+    kinds = [PANEL_KINDS[panel["quantity"]] for panel in exp.panels]
+    return [kind.table(panel, data) for panel, kind in zip(exp.panels, kinds) if kind.table]
+
+
 def _write_table(exp: Experiment, fidelity: str, table: list[dict], files: dict, studies: list[dict] = (),
-                 precision: list[dict] = (), verdicts: Sequence[CheckResult] = ()) -> None:
+                 precision: list[dict] = (), verdicts: Sequence[CheckResult] = (), panels: list[tuple] = ()) -> None:
     # A study's row also holds its step size's drifts and, in a work-precision figure, its cost.
     costs = {(row["run"], row["dt"]): {k: v for k, v in row.items() if k not in ("label", "error", "se", "resolvable")}
              for row in precision}
@@ -1063,7 +1071,10 @@ def _write_table(exp: Experiment, fidelity: str, table: list[dict], files: dict,
     counts = " (the paper's counts)" if exp.at_papers_counts(fidelity) else ""
     lines, said = [f"# {exp.heading}", ""], f"Fidelity: {fidelity}{counts}. "
     lines += disagreement_lines(exp.disagreements, verdicts)
-    if table:
+    for text, header, rows in panels:     # what the panels draw (e.g. Figure 14's maps), first
+        lines += [f"{said}{text}", "", *_markdown(header, rows), ""]
+        said = ""
+    if table and len(panels) < len(exp.panels):    # a run's E(observable)(T) where a panel draws it
         mean = mean_text(exp.observable)
         window = (f" Window mean: the time average of {mean} over [{exp.window[0]:g}, {exp.window[1]:g}]; its SE is"
                   " exact (from every path's time average, plan.time_average) where the run has them, else"

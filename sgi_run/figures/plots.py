@@ -193,25 +193,50 @@ def figure(exp, data: dict[str, RunData], table: list[dict], fidelity: str):
     width = sum(column_widths) + shared_width
     footer = "\n".join(textwrap.wrap(footer, int(FOOTER_WRAP * width / (AXES_WIDTH + 4))))
     # The heading within the panels' width, beside the shared legend (at 10.5 pt about HEADING_CHARACTERS_PER_INCH characters an inch).
-    fig.suptitle("\n".join(wrap(exp.heading, min(95 * columns, int(HEADING_CHARACTERS_PER_INCH * (width - shared_width))))), fontsize=10.5)
+    heading = "\n".join(wrap(exp.heading, min(95 * columns, int(HEADING_CHARACTERS_PER_INCH * (width - shared_width)))))
     footer_in = 0.16 * (footer.count("\n") + 1) + 0.15
-    title_in = 0.25 * (fig.get_suptitle().count("\n") + 1) + 0.25
+    title_in = 0.25 * (heading.count("\n") + 1) + 0.25
     body = max(sum(heights) + 0.75 * len(heights), extent(shared).height / fig.dpi + 0.3 if shared else 0.0)
     height = body + title_in + footer_in
     fig.set_size_inches(width, height)
     axes[0].get_gridspec().set_height_ratios(heights)
     axes[0].get_gridspec().set_width_ratios(column_widths)
+    right = 1 - shared_width / width
+    # The heading a fixed 0.1 in below the top edge and centred over the panels (not over the shared legend):
+    # tight_layout leaves room for the heading's height as if it stood at the edge; at matplotlib's default
+    # (2% of the height below it) a tall figure's heading overlapped its first panels' titles.
+    title = fig.suptitle(heading, fontsize=10.5, x=right / 2, y=1 - 0.1 / height, va="top")
     fig.text(0.01, 0.006, footer, fontsize=7, color="0.35", va="bottom")
     # tight_layout counts the legends hanging off the axes' right edge: the data area keeps its width. It does not
     # count a 3-D axes' title: a titled 3-D first row (a sphere) gets that room below the heading.
     titled_3d = kinds[0].projection == "3d" and (exp.panels[0].get("title") or layout.letters)
-    right = 1 - shared_width / width
-    heading_lines = fig.get_suptitle().count("\n") + 1   # tight_layout leaves room for one line of it only
-    top = 1 - (0.05 + 0.2 * (heading_lines - 1) + (0.3 if titled_3d else 0)) / height
+    top = 1 - (0.1 + (0.3 if titled_3d else 0)) / height
     fig.tight_layout(rect=(0, footer_in / height, right, top))
+    panels_centre = right / 2 * width      # inches from the left edge
+    _widen_for_legends(fig, axes)
+    title.set_x(panels_centre / fig.get_size_inches()[0])
     if shared:
         shared.set_bbox_to_anchor((right + 0.1 / width, top), transform=fig.transFigure)
     return fig
+
+
+def _widen_for_legends(fig, axes) -> None:
+    """Widen the figure by what the panels' legends stick out beyond its right edge (and a margin), every axes
+    keeping its place and size in inches. tight_layout does not always leave a legend its room: beside a 3-D
+    panel in the right column of a grid (paper 002 Figs 6, 8, 11) it stretched the 3-D axes over the room meant
+    for the legend, which the PNG then cut off."""
+    renderer = fig.canvas.get_renderer()
+    ends = [ax.get_legend().get_window_extent(renderer).x1 for ax in axes if ax.get_legend()]
+    margin = 0.1 * fig.dpi      # pixels between the rightmost legend and the edge
+    overflow = max(ends, default=0.0) + margin - fig.bbox.x1
+    if overflow <= 0:
+        return
+    width, height = fig.get_size_inches()
+    wider = width + overflow / fig.dpi
+    params = fig.subplotpars
+    fig.set_size_inches(wider, height)
+    # In fractions of the wider figure: the same inches from its left edge (wspace is relative to the axes: kept).
+    fig.subplots_adjust(left=params.left * width / wider, right=params.right * width / wider)
 
 
 def draw(exp, data: dict[str, RunData], table: list[dict], fidelity: str, path: Path) -> Path:

@@ -15,6 +15,7 @@ from sgi_run.figures import plots
 from sgi_run.figures.layout import PALETTE, Layout, style as curve_style
 from sgi_run.figures.panels import path as path_kind
 from sgi_run.figures.panels import potential as potential_kind
+from sgi_run.figures.panels import solvability as solvability_kind
 from sgi_run.figures.panels import style
 from sgi_run.figures.panels import time as time_kind
 from sgi_run.figures.results import RunData, Series
@@ -410,6 +411,66 @@ def test_a_sphere_panel_names_its_vectors_by_the_papers_symbol():
     assert right == ["vortices: $x_{1}$", "vortices: $x_{2}$", "sphere $|x|$ = 1"]
 
 
+def test_a_fitted_sphere_panel_draws_no_sphere_and_names_the_view_by_the_papers_symbol():
+    """Gay-Balmaz & Wu (2024) Fig. 4 (a): Π circles (0, 0, 1) at radius 0.1 in the plane Π_z = 1; on the unit sphere it
+    was a blob. Fitted, each axis spans the curve (a flat axis a fifth of the widest), and no sphere is drawn."""
+    angle = np.linspace(0, 2 * np.pi, len(T))
+    pi = np.stack([0.1 * np.cos(angle), 0.1 * np.sin(angle), np.ones_like(T)], -1)
+    run = RunData({"C2": Series(T, np.ones_like(T), np.full_like(T, np.nan), None, kept=np.ones((1, len(T))))}, "C2",
+                  SYSTEM, lambda at: None, 1, np.zeros(len(T), int), {"pi": pi[None]})
+    fig = _figure([{"quantity": "sphere", "runs": ["det"], "solid": "pi", "symbol": "$\\Pi$", "fit": True}],
+                  {"det": run}, {"det": "deterministic"})
+    (ax3d,) = fig.axes
+    assert [line.get_label() for line in ax3d.get_lines()] == ["deterministic: $\\Pi$"]     # no sphere entry
+    assert not ax3d.collections                                                       # nor its surface
+    for lim, x in zip((ax3d.get_xlim(), ax3d.get_ylim()), (pi[:, 0], pi[:, 1])):      # the curve's range, 5% margins
+        assert lim == pytest.approx((x.min() - 0.05 * np.ptp(x), x.max() + 0.05 * np.ptp(x)))
+    low, high = ax3d.get_zlim()
+    assert low < 1 < high and high - low == pytest.approx(0.2 * 0.2 * 1.1)   # flat: a fifth of the widest span
+
+
+def test_legends_beside_3d_panels_in_a_grid_stay_inside_the_figure():
+    """Gay-Balmaz & Wu (2024) Figs 6, 8, 11: beside a 3-D panel in the right column, tight_layout stretched the axes over
+    the legend's room and the PNG cut the legend off; the figure now widens by what sticks out."""
+    angle = np.linspace(0, 2 * np.pi, len(T))
+    gamma = np.stack([np.cos(angle), np.sin(angle), np.zeros_like(T)], -1)
+    run = RunData({"C2": Series(T, np.ones_like(T), np.full_like(T, np.nan), None, kept=np.ones((1, len(T))))}, "C2",
+                  SYSTEM, lambda at: None, 1, np.zeros(len(T), int), {"gamma": gamma[None], "pi": gamma[None]})
+    label = "case 3: h1,2 = m g k Γ_x,y, k1 = k2 = 0.1 and a label long enough to need the room"
+    exp = _exp({"a": label}, [{"quantity": "sphere", "runs": ["a"], "solid": "pi"},
+                              {"quantity": "sphere", "runs": ["a"], "solid": "gamma"},
+                              {"quantity": "path", "runs": ["a"], "observable": "C2"}])
+    exp.layout = Layout(columns=2)
+    fig = plots.figure(exp, {"a": run}, _table({"a": run}, {"a": label}), "smoke")
+    fig.canvas.draw()
+    for ax in fig.axes:
+        assert ax.get_legend().get_window_extent().x1 <= fig.bbox.x1, "a legend is cut off by the figure's edge"
+
+
+def test_a_path_panel_takes_the_papers_labels_marks_what_its_y_range_cuts_and_zooms_in_y_too():
+    """Gay-Balmaz & Wu (2024) Fig. 12: a spike to -80 is cut by a fixed y-range and marked with its value; a zoom on an
+    x-range scales y to what it shows, not to a spike outside it; legend texts as the paper writes them."""
+    y = np.where(T == 8, -80.0, np.sin(T))
+    run = _one_path({"omega_phi": y, "H": np.zeros_like(T)})
+    full = {"quantity": "path", "runs": ["s"], "observable": ["omega_phi", "H"], "deviation": None,
+            "labels": ["$\\omega_\\phi(t)$", "$E(t)$"], "ylim": [-3, 3]}
+    zoom = {"quantity": "path", "runs": ["s"], "observable": "omega_phi", "deviation": None, "xlim": [0, 5]}
+    fig = _figure([full, zoom], {"s": run}, {"s": "case 3"})
+    first, second = fig.axes
+    assert [t.get_text() for t in first.get_legend().get_texts()] == ["$\\omega_\\phi(t)$", "$E(t)$"]
+    notes = [c.get_text() for c in first.get_children() if isinstance(c, Annotation)]
+    assert notes == ["↓ -80 at t=8"]
+    low, high = second.get_ylim()
+    assert -1.2 < low < -0.9 and 0.9 < high < 1.2        # sin over [0, 5], not the spike at t = 8
+
+
+def test_a_path_panel_refuses_labels_that_do_not_match_its_observables():
+    from sgi_run.core.errors import ConfigError
+    with pytest.raises(ConfigError, match="labels.*a list of 2 legend texts"):
+        path_kind._check_path({"observable": ["a", "b"], "labels": ["only one"]}, lambda key: key, "panels[0]", {},
+                              frozenset())
+
+
 # --- potential panels: the heavy top's V(theta) from a kept path's momenta -----------------------------
 def test_a_potential_panel_draws_v_of_theta_at_each_time_with_its_e_prime_dashed():
     """Gay-Balmaz & Wu (2024) Figs 3, 10, 13: V(theta; p_psi(t), p_phi(t)) solid, E'(t) dashed in the same colour, per time."""
@@ -459,8 +520,9 @@ def test_a_sphere_panel_draws_energy_contours_a_red_run_and_the_path_a_rule_pick
     (ax3d,) = [a for a in fig.axes if a.name == "3d"]
     lines = {line.get_label(): line for line in ax3d.get_lines()}
     assert lines["deterministic: $\\pi$"].get_color() == "red" and "$\\pi$(0) = (-0.6, 0.8, 0)" in lines
-    picked = [label for label in lines if label.startswith("stochastic, path 2 of 3: farthest")]
-    assert picked and "1 qualify" in picked[0]
+    # A reader's label: the path and the number it was picked by (the panel's title states the rule).
+    picked = [label for label in lines if label.startswith("stochastic (path 2 of 3; ")]
+    assert picked and picked[0].endswith("from the deterministic orbit, farthest of 1): $\\pi$")
     assert "separatrix E = 0.25" in lines and "energy contours: 5 levels in (0.2222, 0.4444)" in lines
     contours = [line for line in ax3d.get_lines() if line.get_label().startswith("_") and line.get_color() == "k"]
     assert len(contours) >= 6 and ax3d.elev == 18 and ax3d.azim == 200
@@ -490,7 +552,7 @@ def test_a_solvability_panel_maps_the_norm_of_a_b_per_increment_vector():
         name = "stand-in"
 
         def half_step_momenta(self, system, pi, dt, dw):
-            return HalfStepMomenta(pi * (1 + 0 * jnp.sum(dw)), pi, jnp.int32(3), jnp.bool_(True))
+            return HalfStepMomenta(pi * (1 + 0.1 * jnp.sum(jnp.abs(dw)) * pi[0] ** 2), pi, jnp.int32(3), jnp.bool_(True))
 
     run = RunData({"H": Series(T, np.ones_like(T), np.zeros_like(T))}, "H", SYSTEM, paths=1, dt=0.01, integrator=Integrator(),
                   increment_bound=0.42919)
@@ -502,6 +564,15 @@ def test_a_solvability_panel_maps_the_norm_of_a_b_per_increment_vector():
     assert np.allclose(images[0].get_array(), 2 * np.sqrt(2))
     titles = [ax.get_title() for ax in fig.axes]
     assert any(t.startswith("ΔW = (D, D, -D), D = 0.42919\n") and "≤ 3 iterations, all converged" in t for t in titles)
+    # The maps are compared: one colour scale (the least to the largest value of both), one colour bar.
+    assert images[0].get_clim() == images[1].get_clim() == (pytest.approx(2 * np.sqrt(2)), images[1].get_array().max())
+    bars = [ax for ax in fig.axes if ax.get_visible() and ax.get_ylabel() == "||(A, B)||"]
+    assert len(bars) == 1
+    # The figure's table is what the maps draw: per increment vector its least and largest norm.
+    text, header, rows = solvability_kind._solvability_table(panel, {"map": run})
+    assert text.startswith("The maps drawn: ‖(A, B)‖")
+    assert header[:3] == ["ΔW", "min ‖(A, B)‖", "max ‖(A, B)‖"] and [r[0] for r in rows] == ["(0, 0, 0)", "(D, D, -D), D = 0.42919"]
+    assert rows[0][1] == rows[0][2] == f"{2 * np.sqrt(2):.7f}" and float(rows[1][2]) == pytest.approx(images[1].get_array().max())
 
 
 # --- scan panels: one value per run against its step size --------------------------------------------------

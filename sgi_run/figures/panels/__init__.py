@@ -40,6 +40,9 @@ class PanelKind:
     needs_integrator_method: str | None = None
     # (panel, data) -> what the figure's footer says of how the panel's values were measured ("" for nothing).
     footer: Callable[..., str] | None = None
+    # (panel, data) -> (a sentence, header, rows): the values the panel draws, as the figure's table. A figure whose
+    # panels all have one shows these instead of its runs' E(observable)(T), which such a panel does not draw.
+    table: Callable[..., tuple] | None = None
 
 
 # In the order an unknown kind's refusal lists them: the order of the imports below.

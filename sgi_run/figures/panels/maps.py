@@ -22,16 +22,21 @@ def map_row(ax, count: int, wspace: float = 0.3) -> list:
 
 
 def colour_map(sub, values: np.ndarray, extent: tuple, cmap: str, limits: tuple, label: str | None = None,
-               tick_format: str | None = None):
+               tick_format: str | None = None, bar: bool = True):
     """``values`` drawn as an image over ``extent`` (first row at the top) with its own colour bar on ``limits``,
-    its ticks as ``tick_format`` says (e.g. "%.7f": values that differ in the 6th digit, written out, no offset)."""
+    its ticks as ``tick_format`` says (e.g. "%.7f": values that differ in the 6th digit, written out, no offset);
+    ``bar=False``: no colour bar (maps that share one scale show it once), its room kept so the maps stay alike."""
     from matplotlib.ticker import FormatStrFormatter
     from mpl_toolkits.axes_grid1 import make_axes_locatable
 
     image = sub.imshow(values, cmap=cmap, vmin=limits[0], vmax=limits[1], origin="upper", aspect="equal",
                        interpolation="nearest", extent=extent)
     sub.tick_params(labelsize=7)
-    bar = sub.figure.colorbar(image, cax=make_axes_locatable(sub).append_axes("right", size="4%", pad=0.05))
+    cax = make_axes_locatable(sub).append_axes("right", size="4%", pad=0.05)
+    if not bar:
+        cax.set_visible(False)
+        return image
+    bar = sub.figure.colorbar(image, cax=cax)
     bar.ax.tick_params(labelsize=6.5)
     if tick_format:
         bar.ax.yaxis.set_major_formatter(FormatStrFormatter(tick_format))

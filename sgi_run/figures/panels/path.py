@@ -1,6 +1,8 @@
 """Panel kind ``path``: an observable along one kept path of each run, a single realisation: x(t) - x(0) by
 default, ``deviation`` a number or null, ``absolute: true`` for |x(t) - x(0)| on a ``yscale: log`` axis;
-``observable`` may list several, one line style each, and ``path`` picks the kept path, default 0."""
+``observable`` may list several, one line style each, ``labels`` their legend texts as the paper writes them
+(one per observable), and ``path`` picks the kept path, default 0; ``ylim`` a fixed y-range, a curve that leaves
+it marked where it leaves with its farthest value ("↓ -80 at t=28")."""
 from __future__ import annotations
 
 import dataclasses
@@ -12,13 +14,14 @@ from sgi_run.core.errors import require
 from sgi_run.figures.layout import LINESTYLES, style
 from sgi_run.figures.panels import PanelKind, register
 from sgi_run.figures.panels.style import symbol
+from sgi_run.figures.panels.time import mark_off_scale
 from sgi_run.figures.panels.validate import check_path_index
 from sgi_run.figures.results import RunData
 from sgi_run.figures.statistics import departure
 
 # Observables along one kept path (a single realisation), their deviation from t = 0.
 KEYS = ("quantity", "runs", "observable", "path", "deviation", "absolute", "relative", "title", "ylabel", "ylim",
-        "yscale", "xlim", "colours")
+        "yscale", "xlim", "colours", "labels")
 
 
 def _check_path(panel: dict, k, where: str, runs: dict, studies: frozenset) -> None:
@@ -35,6 +38,12 @@ def _check_path(panel: dict, k, where: str, runs: dict, studies: frozenset) -> N
             "initial (x(t) - x(0)), a number (x(t) - it) or null (x(t))")
     for flag in ("absolute", "relative"):
         require(k(f"{where}.{flag}"), panel.get(flag), isinstance(panel.get(flag, False), bool), "true or false")
+    count = 1 if isinstance(observables, str) or observables is None else len(observables)
+    labels = panel.get("labels")
+    require(k(f"{where}.labels"), labels,
+            labels is None or (isinstance(labels, list) and len(labels) == count
+                               and all(isinstance(x, str) and x.strip() for x in labels)),
+            f"a list of {count} legend texts, one per observable (as the paper writes them)")
 
 
 def path_values(series, panel: dict) -> np.ndarray:
@@ -94,6 +103,9 @@ def _path_panel(ax, exp, panel: dict, data: dict[str, RunData], styles: dict) ->
     observables = panel.get("observable", exp.observable)
     observables = [observables] if isinstance(observables, str) else list(observables)
     log = panel.get("yscale") == "log"
+    names = dict(zip(observables, panel.get("labels") or []))   # the paper's texts, where given
+    text = lambda group: names.get(group[0]) or path_label(group, panel)
+    curves = []
     for run_id in panel["runs"]:
         groups = pairs(observables, data[run_id], panel.get("path", 0))
         for n, group in enumerate(groups):
@@ -102,8 +114,8 @@ def _path_panel(ax, exp, panel: dict, data: dict[str, RunData], styles: dict) ->
                 y = path_values(s, panel)
                 keep = np.isfinite(y) & ((y > 0) if log else True)
                 # One run: its observables are the entries (the heading and the other panels name the run).
-                label = (path_label(group, panel) if len(panel["runs"]) == 1 else exp.runs[run_id].label
-                         + f": {path_label(group, panel)}") if len(observables) > 1 else exp.runs[run_id].label
+                label = (text(group) if len(panel["runs"]) == 1 else exp.runs[run_id].label
+                         + f": {text(group)}") if len(observables) > 1 else exp.runs[run_id].label
                 run_style = styles[run_id]
                 look = (run_style if len(groups) == 1 else style(n) if len(panel["runs"]) == 1 else
                         dataclasses.replace(run_style, linestyle=LINESTYLES[n % len(LINESTYLES)]))
@@ -111,6 +123,7 @@ def _path_panel(ax, exp, panel: dict, data: dict[str, RunData], styles: dict) ->
                 shown = (t >= panel["xlim"][0]) & (t <= panel["xlim"][1]) if panel.get("xlim") else np.ones(len(t), bool)
                 ax.plot(t, y[keep], lw=1.1, label=label if member == 0 else "_nolegend_",
                         **look.line(int(shown.sum()), n, int(np.argmax(shown))))
+                curves.append((t[shown], y[keep][shown], look.colour))   # marks only what the x-range shows
     if not log and panel.get("deviation", "initial") is not None:
         ax.axhline(0, color="0.55", lw=0.6, zorder=0.5)    # under the curves: one that stays at 0 shows
     if panel.get("xlim"):
@@ -118,6 +131,9 @@ def _path_panel(ax, exp, panel: dict, data: dict[str, RunData], styles: dict) ->
     ax.set_yscale(panel.get("yscale", "linear"))
     if panel.get("ylim"):
         ax.set_ylim(*panel["ylim"])
+        mark_off_scale(ax, curves)     # a value cut off is marked, never hidden
+    elif panel.get("xlim") and not log:
+        _fit_y(ax, [y for _, y, _ in curves])
     if log:
         ax.yaxis.set_major_locator(LogLocator(numticks=12))
         ax.yaxis.set_minor_formatter(NullFormatter())
@@ -128,6 +144,16 @@ def _path_panel(ax, exp, panel: dict, data: dict[str, RunData], styles: dict) ->
                             + (", ..." if len(observables) > 3 else "")))
     ax.set_xlabel("$t$")
     return 0
+
+
+def _fit_y(ax, values: list[np.ndarray]) -> None:
+    """The y-range of what an x-range shows (5% margin): matplotlib scales y to the whole curve, so a zoom on
+    a few cycles would keep the scale of a spike far outside them (paper 002 Fig. 12)."""
+    shown = np.concatenate([v[np.isfinite(v)] for v in values]) if values else np.empty(0)
+    if shown.size:
+        low, high = float(shown.min()), float(shown.max())
+        pad = 0.05 * (high - low) or 0.05 * max(abs(high), 1e-300)
+        ax.set_ylim(low - pad, high + pad)
 
 
 register(PanelKind("path", KEYS, _check_path, 2.4, _path_panel))

@@ -1,7 +1,10 @@
 """Panel kind ``sphere`` (3-D): the kept state view ``solid``, e.g. gamma, on the shaded sphere of its initial
 radius, and ``dashed``, e.g. pi; ``red`` runs drawn red from a red dot, ``select`` the kept path a rule picks,
 ``at`` every kept path's point at one time, ``contours`` the energy's level sets and separatrix, ``view`` the
-angles: paper 002 Figs 1, 2; ``symbol`` the paper's letter for ``solid`` in the legend (paper 004 Fig. 1: x)."""
+angles: paper 002 Figs 1, 2; ``symbol`` the solid view's symbol as the paper writes it, a letter or a Greek
+letter's name (paper 004 Fig. 1: x, the vortices x_1 ... x_4) or mathtext ("$\\Pi$", "$R e_3$"), not the observable's
+name; ``fit: true`` axes fitted to the curves without the sphere (paper 002 Fig. 4 (a): Π moves in a small circle
+of the plane Π_z = 1, a blob on the unit sphere)."""
 from __future__ import annotations
 
 import numpy as np
@@ -17,17 +20,19 @@ from sgi_run.figures.statistics import SELECTION_RULES, energy_levels, select_pa
 # State views along one kept path, one on the sphere of its initial radius; or every kept path's point at one
 # time `at`; `select` a kept path by a rule, `contours` of the energy, runs drawn `red`.
 KEYS = ("quantity", "runs", "solid", "dashed", "path", "title", "colours", "black", "red", "select", "at",
-        "contours", "view", "symbol")
+        "contours", "view", "symbol", "fit")
 
 
 def _check_sphere(panel: dict, k, where: str, runs: dict, studies: frozenset) -> None:
     for key in ("solid", "dashed"):
         require(k(f"{where}.{key}"), panel.get(key), panel.get(key) is None or isinstance(panel[key], str),
                 "a state view the runs keep along their paths (e.g. gamma, pi)")
-    require(k(f"{where}.symbol"), panel.get("symbol"),
-            panel.get("symbol") is None or (isinstance(panel["symbol"], str) and panel["symbol"].isalpha()),
-            "a letter or a Greek letter's name (x, pi): the paper's symbol for the solid view, in the legend")
     check_path_index(panel, k, where)
+    require(k(f"{where}.symbol"), panel.get("symbol"),
+            panel.get("symbol") is None or (isinstance(panel["symbol"], str) and (
+                panel["symbol"].isalpha() or (len(panel["symbol"]) > 2 and panel["symbol"][0] == panel["symbol"][-1] == "$"))),
+            "the paper's symbol for the solid view: a letter or a Greek letter's name (x, pi) or mathtext ($\\Pi$)")
+    require(k(f"{where}.fit"), panel.get("fit"), isinstance(panel.get("fit", False), bool), "true or false")
     for key, how in (("black", "drawn black"), ("red", "drawn red, their start a red dot")):
         require(k(f"{where}.{key}"), panel.get(key),
                 isinstance(panel.get(key, []), list) and all(r in panel["runs"] for r in panel.get(key, [])),
@@ -68,7 +73,7 @@ def _sphere_panel(ax, exp, panel: dict, data: dict[str, RunData], styles: dict) 
     draws n level sets of the first run's energy on the sphere and its separatrix in black (paper 002 Figs 1, 2)."""
     solid, dashed, at = panel.get("solid", "gamma"), panel.get("dashed"), panel.get("at")
     # The paper's symbol for the solid view (paper 004 writes x where the rigid body's view is named pi).
-    name = panel.get("symbol", solid)
+    name = _mathtext(panel.get("symbol") or solid)
     radius = 0.0
     for run_id in panel["runs"]:
         run, colour, label = data[run_id], styles[run_id].colour, exp.runs[run_id].label
@@ -76,7 +81,7 @@ def _sphere_panel(ax, exp, panel: dict, data: dict[str, RunData], styles: dict) 
         black, red = run_id in panel.get("black", []), run_id in panel.get("red", [])
         tone = "k" if black else "red" if red else colour
         if at is not None:
-            radius = max(radius, _sphere_points(ax, run, solid, paths, at, tone, f"{label}{note}"))
+            radius = max(radius, _sphere_points(ax, run, solid, paths, at, tone, f"{label}{note}", name))
             continue
         if not paths:
             ax.plot([], [], color=tone, lw=1.0, label=f"{label}{note}")
@@ -89,27 +94,33 @@ def _sphere_panel(ax, exp, panel: dict, data: dict[str, RunData], styles: dict) 
                 shade = tone if black or red or len(vectors) == 1 else style(i).colour
                 # Several vectors: each its indexed symbol, x_1 ... x_4 (the paper's x_i of vortex i).
                 indexed = len(vectors) > 1 and not black
-                text = f"{label}{note}: {symbol(f'{name}{i + 1}' if indexed else name)}" + (" (solid)" if dashed else "")
-                ax.plot(*v.T, color=shade, lw=1.0, label=text if i == 0 or not black else "_nolegend_")
+                text = f"{label}{note}: {_indexed(name, i + 1) if indexed else name}" + (" (solid)" if dashed else "")
+                # Fitted, a black reference run is thin: its many loops in a small circle (paper 002 Fig. 8 (a): the
+                # deterministic Π inside the stochastic one) filled a disc at 1 pt.
+                width = 0.4 if black and panel.get("fit") else 1.0
+                ax.plot(*v.T, color=shade, lw=width, label=text if i == 0 or not black else "_nolegend_")
                 if red:
-                    ax.plot(*v[0][:, None], "o", color="red", ms=5, label=f"{symbol(name)}(0) = "
+                    ax.plot(*v[0][:, None], "o", color="red", ms=5, label=f"{name}(0) = "
                             f"({', '.join(f'{c:.4g}' for c in v[0])})")
             if dashed:
                 y = run.kept_view(dashed, path)
                 ax.plot(*y.T, color="k" if black else colour, lw=0.9, ls="--", alpha=0.8, label=f"{label}: {symbol(dashed)} (dashed)")
-    u, v = np.meshgrid(np.linspace(0, 2 * np.pi, 41), np.linspace(0, np.pi, 21))
-    ax.plot_surface(radius * np.cos(u) * np.sin(v), radius * np.sin(u) * np.sin(v), radius * np.cos(v),
-                    color="0.6", alpha=0.18, lw=0, shade=False, rasterized=True)   # an image in PDF and SVG: smaller
-    ax.plot([], [], "s", color="0.6", alpha=0.4, label=f"sphere {_norm_text(name)} = {radius:.4g}")
     if panel.get("view"):
         ax.view_init(*panel["view"])
-    if panel.get("contours"):
-        _energy_contours(ax, data[panel["runs"][0]].system, radius, panel["contours"])
-    ax.set_box_aspect((1, 1, 1))
-    extent = max(radius, *(float(np.nanmax(np.abs(data[r].kept_view(v, panel.get("path", 0))))) for r in panel["runs"]
-                           for v in (solid, dashed) if v))
-    for set_lim in (ax.set_xlim, ax.set_ylim, ax.set_zlim):
-        set_lim(-extent, extent)
+    if panel.get("fit"):
+        _fit_axes(ax, [data[r].kept_view(v, panel.get("path", 0)) for r in panel["runs"] for v in (solid, dashed) if v])
+    else:
+        u, v = np.meshgrid(np.linspace(0, 2 * np.pi, 41), np.linspace(0, np.pi, 21))
+        ax.plot_surface(radius * np.cos(u) * np.sin(v), radius * np.sin(u) * np.sin(v), radius * np.cos(v),
+                        color="0.6", alpha=0.18, lw=0, shade=False, rasterized=True)   # an image in PDF and SVG: smaller
+        ax.plot([], [], "s", color="0.6", alpha=0.4, label=f"sphere {_norm_text(name)} = {radius:.4g}")
+        if panel.get("contours"):
+            _energy_contours(ax, data[panel["runs"][0]].system, radius, panel["contours"])
+        ax.set_box_aspect((1, 1, 1))
+        extent = max(radius, *(float(np.nanmax(np.abs(data[r].kept_view(v, panel.get("path", 0))))) for r in panel["runs"]
+                               for v in (solid, dashed) if v))
+        for set_lim in (ax.set_xlim, ax.set_ylim, ax.set_zlim):
+            set_lim(-extent, extent)
     ax.set_xlabel("x", labelpad=-2)
     ax.set_ylabel("y", labelpad=-2)
     ax.set_zlabel("z", labelpad=-2)
@@ -117,10 +128,37 @@ def _sphere_panel(ax, exp, panel: dict, data: dict[str, RunData], styles: dict) 
     return 0
 
 
-def _norm_text(view: str) -> str:
-    """"$|\\pi|$" of a view with a symbol, "|body_axis|" of one without."""
-    name = symbol(view)
-    return f"${chr(124)}{name.strip(chr(36))}{chr(124)}$" if name != view else f"|{view}|"
+def _fit_axes(ax, curves: list[np.ndarray]) -> None:
+    """Axes fitted to the curves, each axis to its own range (5% margin), no sphere: a curve far smaller than
+    its sphere (the heavy top's Π, in the plane Π_z = 1 about (0, 0, 1) on the sphere of radius 1) reads as a
+    curve instead of a blob. An axis the curves hardly span (a plane) gets a fifth of the widest range, so the
+    box does not collapse to a sheet."""
+    points = np.concatenate([c.reshape(-1, 3) for c in curves])
+    low, high = np.nanmin(points, axis=0), np.nanmax(points, axis=0)
+    span = high - low
+    half = np.maximum(span, 0.2 * span.max()) * 0.55
+    centre = (low + high) / 2
+    for set_lim, c, h in zip((ax.set_xlim, ax.set_ylim, ax.set_zlim), centre, half):
+        set_lim(c - h, c + h)
+    ax.set_box_aspect(tuple(half / half.max()))
+    from matplotlib.ticker import MaxNLocator
+    for axis, h in zip((ax.xaxis, ax.yaxis, ax.zaxis), half):   # a short axis, fewer ticks: they did not overlap
+        axis.set_major_locator(MaxNLocator(nbins=max(2, round(6 * h / half.max()))))
+
+
+def _mathtext(name: str) -> str:
+    """A symbol as the legend writes it: mathtext as given, a letter or a Greek letter's name set (pi -> $\\pi$)."""
+    return name if name.startswith("$") else symbol(name)
+
+
+def _indexed(name: str, index: int) -> str:
+    """The symbol of vector ``index`` of several: $x$ -> $x_{1}$ (the paper's x_i of vortex i)."""
+    return f"{name[:-1]}_{{{index}}}$" if name.startswith("$") else f"{name}{index}"
+
+
+def _norm_text(name: str) -> str:
+    """"$|\\Pi|$" of a view's mathtext symbol, "|body_axis|" of a name without one."""
+    return f"${chr(124)}{name.strip(chr(36))}{chr(124)}$" if name.startswith("$") else f"|{name}|"
 
 
 def _sphere_paths(panel: dict, run_id: str, data: dict[str, RunData]) -> tuple[list[int], str]:
@@ -132,23 +170,23 @@ def _sphere_paths(panel: dict, run_id: str, data: dict[str, RunData]) -> tuple[l
         chosen = select_path(data[run_id], select["rule"], orbit)
         if chosen.path is None:
             return [], f" (no kept path qualifies: {chosen.text().replace('; ', ', ')})"
-        what = ("least max_t |E - E0| of the paths that never cross the separatrix"
-                if chosen.rule == "least_energy_change"
-                else "farthest from the deterministic orbit of the paths that cross the separatrix")
-        return [chosen.path], (f", path {chosen.path} of {chosen.kept}: {what} ({chosen.score:.3g}, "
-                               f"{chosen.qualifying} qualify)")
+        # A reader's label: which path, and the number the rule picked it by (the panel's title says the rule).
+        what = ("max |E - E0| = {:.3g}, least of {}" if chosen.rule == "least_energy_change"
+                else "{:.3g} from the deterministic orbit, farthest of {}")
+        return [chosen.path], f" (path {chosen.path} of {chosen.kept}; {what.format(chosen.score, chosen.qualifying)})"
     if panel.get("at") is not None:
         return list(range(len(data[run_id].kept[panel.get("solid", "gamma")]))), ""
     return [panel.get("path", 0)], ""
 
 
-def _sphere_points(ax, run: RunData, view: str, paths: list[int], at: float, tone, label: str) -> float:
+def _sphere_points(ax, run: RunData, view: str, paths: list[int], at: float, tone, label: str,
+                   name: str | None = None) -> float:
     """Every listed kept path's ``view`` at output time ``at`` as a point (one realisation each: paper 002 Fig. 2's
     ensemble forecast); returns the sphere's radius (|view(0)| of the first path)."""
     i = run.output_index(at)
     points = np.array([run.kept_view(view, p)[i] for p in paths]) if i is not None else np.empty((0, 3))
     count = f"{len(paths)} kept paths" if len(paths) > 1 else "kept path"
-    text = f"{label}: {symbol(view)} at the panel's time ({count})" if i is not None else f"{label}: no output time t = {at:g}"
+    text = f"{label}: {name or symbol(view)} at the panel's time ({count})" if i is not None else f"{label}: no output time t = {at:g}"
     ax.plot(*points.T, "o", color=tone, ms=4 if len(paths) > 1 else 6, ls="none", label=text)
     return float(np.linalg.norm(run.kept_view(view, paths[0])[0])) if paths else 0.0
 
