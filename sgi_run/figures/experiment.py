@@ -820,7 +820,7 @@ def md_header(observable: str, rows: list[dict]) -> list[str]:
     if singles and all(singles):
         q = path_text(observable)
         return ["run", "Δt (source)", "paths", f"{q}(T)", f"{q}(0)", f"{q}(T) / {q}(0)",
-                f"max_t |{q}(t) - {q}(0)| (at t)", "window mean", "max_t SE/E", "non-finite paths",
+                f"max_t abs({q}(t) - {q}(0)) (at t)", "window mean", "max_t SE/E", "non-finite paths",
                 "solver it./step (max)", "wall s (path-steps/s)"]
     start = (("; 1 path: its value at t = 0", "; 1 path: to its value at t = 0", "; 1 path: from its value at t = 0")
              if any(singles) else ("", "", ""))

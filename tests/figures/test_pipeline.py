@@ -227,7 +227,8 @@ def test_a_single_path_is_compared_with_its_own_start_never_with_the_ensembles_e
     assert one["exact_T"] == one["ratio_T"] == ""                      # nothing divided by the ensemble's E(H)
     assert one["ratio_to_start"] == pytest.approx(0.47 / 0.48) and one["max_abs_change"] == pytest.approx(0.02)
     assert one["t_max_abs_change"] == 50.0
-    assert md_header("H", [one])[4:7] == ["H(0)", "H(T) / H(0)", "max_t |H(t) - H(0)| (at t)"]
+    assert md_header("H", [one])[4:7] == ["H(0)", "H(T) / H(0)", "max_t abs(H(t) - H(0)) (at t)"]
+    assert not any("|" in cell for cell in md_header("H", [one]) + md_header("H", [one, many]))   # a markdown table
     assert md_cells(one)[4:7] == ["0.48", "0.9792", "0.02 (50)"]
     assert many["ratio_T"] == pytest.approx(0.47) and md_cells(many)[5] == "0.47"
     # A table of both says what a single path's comparison columns hold.
