@@ -42,7 +42,7 @@ from sgi_run.figures import checks as checks_mod
 from sgi_run.figures import fields
 from sgi_run.figures.layout import Layout, parse_layout
 from sgi_run.figures.panels import PANEL_KINDS
-from sgi_run.figures.panels.style import mean_text
+from sgi_run.figures.panels.style import mean_text, path_text
 from sgi_run.figures.schema import EXPERIMENT, FIDELITIES  # noqa: F401  (the CLI reads FIDELITIES here)
 from sgi_run.figures.results import (FAIL, SOLVER_STATISTICS, Band, CheckResult, RunData, Series, StudyData,
                                      counts_text, verdict_counts)
@@ -407,7 +407,8 @@ class FigureOutcome:
 
 
 TABLE_COLUMNS = ["run", "label", "integrator", "dt", "dt_source", "paths", "T", "mean_T", "sem_T",
-                 "exact_T", "ratio_T", "max_abs_error", "t_max_abs_error", "window_mean", "window_se", "window_se_exact",
+                 "exact_T", "ratio_T", "max_abs_error", "t_max_abs_error", "start_value", "ratio_to_start",
+                 "max_abs_change", "t_max_abs_change", "window_mean", "window_se", "window_se_exact",
                  "max_rel_mc_error", "mean_sign_changes", "nonfinite_paths", "solver_per_step", "solver_max_iterations",
                  "unconverged_steps", "wall_time_s", "path_steps_per_s", "cached", "stale"]
 
@@ -509,7 +510,16 @@ def _table_row(exp: Experiment, spec: RunSpec, cfg, result: RunResult, data: Run
     # Throughput of the run as it ran (compilation included): what a researcher choosing a method compares.
     wall = row["wall_time_s"]
     row["path_steps_per_s"] = float(result.ensemble.attrs.get("path_steps", math.nan)) / wall if wall > 0 else math.nan
-    if s.exact is not None:
+    if single:
+        # One path is no ensemble: its row compares the path with its own value at t = 0 (H(T)/H(0), the
+        # largest |H(t) - H(0)|), never with the ensemble's exact mean. Divided by E(H)_exact = 1, Figure 4.10's
+        # DIRK path (H(0) about 0.48) read "ratio 0.4961", as if it had lost half its energy.
+        change = np.abs(s.mean - s.mean[0])
+        worst = int(np.argmax(np.where(np.isnan(change), np.inf, change)))
+        row.update(start_value=float(s.mean[0]),
+                   ratio_to_start=float(s.mean[-1] / s.mean[0]) if s.mean[0] != 0 else math.nan,
+                   max_abs_change=float(change[worst]), t_max_abs_change=float(s.t[worst]))
+    elif s.exact is not None:
         err = np.abs(s.mean - s.exact)
         worst = int(np.argmax(np.where(np.isnan(err), np.inf, err)))
         row.update(exact_T=float(s.exact[-1]), ratio_T=float(s.mean[-1] / s.exact[-1]),
@@ -872,12 +882,21 @@ def single_realisation(row: dict) -> bool:
 
 def md_header(observable: str, rows: list[dict]) -> list[str]:
     """The ensemble table's header. Its value column names what the rows tabulate, the experiment's
-    ``observable`` ("E(C1)(T)", "2 E(H)(T)"), with "± SE" unless every run is a single realisation."""
-    ensembles = not rows or not all(single_realisation(r) for r in rows)
-    se = " ± SE" if ensembles else ""
-    return ["run", "Δt (source)", "paths", f"{mean_text(observable)}(T){se}", "exact(T)", "ratio",
-            "max_t abs error (at t)", f"window mean{se}", "max_t SE/|E|", "non-finite paths", "solver it./step (max)",
-            "wall s (path-steps/s)"] + [_drift_text(key, header=True) for key in drift_keys(rows)]
+    ``observable`` ("E(C1)(T)", "2 E(H)(T)") with "± SE"; where every run is a single realisation, the path's
+    value ("C1(T)") against its own value at t = 0. A table of both names what a single realisation's
+    comparison columns hold (``md_cells``). The experiment's ``drift`` columns come last."""
+    singles = [single_realisation(r) for r in rows]
+    drifts = [_drift_text(key, header=True) for key in drift_keys(rows)]
+    if singles and all(singles):
+        q = path_text(observable)
+        return ["run", "Δt (source)", "paths", f"{q}(T)", f"{q}(0)", f"{q}(T) / {q}(0)",
+                f"max_t abs({q}(t) - {q}(0)) (at t)", "window mean", "max_t SE/|E|", "non-finite paths",
+                "solver it./step (max)", "wall s (path-steps/s)"] + drifts
+    start = (("; 1 path: its value at t = 0", "; 1 path: to its value at t = 0", "; 1 path: from its value at t = 0")
+             if any(singles) else ("", "", ""))
+    return ["run", "Δt (source)", "paths", f"{mean_text(observable)}(T) ± SE", f"exact(T){start[0]}",
+            f"ratio{start[1]}", f"max_t abs error (at t{start[2]})", "window mean ± SE", "max_t SE/|E|",
+            "non-finite paths", "solver it./step (max)", "wall s (path-steps/s)"] + drifts
 
 
 def drift_keys(rows: list[dict]) -> list[str]:
@@ -890,6 +909,10 @@ def md_cells(row: dict) -> list[str]:
     earlier versions lack later columns (their window SE was always the bound). A single realisation's
     values stand alone: one path has no Monte Carlo SE."""
     single = single_realisation(row)
+    # A single realisation is compared with its own start (md_header); a record written before it had those
+    # columns shows none rather than its division by the ensemble's exact mean.
+    exact, ratio, worst, t_worst = (("start_value", "ratio_to_start", "max_abs_change", "t_max_abs_change") if single
+                                    else ("exact_T", "ratio_T", "max_abs_error", "t_max_abs_error"))
     window_se = row.get("window_se", row.get("window_se_bound", ""))
     window = ("" if row.get("window_mean", "") == "" else fmt(row["window_mean"], 5) if single else
               plus_minus(row["window_mean"], window_se, 5, "" if row.get("window_se_exact") else "≤ "))
@@ -901,8 +924,8 @@ def md_cells(row: dict) -> list[str]:
             else plus_minus(row["mean_T"], row["sem_T"], 5))
     return [row["label"], f"{fmt(row['dt'])} ({row['dt_source']})",
             fmt(row["paths"]) + (" (single realisation)" if single else ""),
-            mean, fmt(row["exact_T"], 5), fmt(row["ratio_T"]),
-            f"{fmt(row['max_abs_error'])} ({fmt(row['t_max_abs_error'])})" if row["max_abs_error"] != "" else "",
+            mean, fmt(row.get(exact, ""), 5), fmt(row.get(ratio, "")),
+            f"{fmt(row[worst])} ({fmt(row[t_worst])})" if row.get(worst, "") != "" else "",
             window, _relative_se_cell(row), fmt(row["nonfinite_paths"]),
             _solver_cell(row),
             (f"{wall:.0f}" if math.isfinite(wall) else NO_VALUE)
@@ -1081,12 +1104,15 @@ def _write_table(exp: Experiment, fidelity: str, table: list[dict], files: dict,
                   " '≤' the average single-time SE (an upper bound)." if exp.window else "")
         single = [r for r in table if single_realisation(r)]
         if len(single) == len(table):
-            se = (f" Every run is a single realisation (1 path): {mean}(T) is that path's value, with no Monte Carlo"
-                  f" standard error ({NO_VALUE}).")
+            mean = q = path_text(exp.observable)     # the path's value, not an expectation
+            se = (f" Every run is a single realisation (1 path): {q}(T) is that path's value, with no Monte Carlo"
+                  f" standard error ({NO_VALUE}), compared with the path's own {q}(0), not with an ensemble's exact"
+                  " mean.")
         else:
             se = f" SE = Monte Carlo standard error. {RELATIVE_SE_TEXT}" + (
-                f" Runs of 1 path are single realisations: their values are that path's, with no SE ({NO_VALUE})."
-                if single else "")
+                f" Runs of 1 path are single realisations: their values are that path's, with no SE ({NO_VALUE}),"
+                " and their comparison columns hold the path against its own value at t = 0, not against the"
+                " exact mean." if single else "")
         drifts = drift_keys(table)
         drift = "".join(f" The {_drift_text(key, header=True)}: {_drift_text(key)} along the run's path (kept path 0)"
                         " over its output times, as the figure draws it." for key in drifts)

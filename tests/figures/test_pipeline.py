@@ -198,12 +198,48 @@ def test_a_single_realisation_shows_its_value_without_a_standard_error(sem_T):
     from sgi_run.figures.experiment import md_cells, md_header
     cells = md_cells(_row(1, sem_T))
     assert cells[2] == "1 (single realisation)" and cells[3] == "0.125" and cells[8] == "—"
-    assert md_header("C1", [_row(1, sem_T)])[3] == "E(C1)(T)"
+    assert md_header("C1", [_row(1, sem_T)])[3] == "C1(T)"          # one path's value, no expectation
     assert md_header("C1", [_row(1, sem_T), _row(100, 0.001)])[3] == "E(C1)(T) ± SE"
     assert md_cells(_row(100, 0.001))[3] == "0.125 ± 0.001"
 
 
-@pytest.mark.parametrize("figure, header", [("luesink_2023/fig4", "E(C1)(T)"), ("luesink_2023/fig6", "E(C1)(T)"),
+def test_a_single_path_is_compared_with_its_own_start_never_with_the_ensembles_exact_mean():
+    """Issue 46: Figure 4.10's DIRK path, whose H(0) is about 0.48, read "ratio 0.4961" against E(H)_exact = 1.
+    Its row holds H(T)/H(0) and the largest |H(t) - H(0)|; an ensemble's row is still against the exact mean."""
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from sgi_run.figures.experiment import RunSpec, _markdown, _table_row, md_cells, md_header
+    from sgi_run.figures.results import Series
+
+    def row(paths):
+        t, h = np.array([0.0, 50.0, 100.0]), np.array([0.48, 0.5, 0.47])
+        curve = Series(t, h, np.full(3, 0.01), np.ones(3))
+        data = SimpleNamespace(curve=lambda _: curve, solver_statistic=lambda _: float("nan"))
+        cfg = SimpleNamespace(plan=SimpleNamespace(paths=paths, dt=0.05, T=100.0),
+                              integrator=SimpleNamespace(name="dirk"))
+        result = SimpleNamespace(ensemble=SimpleNamespace(diagnostics={"nonfinite_paths": np.zeros(3)},
+                                                          attrs={"wall_time_s": 1.0, "path_steps": 2000}),
+                                 cached=False, stale=False)
+        return _table_row(SimpleNamespace(window=None, drift=()), RunSpec("dirk", (), "DIRK", "chosen here"), cfg, result, data)
+
+    one, many = row(1), row(1000)
+    assert one["exact_T"] == one["ratio_T"] == ""                      # nothing divided by the ensemble's E(H)
+    assert one["ratio_to_start"] == pytest.approx(0.47 / 0.48) and one["max_abs_change"] == pytest.approx(0.02)
+    assert one["t_max_abs_change"] == 50.0
+    assert md_header("H", [one])[4:7] == ["H(0)", "H(T) / H(0)", "max_t abs(H(t) - H(0)) (at t)"]
+    for header in (md_header("H", [one]), md_header("H", [one, many])):     # a "|" in a cell does not split it
+        assert len(re.split(r"(?<!\\)\|", _markdown(header, [])[0])) == len(header) + 2
+    assert md_cells(one)[4:7] == ["0.48", "0.9792", "0.02 (50)"]
+    assert many["ratio_T"] == pytest.approx(0.47) and md_cells(many)[5] == "0.47"
+    # A table of both says what a single path's comparison columns hold.
+    assert md_header("H", [one, many])[5] == "ratio; 1 path: to its value at t = 0"
+    # A record written before this held the division by the exact mean: shown empty, not as a ratio.
+    assert md_cells({**one, "ratio_T": 0.4961, "ratio_to_start": ""} | {"start_value": ""})[4:6] == ["", ""]
+
+
+@pytest.mark.parametrize("figure, header", [("luesink_2023/fig4", "C1(T)"), ("luesink_2023/fig6", "C1(T)"),
                                             ("kraus_tyranowski_2021/fig4_8", "E(H)(T) ± SE"),
                                             ("bou_rabee_owhadi/fig2_1", "2 E(H)(T) ± SE")])
 def test_the_table_names_the_observable_it_tabulates(figure, header, tmp_path):
@@ -213,7 +249,7 @@ def test_the_table_names_the_observable_it_tabulates(figure, header, tmp_path):
     exp = load(EXPERIMENTS / f"{figure}.yaml")
     files = figure_files(exp, tmp_path)
     files["md"].parent.mkdir(parents=True)
-    single = "E(" in header and "±" not in header
+    single = "±" not in header
     _write_table(exp, "smoke", [_row(1, "") if single else _row(100, 0.001)], files)
     text = files["md"].read_text()
     assert f"| {header} |" in text and "E(T)" not in text.replace(header, "")

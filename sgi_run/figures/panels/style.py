@@ -40,6 +40,12 @@ def mean_text(observable: str, brackets: str = "E()") -> str:
     return f"{factor + ' ' if factor else ''}E({quantity})"
 
 
+def path_text(observable: str) -> str:
+    """How an observable reads along one path, where no expectation is taken: H, 2 H, C1."""
+    factor, quantity = _OBSERVABLE_TEXT.get(observable, ("", observable))
+    return f"{factor + ' ' if factor else ''}{quantity}"
+
+
 def count_text(n) -> str:
     """10^4 as "10⁴", other counts with thousands separators: "160,000", "5000"."""
     n = int(n)
