@@ -105,11 +105,6 @@ def at_papers_counts(r: dict) -> bool:
     return r["fidelity"] == "paper" or bool(r.get("papers_counts"))
 
 
-def fidelity_label(r: dict) -> str:
-    """The fidelity a contents line names: "paper counts" where the profile's counts are the paper's."""
-    return "paper counts" if at_papers_counts(r) else r["fidelity"]
-
-
 def heading(r: dict) -> tuple[str, str]:
     """(label, heading) of a figure record: "Kraus & Tyranowski (2021), Figure 4.1" and that with the
     title. Records written before figures had names fall back to their paper and figure ids."""

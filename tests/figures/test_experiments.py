@@ -196,7 +196,7 @@ def test_bad_path_panels_and_checks_are_refused_in_one_line(tmp_path, edit, key)
     (lambda s: s["panels"][0].update(path=1.5), "panels[0].path"),
     (lambda s: s["checks"][5].update(norm_of=3), "checks[5].norm_of"),
     (lambda s: s["panels"][0].update(black=["tmk_442"]), "panels[0].black"),
-    (lambda s: s["panels"][0].update(symbol="$x$"), "panels[0].symbol"),
+    (lambda s: s["panels"][0].update(symbol="x 1"), "panels[0].symbol"),
 ])
 def test_bad_sphere_panels_are_refused_in_one_line(tmp_path, edit, key):
     with pytest.raises(ConfigError) as err:
