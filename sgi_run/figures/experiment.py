@@ -1060,10 +1060,16 @@ def disagreement_lines(entries, checks, text: Callable[[str], str] = str,
     for n, entry in enumerate(entries, 1):
         lines += [f"{n}. **The paper** ({text(entry['where'])}): “{text(entry['claim'])}”", "",
                   f"    **Measured here:** {text(entry['finding'])}", ""]
-        for check in disagreement_checks(entry, checks):
+        found = disagreement_checks(entry, checks)
+        for check in found:
             shown = "by construction" if check.get("by_construction") else check["verdict"]
             lines.append(f"    - {verdict(shown)} `{check['id']}` [{check['run']}]: "
                          f"{text(CheckResult.from_record(check).measured())}")
+        # A record drawn before the entry's checks existed (a stale one the site shows with today's entries).
+        missing = [c for c in entry["checks"] if c not in {check["id"] for check in found}]
+        if missing:
+            lines.append(f"    - not computed in this record (drawn before the check existed): "
+                         f"{', '.join(f'`{c}`' for c in missing)}")
         lines += ["", f"    **Explanation:** {text(entry['explanation'])}", ""]
     return lines
 

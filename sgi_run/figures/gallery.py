@@ -285,6 +285,8 @@ def _figure_html(r: dict | None, exp=None, paper_result: str | None = None) -> s
     note = f"<p>{tex_text(r['note'])}</p>" if r.get("note") else ""
     label, title = heading(r)
     caption = "Caption (not a figure of the paper)" if r.get("diagnostic") else "The paper's caption"
+    # The paper's words and citation from the experiment file where there is one (a stale record's may be older).
+    words, citation = (exp.caption, exp.source) if exp is not None else (r["caption"], r.get("source", ""))
     files = " · ".join(f'<a href="{e(r["_dir"])}/{e(name)}">{e(name)}</a>' for name in r["files"].values())
     png = f'{e(r["_dir"])}/{e(r["files"]["png"])}'
     return f"""
@@ -295,7 +297,7 @@ def _figure_html(r: dict | None, exp=None, paper_result: str | None = None) -> s
 {_fidelity_note(r, paper_result)}
 <div class="figure">
   <a href="{png}" title="the figure at full size"><img src="{png}" alt="{e(label)}" loading="lazy"></a>
-  <div class="caption"><p><b>{caption}</b> ({e(r.get('source', ''))}):</p><p>{tex_text(r['caption'])}</p>
+  <div class="caption"><p><b>{caption}</b> ({e(citation)}):</p><p>{tex_text(words)}</p>
   <p><b>Runs drawn here:</b> {e(runs)}.</p>{note}{_disagreements_html(r)}</div>
 </div>
 <details><summary>Its table, checks, command and files</summary>

@@ -63,9 +63,15 @@ class Figure:
     def title(self) -> str:
         return self.record["title"] if self.record is not None else self.experiment.title
 
+    # The paper's caption and where it is are the paper's words, not results: the experiment file's, where it
+    # exists, so that a record drawn before they were corrected (a stale GPU record) shows them as they are now.
     @property
     def caption(self) -> str:
-        return self.record["caption"] if self.record is not None else self.experiment.caption
+        return self.experiment.caption if self.experiment is not None else self.record["caption"]
+
+    @property
+    def citation(self) -> str:
+        return self.experiment.source if self.experiment is not None else self.record.get("source", "")
 
     @property
     def diagnostic(self) -> bool:
@@ -246,13 +252,15 @@ def figure_page(figure: Figure) -> str:
     png = r["files"]["png"]
     lines = [f"# {plain(title)}", "", badges(verdict_counts(r["checks"])), "", *_stale_banner(figure), *fidelity, "",
              f'[![{plain(label)}](files/{png}){{ .sgi-figure }}](files/{png} "the image at full size")', "",
-             f"**{caption_kind}** ({plain(r.get('source', ''))}): {caption_markdown(r['caption'])}", ""]
+             f"**{caption_kind}** ({plain(figure.citation)}): {caption_markdown(figure.caption)}", ""]
     if runs:
         lines += [f"**Runs drawn here:** {plain(runs)}.", ""]
     if r.get("note"):
         lines += [f"**Note:** {caption_markdown(r['note'])}", ""]
     # Beside the caption it contradicts: what the paper says, what is measured (the checks' computed values).
-    lines += disagreement_lines(r.get("disagreements", []), r["checks"], plain, lambda v: badge(v, v))
+    # The entries are the experiment file's words (a stale record may predate them); the values, the record's.
+    entries = figure.experiment.disagreements if figure.experiment is not None else r.get("disagreements", [])
+    lines += disagreement_lines(entries, r["checks"], plain, lambda v: badge(v, v))
     lines += _reproduce_section(figure, r["fidelity"]) + _provenance_section(r)
     table = _markdown_table(md_header(r.get("observable", "H"), r["table"]), [md_cells(row) for row in r["table"]],
                             gallery.RUN_COLUMNS_FROM)

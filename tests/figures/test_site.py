@@ -72,6 +72,21 @@ def test_a_disagreement_is_on_the_page_near_the_caption_with_its_checks_computed
     assert "disagrees" not in site.figure_page(site.Figure("bou_rabee_owhadi", "fig2_2", record, GALLERY, None))
 
 
+def test_a_stale_record_shows_todays_caption_and_disagreements_without_values_it_never_computed():
+    """Kraus & Tyranowski 4.4 was drawn on a GPU before its caption was quoted verbatim and before its
+    disagreement entry: the page shows the experiment file's words, and says which named checks the old record
+    does not have rather than inventing their values."""
+    experiment = next(e for e in discover(ROOT / "experiments") if (e.paper, e.figure) == ("kraus_tyranowski_2021", "fig4_4"))
+    record = json.loads((GALLERY / "kraus_tyranowski_2021" / "fig4_4.json").read_text())
+    record.update(caption="an older paraphrase", source="papers/000_old.txt", disagreements=[])
+    page = site.figure_page(site.Figure("kraus_tyranowski_2021", "fig4_4", record, GALLERY, experiment))
+    assert "an older paraphrase" not in page and "papers/000_old.txt" not in page
+    assert experiment.disagreements and "## Where this figure disagrees with the paper" in page
+    named = [c for entry in experiment.disagreements for c in entry["checks"]]
+    missing = [c for c in named if c not in {check["id"] for check in record["checks"]}]
+    assert missing and "not computed in this record" in page and all(f"`{c}`" in page for c in missing)
+
+
 @pytest.fixture(scope="module")
 def experiments():
     return discover(ROOT / "experiments")
