@@ -20,6 +20,7 @@ from pathlib import Path
 import hydra
 from omegaconf import DictConfig, OmegaConf
 
+from sgi_run import hydra_private
 from sgi_run.version import __version__
 from sgi_run.api import load_module
 from sgi_run.config import (CONF_DIR, GROUPS, ConfigSource, check_overrides, compose_setup, config_hash,
@@ -34,8 +35,7 @@ def _hydra_flags() -> dict[str, argparse.Action]:
     """Each name of each of Hydra's flags (``-cn``, ``--config-name``) -> its argparse action: whether it takes a
     value, the values it allows. From the parser ``hydra.main`` reads the command line with: sgi-run knows
     Hydra's flags from here alone."""
-    from hydra._internal.utils import get_args_parser
-    return {name: action for action in get_args_parser()._actions for name in action.option_strings}
+    return {name: action for action in hydra_private.args_parser()._actions for name in action.option_strings}
 
 
 _HYDRA_FLAGS = _hydra_flags()
@@ -126,11 +126,8 @@ def _flag(flags: list[str], name: str) -> str | None:
 def _config_source(flags: list[str]) -> ConfigSource:
     """Where ``hydra.main`` will find the configs (``--config-name``, ``--config-path``, ``--config-dir``):
     validation composes the config that will run."""
-    from hydra._internal.utils import compute_search_path_dir, detect_calling_file_or_module_from_task_function
-
     path = _flag(flags, "--config-path")    # relative: to this package, as Hydra resolves it
-    primary = CONF_DIR if path is None else compute_search_path_dir(
-        *detect_calling_file_or_module_from_task_function(_job), path)
+    primary = CONF_DIR if path is None else hydra_private.config_path_dir(_job, path)
     return ConfigSource(name=_flag(flags, "--config-name") or "config", primary=str(primary),
                         added=_flag(flags, "--config-dir"))
 

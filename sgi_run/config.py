@@ -17,8 +17,6 @@ from collections.abc import Iterable, Mapping, Sequence
 
 import yaml
 from hydra import version
-from hydra._internal.config_loader_impl import ConfigLoaderImpl
-from hydra._internal.utils import create_config_search_path
 from hydra.core.config_search_path import SearchPathQuery
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.core.override_parser.types import ValueType
@@ -28,7 +26,7 @@ from hydra.types import RunMode
 from omegaconf import DictConfig, ListConfig, OmegaConf, open_dict
 from omegaconf.errors import ConfigAttributeError, OmegaConfBaseException
 
-from sgi_run import provenance
+from sgi_run import hydra_private, provenance
 from sgi_run.bundled import CONF_DIR
 from sgi_run.core import jax_setup
 from sgi_run.core.errors import ConfigError
@@ -66,19 +64,19 @@ class ConfigSource:
 _SEARCH_PATH_FLAGS = {"main": "--config-path", "command-line": "--config-dir"}
 
 
-def _loader(source: ConfigSource) -> ConfigLoaderImpl:
+def _loader(source: ConfigSource) -> hydra_private.ConfigLoader:
     """Hydra's config loader with the search path ``hydra.main`` builds for ``source``; a directory that is
     not there or a primary config that is not found is refused."""
     version.setbase(None)
     setup_globals()      # Hydra's resolvers (${now:...}), as hydra.main has them
-    search_path = create_config_search_path(source.primary or str(CONF_DIR))
+    search_path = hydra_private.search_path(source.primary or str(CONF_DIR))
     if source.added is not None:
         if not source.added.strip():      # Hydra would read it as the working directory
             raise ConfigError("--config-dir", source.added, "an existing directory")
         # Where hydra.main puts --config-dir: after the primary directory (_check_added_names).
         search_path.prepend(provider="command-line", path=f"file://{os.path.abspath(source.added)}",
                             anchor=SearchPathQuery(provider="schema"))
-    loader = ConfigLoaderImpl(config_search_path=search_path)
+    loader = hydra_private.loader(search_path)
     for where in loader.repository.get_sources():
         if where.provider in _SEARCH_PATH_FLAGS and not where.available():
             raise ConfigError(_SEARCH_PATH_FLAGS[where.provider], where.path.removeprefix("file://"),
@@ -92,7 +90,7 @@ def _loader(source: ConfigSource) -> ConfigLoaderImpl:
     return loader
 
 
-def _check_added_names(loader: ConfigLoaderImpl) -> None:
+def _check_added_names(loader: hydra_private.ConfigLoader) -> None:
     """Refuse a --config-dir that holds a config of a name an earlier directory of the search path has
     (``system/kubo.yaml``, ``config.yaml``): Hydra takes the first it finds, so the user's would be ignored."""
     sources = loader.repository.get_sources()
