@@ -268,7 +268,8 @@ def test_the_largest_paper_experiment_fits_in_1_gib(monkeypatch):
     """Figure 4.7 at the paper's counts (10^7 paths in shards of 10^4, every path's final state kept for
     densities) is accepted on a small machine: the memory estimate refuses only what cannot run. (Every
     experiment at every fidelity fits in 1 GiB too; tests/figures compose all of them at paper counts.)"""
-    from sgi_run.figures.experiment import compose_runs, discover
+    from sgi_run.figures.pipeline import compose_runs
+    from sgi_run.figures.experiment import discover
     from tests.conftest import ROOT
     monkeypatch.setenv("SGI_RUN_MEMORY_LIMIT", "1GiB")
     [exp] = discover(ROOT / "experiments", only=["fig4_7"])

@@ -270,13 +270,13 @@ class Accepted(Exception):
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(argv=figures_argv())
 def test_any_figures_command_line_is_accepted_or_one_line_and_exit_2(argv, tmp_path, monkeypatch, capsys):
-    from sgi_run.figures import cli, experiment
+    from sgi_run.figures import cli, pipeline
 
     def accepted(*args, **kwargs):
         raise Accepted
 
     monkeypatch.chdir(tmp_path)            # relative --runs-root and --output go there
-    monkeypatch.setattr(experiment, "make_figure", accepted)
+    monkeypatch.setattr(pipeline, "make_figure", accepted)
     capsys.readouterr()
     try:
         status = cli.main(argv)

@@ -37,7 +37,7 @@ from sgi_run.config import CACHE_POLICIES, ConfigSource
 from sgi_run.core import jax_setup
 from sgi_run.core.errors import ConfigError, require
 from sgi_run.engine import executor
-from sgi_run.figures import experiment
+from sgi_run.figures import experiment, pipeline, records
 from sgi_run.figures.experiment import FIDELITIES
 from sgi_run.figures.results import BY_CONSTRUCTION, counts_text, verdict_counts
 
@@ -147,7 +147,7 @@ def pack(files: dict[str, Path], archive: Path) -> Path:
 def read_pack(archive, key: str = "--unpack") -> tuple[str, dict, dict[str, bytes]]:
     """(paper, record, the figure's files by name) of an archive ``pack`` wrote, whole: every member a plain file
     ``<paper>/<file>`` of one figure, listed in its manifest with its sha256, and the figure's files as its record
-    keeps them (``experiment.figure_fault``). Anything else is refused in one line naming ``key``."""
+    keeps them (``records.figure_fault``). Anything else is refused in one line naming ``key``."""
     def refused(why: str) -> ConfigError:
         return ConfigError(key, str(archive), f"an archive sgi-figures --pack wrote ({why})")
 
@@ -176,17 +176,17 @@ def read_pack(archive, key: str = "--unpack") -> tuple[str, dict, dict[str, byte
             raise refused(f"{name} is no <paper>/<file> of an output directory")
         if hashlib.sha256(data).hexdigest() != digests[name]:
             raise refused(f"{name} differs from its manifest's sha256")
-    papers, records = {name.split("/")[0] for name in members}, [name for name in members if name.endswith(".json")]
-    if len(papers) != 1 or len(records) != 1:
+    papers, record_names = {name.split("/")[0] for name in members}, [name for name in members if name.endswith(".json")]
+    if len(papers) != 1 or len(record_names) != 1:
         raise refused("not one figure's files: one <paper>/ directory holding one record")
     [paper], files = papers, {name.split("/")[1]: data for name, data in members.items()}
     try:
-        record = json.loads(members[records[0]])
+        record = json.loads(members[record_names[0]])
     except ValueError as err:
-        raise refused(f"{records[0]} is no record ({err})") from None
-    fault = experiment.figure_fault(record if isinstance(record, dict) else {}, files.get, paper)
+        raise refused(f"{record_names[0]} is no record ({err})") from None
+    fault = records.figure_fault(record if isinstance(record, dict) else {}, files.get, paper)
     if fault is None and (record.get("paper") != paper or set(files) != set(record["files"].values())):
-        fault = f"{records[0]} lists other files than the archive holds"
+        fault = f"{record_names[0]} lists other files than the archive holds"
     if fault:
         raise refused(fault)
     return paper, record, files
@@ -197,16 +197,16 @@ def _replaces_what_it_does_not_own(output: Path, paper: str, record: dict, files
     would replace a file that is not this figure's, exactly as sgi-figures wrote it (the figure's record there and
     its digests match). A file that is absent, or already the same, may always be written."""
     directory = output / paper
-    present = experiment.files_in(directory)
+    present = records.files_in(directory)
     replaced = [directory / name for name, data in files.items()
                 if (directory / name).is_symlink() or ((directory / name).exists() and present(name) != data)]
     if not replaced:
         return None
     try:
-        own = experiment.read_record(directory / record["files"]["json"])
+        own = records.read_record(directory / record["files"]["json"])
     except (OSError, ValueError):
         return f"{replaced[0]} would be replaced, and no record sgi-figures wrote lists it"
-    fault = experiment.figure_fault(own, present, directory)
+    fault = records.figure_fault(own, present, directory)
     return f"{replaced[0]} would be replaced, and {fault}" if fault else None
 
 
@@ -228,7 +228,7 @@ def unpack(archives: list[str], output: Path) -> list[str]:
     written = []
     for (paper, record_name), (_, files) in figures.items():
         record_last = sorted(files, key=lambda file: file == record_name)
-        with experiment.staged({file: output / paper / file for file in record_last}) as stage:
+        with records.staged({file: output / paper / file for file in record_last}) as stage:
             for file, path in stage.items():
                 path.write_bytes(files[file])
         written += [f"{paper}/{file}" for file in record_last]
@@ -316,7 +316,7 @@ def main(argv: list[str] | None = None) -> int:
         where = [f"executor={args.executor}"] + [f"executor.{o}" for o in args.executor_option]
         configs = ConfigSource(added=args.config_dir)
         # Every figure's runs are validated before the first computes (and each run then uses the Setup built here).
-        composed = [experiment.compose_run_setups(exp, args.fidelity, args.runs_root, args.cache, where, configs)
+        composed = [pipeline.compose_run_setups(exp, args.fidelity, args.runs_root, args.cache, where, configs)
                     for exp in experiments]
         for key, directory in (("--runs-root", args.runs_root), ("--output", args.output)):
             cache.check_writable(Path(directory), key, directory)
@@ -326,17 +326,17 @@ def main(argv: list[str] | None = None) -> int:
         for exp, runs in zip(experiments, composed):
             started = time.perf_counter()
             console.print(f"[bold]{exp.heading}[/] ({args.fidelity})", highlight=False)
-            files = experiment.figure_files(exp, args.output)
-            kept = experiment.kept_record(exp, args.fidelity, args.output, {i: cfg for i, (cfg, _) in runs.items()},
+            files = records.figure_files(exp, args.output)
+            kept = records.kept_record(exp, args.fidelity, args.output, {i: cfg for i, (cfg, _) in runs.items()},
                                           args.cache, log=say)
             if kept is not None:
                 made = kept.get("provenance", {})
                 console.print(f"    kept: {files['json']} was made from these runs (commit "
                               f"{(made.get('commit') or 'unknown')[:12]}, {made.get('date_utc', 'date unknown')}, "
                               f"{made.get('device', 'device unknown')})", highlight=False)
-                outcomes.append(experiment.FigureOutcome.from_record(exp, kept, files))
+                outcomes.append(pipeline.FigureOutcome.from_record(exp, kept, files))
             else:
-                outcomes.append(experiment.make_figure(
+                outcomes.append(pipeline.make_figure(
                     exp, args.fidelity, args.output, args.runs_root, cache=args.cache, executor=where, composed=runs,
                     log=say, command=command, source=source))
                 console.print(f"    wrote {outcomes[-1].files['png']} in {time.perf_counter() - started:.0f} s")

@@ -17,10 +17,11 @@ import yaml
 
 from sgi_run.core.errors import require
 from sgi_run.figures.results import BY_CONSTRUCTION, CheckResult, counts_text, verdict_counts
-from sgi_run.figures.experiment import (DISAGREES, RELATIVE_SE_TEXT, STUDY_MD_HEADER, disagreement_checks,
-                                        figure_command, figure_order, md_cells, md_header, read_record, stale_reasons,
-                                        study_md_rows, work_precision_header,
-                                        work_precision_md_rows)
+from sgi_run.figures.experiment import figure_command, figure_order
+from sgi_run.figures.records import read_record, stale_reasons
+from sgi_run.figures.tables import (DISAGREES, RELATIVE_SE_TEXT, STUDY_MD_HEADER, disagreement_checks,
+                                    markdown_table, md_cells, md_header, study_md_rows, work_precision_header,
+                                    work_precision_md_rows)
 from sgi_run.store import write_text_atomically
 
 PAPER_RESULTS = Path("gallery/paper")
@@ -358,8 +359,7 @@ def status_table(records: list[dict], experiments=(), links: dict | None = None)
                      made.get("device", ""), made.get("date_utc", "")[:10], (made.get("commit") or "")[:12], ""])
     header = ["figure", "status", "record", "verdicts", "runs' wall s", "device", "date", "commit",
               "the paper's counts (where not computed)"]
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]
+    lines = markdown_table(header, rows, _cell)     # the header's texts hold no "|" and no newline
     return "\n".join(lines) + "\n"
 
 

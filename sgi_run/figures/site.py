@@ -20,9 +20,10 @@ import re
 from pathlib import Path
 
 from sgi_run.figures import gallery
-from sgi_run.figures.experiment import (RELATIVE_SE_TEXT, STUDY_MD_HEADER, Experiment, disagreement_lines,
-                                         figure_command, figure_order, md_cells, md_header, stale_reasons,
-                                         study_md_rows, work_precision_header, work_precision_md_rows)
+from sgi_run.figures.experiment import Experiment, figure_command, figure_order
+from sgi_run.figures.records import stale_reasons
+from sgi_run.figures.tables import (RELATIVE_SE_TEXT, STUDY_MD_HEADER, disagreement_lines, markdown_table, md_cells,
+                                    md_header, study_md_rows, work_precision_header, work_precision_md_rows)
 from sgi_run.figures.gallery import at_papers_counts, heading
 from sgi_run.figures.results import BY_CONSTRUCTION, CheckResult, verdict_counts
 
@@ -88,7 +89,7 @@ class Figure:
 
     @property
     def stale(self) -> list[str]:
-        """Why its record is stale (``experiment.stale_reasons``); empty where it is current or there is none."""
+        """Why its record is stale (``records.stale_reasons``); empty where it is current or there is none."""
         return stale_reasons(self.record, self.experiment) if self.record is not None else []
 
     def data_files(self) -> dict[str, Path]:
@@ -147,8 +148,7 @@ def _markdown_table(header: list[str], rows: list[list[str]], at: int | None = N
     (``gallery.table_parts``: its empty columns left out, a wide one split at column ``at``)."""
     lines = []
     for part_header, part_rows in gallery.table_parts(header, rows, at):
-        lines += (["| " + " | ".join(plain(h) for h in part_header) + " |", "|" + "---|" * len(part_header)]
-                  + ["| " + " | ".join(plain(c) for c in row) + " |" for row in part_rows] + [""])
+        lines += markdown_table(part_header, part_rows, plain) + [""]
     return lines
 
 

@@ -69,10 +69,10 @@ def test_the_executor_reaches_every_run_of_a_figure_and_leaves_its_hash(tmp_path
     """--executor reaches every run of the figure, and a run computed on a cluster is the cache of the
     same run here (the executor is not part of the config hash)."""
     from sgi_run.config import config_hash
-    from sgi_run.figures import experiment
+    from sgi_run.figures import experiment, pipeline
     [exp] = experiment.discover("experiments", ["fig4_5"])
-    here = experiment.compose_runs(exp, "smoke", str(tmp_path))
-    there = experiment.compose_runs(exp, "smoke", str(tmp_path), executor=["executor=dask",
+    here = pipeline.compose_runs(exp, "smoke", str(tmp_path))
+    there = pipeline.compose_runs(exp, "smoke", str(tmp_path), executor=["executor=dask",
                                                                             "executor.address=tcp://10.0.0.5:8786"])
     for run_id in exp.runs:
         assert there[run_id].executor.address == "tcp://10.0.0.5:8786" and here[run_id].executor.name == "local"
@@ -135,12 +135,12 @@ def test_help_is_exit_status_0(capsys):
      "sgi-figures: error: cannot write "),
 ], ids=["a_run", "a_figure_file"])
 def test_a_full_disk_is_one_line_and_exit_status_1(failure, start, tmp_path, monkeypatch, capsys):
-    from sgi_run.figures import experiment
+    from sgi_run.figures import pipeline
 
     def full(*args, **kwargs):
         raise failure(tmp_path)
 
-    monkeypatch.setattr(experiment, "make_figure", full)
+    monkeypatch.setattr(pipeline, "make_figure", full)
     assert cli.main(["--fidelity", "smoke", "--only", "fig4_5", "--runs-root", str(tmp_path / "runs"),
                      "--output", str(tmp_path / "out")]) == 1
     err = capsys.readouterr().err
@@ -172,7 +172,7 @@ def test_a_made_figure_is_kept_packed_and_unpacked_elsewhere(tmp_path, monkeypat
     import json
     import tarfile
 
-    from sgi_run.figures import experiment
+    from sgi_run.figures import pipeline
 
     monkeypatch.setenv("SGI_RUN_COMMIT", "f" * 40)
     assert cli.main(_figure_args(tmp_path, "--pack", str(tmp_path / "packed"))) == 0
@@ -185,7 +185,7 @@ def test_a_made_figure_is_kept_packed_and_unpacked_elsewhere(tmp_path, monkeypat
     def remade(*args, **kwargs):
         raise AssertionError("a kept figure was made again")
 
-    monkeypatch.setattr(experiment, "make_figure", remade)
+    monkeypatch.setattr(pipeline, "make_figure", remade)
     for runs in (tmp_path / "runs").iterdir():
         shutil.rmtree(runs)
     capsys.readouterr()
@@ -205,25 +205,25 @@ def test_a_made_figure_is_kept_packed_and_unpacked_elsewhere(tmp_path, monkeypat
 
 @pytest.mark.slow
 def test_a_figure_whose_runs_changed_or_cache_off_is_made_again(tmp_path):
-    from sgi_run.figures import experiment
+    from sgi_run.figures import experiment, pipeline, records
 
     assert cli.main(_figure_args(tmp_path)) == 0
     [exp] = experiment.discover("experiments", ["fig4_5"])
-    configs = experiment.compose_runs(exp, "smoke", str(tmp_path / "runs"))
-    assert experiment.kept_record(exp, "smoke", tmp_path / "out", configs, "reuse") is not None
-    assert experiment.kept_record(exp, "smoke", tmp_path / "out", configs, "off") is None
-    other = experiment.compose_runs(exp, "reduced", str(tmp_path / "runs"))
-    assert experiment.kept_record(exp, "reduced", tmp_path / "out", other, "reuse") is None
+    configs = pipeline.compose_runs(exp, "smoke", str(tmp_path / "runs"))
+    assert records.kept_record(exp, "smoke", tmp_path / "out", configs, "reuse") is not None
+    assert records.kept_record(exp, "smoke", tmp_path / "out", configs, "off") is None
+    other = pipeline.compose_runs(exp, "reduced", str(tmp_path / "runs"))
+    assert records.kept_record(exp, "reduced", tmp_path / "out", other, "reuse") is None
     # An experiment file whose checks or panels changed (same runs): its verdicts and drawing are made again.
     edited = tmp_path / "fig4_5.yaml"
     edited.write_text(exp.path.read_text().replace("bins: 50,", "bins: 40,", 1))
     assert edited.read_text() != exp.path.read_text()
     changed = experiment.load(edited)
-    assert experiment.kept_record(changed, "smoke", tmp_path / "out", configs, "reuse") is None
+    assert records.kept_record(changed, "smoke", tmp_path / "out", configs, "reuse") is None
     commented = tmp_path / "comment" / "fig4_5.yaml"       # a comment alone changes nothing
     commented.parent.mkdir()
     commented.write_text("# a remark\n" + exp.path.read_text())
-    assert experiment.kept_record(experiment.load(commented), "smoke", tmp_path / "out", configs, "reuse") is not None
+    assert records.kept_record(experiment.load(commented), "smoke", tmp_path / "out", configs, "reuse") is not None
 
 
 def test_an_archive_that_is_not_one_is_refused_in_one_line(tmp_path, capsys):
@@ -239,15 +239,15 @@ def test_a_figure_names_the_commit_its_process_started_at(tmp_path, monkeypatch)
     import json
 
     from sgi_run import provenance
-    from sgi_run.figures import experiment
+    from sgi_run.figures import pipeline
 
-    moved, run = [], experiment.run
+    moved, run = [], pipeline.run
 
     def run_while_the_checkout_moves(*args, **kwargs):
         moved.append(True)
         return run(*args, **kwargs)
 
-    monkeypatch.setattr(experiment, "run", run_while_the_checkout_moves)
+    monkeypatch.setattr(pipeline, "run", run_while_the_checkout_moves)
     monkeypatch.setattr(provenance, "source_commit",
                         lambda: {"commit": ("b" if moved else "a") * 40, "uncommitted_changes": False})
     assert cli.main(_figure_args(tmp_path)) == 0 and moved
@@ -318,18 +318,18 @@ def made(tmp_path_factory):
 
 def _copy_of(made, tmp_path):
     """Arguments that make fig4_5 into a copy of ``made``'s output, from its cached runs; its files there."""
-    from sgi_run.figures import experiment
+    from sgi_run.figures import experiment, records
     runs, out = made
     shutil.copytree(out, tmp_path / "out")
     [exp] = experiment.discover("experiments", ["fig4_5"])
     args = ["--fidelity", "smoke", "--only", "fig4_5", "--runs-root", str(runs), "--output", str(tmp_path / "out")]
-    return args, experiment.figure_files(exp, tmp_path / "out")
+    return args, records.figure_files(exp, tmp_path / "out")
 
 
 def _as_written(files) -> bool:
-    from sgi_run.figures import experiment
+    from sgi_run.figures import records
     directory = files["json"].parent
-    return experiment.figure_fault(experiment.read_record(files["json"]), experiment.files_in(directory),
+    return records.figure_fault(records.read_record(files["json"]), records.files_in(directory),
                                    directory) is None
 
 

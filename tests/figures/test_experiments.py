@@ -11,7 +11,8 @@ import pytest
 import yaml
 
 from sgi_run.core.errors import ConfigError
-from sgi_run.figures.experiment import compose_runs, discover, load, make_figure
+from sgi_run.figures.pipeline import compose_runs, make_figure
+from sgi_run.figures.experiment import discover, load
 from sgi_run.figures.results import FAIL, PASS, verdict_counts
 
 EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments"

@@ -6,7 +6,8 @@ import shutil
 import pytest
 
 from sgi_run.figures import gallery
-from sgi_run.figures.experiment import discover, experiment_digest
+from sgi_run.figures.experiment import discover
+from sgi_run.figures.records import experiment_digest
 from sgi_run.provenance import code_digest
 from tests.conftest import ROOT
 

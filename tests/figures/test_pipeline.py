@@ -131,7 +131,7 @@ def test_fidelity_profiles_resolve_to_the_documented_counts():
 
 def test_table_rows_recorded_by_earlier_versions_still_render():
     """The gallery re-reads every figure's JSON record; older ones lack later columns."""
-    from sgi_run.figures.experiment import md_cells
+    from sgi_run.figures.tables import md_cells
     old = {"label": "DIRK", "dt": 0.5, "dt_source": "paper", "paths": 100, "mean_T": 1.0, "sem_T": 0.01,
            "exact_T": "", "ratio_T": "", "max_abs_error": "", "t_max_abs_error": "", "window_mean": 0.98,
            "window_se_bound": 0.02, "max_rel_mc_error": 0.1, "nonfinite_paths": 0, "wall_time_s": 3.0, "cached": True}
@@ -161,7 +161,8 @@ def test_a_record_with_a_nan_statistic_is_strict_json_and_reads_back(tmp_path):
     """NaN is no JSON: the record holds null, which every reader takes for the non-finite value it stood for."""
     import math
 
-    from sgi_run.figures.experiment import md_cells, read_record, study_md_rows, write_record
+    from sgi_run.figures.tables import md_cells, study_md_rows
+    from sgi_run.figures.records import read_record, write_record
     from sgi_run.figures.results import CheckResult
     nan = float("nan")
     row = {"label": "IM", "dt": 0.01, "dt_source": "paper", "paths": 100, "mean_T": 1.0, "sem_T": nan,
@@ -195,7 +196,7 @@ def _row(paths, sem_T, **more):
 
 @pytest.mark.parametrize("sem_T", ["", float("nan"), None])   # this version's, an earlier record's, read back
 def test_a_single_realisation_shows_its_value_without_a_standard_error(sem_T):
-    from sgi_run.figures.experiment import md_cells, md_header
+    from sgi_run.figures.tables import md_cells, md_header
     cells = md_cells(_row(1, sem_T))
     assert cells[2] == "1 (single realisation)" and cells[3] == "0.125" and cells[8] == "—"
     assert md_header("C1", [_row(1, sem_T)])[3] == "C1(T)"          # one path's value, no expectation
@@ -210,7 +211,9 @@ def test_a_single_path_is_compared_with_its_own_start_never_with_the_ensembles_e
 
     import numpy as np
 
-    from sgi_run.figures.experiment import RunSpec, _markdown, _table_row, md_cells, md_header
+    from sgi_run.figures.experiment import RunSpec
+    from sgi_run.figures.tables import markdown_table, md_cells, md_header
+    from sgi_run.figures.pipeline import _table_row
     from sgi_run.figures.results import Series
 
     def row(paths):
@@ -230,7 +233,7 @@ def test_a_single_path_is_compared_with_its_own_start_never_with_the_ensembles_e
     assert one["t_max_abs_change"] == 50.0
     assert md_header("H", [one])[4:7] == ["H(0)", "H(T) / H(0)", "max_t abs(H(t) - H(0)) (at t)"]
     for header in (md_header("H", [one]), md_header("H", [one, many])):     # a "|" in a cell does not split it
-        assert len(re.split(r"(?<!\\)\|", _markdown(header, [])[0])) == len(header) + 2
+        assert len(re.split(r"(?<!\\)\|", markdown_table(header, [])[0])) == len(header) + 2
     assert md_cells(one)[4:7] == ["0.48", "0.9792", "0.02 (50)"]
     assert many["ratio_T"] == pytest.approx(0.47) and md_cells(many)[5] == "0.47"
     # A table of both says what a single path's comparison columns hold.
@@ -245,12 +248,13 @@ def test_a_single_path_is_compared_with_its_own_start_never_with_the_ensembles_e
 def test_the_table_names_the_observable_it_tabulates(figure, header, tmp_path):
     """The table's value column is the experiment's observable (``_table_row`` reads its default curve), and
     a single realisation's CSV leaves its SE empty."""
-    from sgi_run.figures.experiment import _write_table, figure_files
+    from sgi_run.figures.tables import write_table
+    from sgi_run.figures.records import figure_files
     exp = load(EXPERIMENTS / f"{figure}.yaml")
     files = figure_files(exp, tmp_path)
     files["md"].parent.mkdir(parents=True)
     single = "±" not in header
-    _write_table(exp, "smoke", [_row(1, "") if single else _row(100, 0.001)], files)
+    write_table(exp, "smoke", [_row(1, "") if single else _row(100, 0.001)], files)
     text = files["md"].read_text()
     assert f"| {header} |" in text and "E(T)" not in text.replace(header, "")
     assert ("Every run is a single realisation (1 path)" in text) == single
@@ -260,7 +264,8 @@ def test_the_table_names_the_observable_it_tabulates(figure, header, tmp_path):
 def test_the_table_file_says_where_the_figure_disagrees_with_its_paper(tmp_path):
     """A disagreement entry opens the figure's markdown table file: the claim quoted, the named check's computed
     value with its SE and verdict, and the explanation."""
-    from sgi_run.figures.experiment import _write_table, figure_files
+    from sgi_run.figures.tables import write_table
+    from sgi_run.figures.records import figure_files
     from sgi_run.figures.results import CheckResult
     exp = load(EXPERIMENTS / "bou_rabee_owhadi" / "fig2_2.yaml")
     exp = dataclasses.replace(exp, disagreements=({"claim": "performs successfully", "where": "Figure 2.2 caption",
@@ -270,7 +275,7 @@ def test_the_table_file_says_where_the_figure_disagrees_with_its_paper(tmp_path)
     low = CheckResult(id="low", kind="window_relative_deviation", run="csvia_c10", criterion="", verdict="PASS",
                       value=-0.1613, se=0.0005, t=None, band="[-0.2, -0.1]", margin_se=None, detail="",
                       quantity="(window mean - reference) / |reference|")
-    _write_table(exp, "smoke", [_row(100, 0.001)], files, verdicts=[low])
+    write_table(exp, "smoke", [_row(100, 0.001)], files, verdicts=[low])
     text = files["md"].read_text()
     assert text.index("## Where this figure disagrees with the paper") < text.index("| run |")
     assert "**The paper** (Figure 2.2 caption): “performs successfully”" in text
@@ -278,7 +283,7 @@ def test_the_table_file_says_where_the_figure_disagrees_with_its_paper(tmp_path)
 
 
 def test_checks_that_hold_by_construction_are_listed_and_counted_apart(tmp_path):
-    from sgi_run.figures.experiment import _write_checks
+    from sgi_run.figures.tables import write_checks
     from sgi_run.figures.results import CheckResult
     exp = load(EXPERIMENTS / "gay_balmaz_wu" / "fig1.yaml")
     common = dict(kind="path_extent", run="candidates", value=0.1, se=None, t=3.0, band="<= 0.25", margin_se=None,
@@ -286,7 +291,7 @@ def test_checks_that_hold_by_construction_are_listed_and_counted_apart(tmp_path)
     verdicts = [CheckResult(id="judged", criterion="a real one", verdict="PASS", **common),
                 CheckResult(id="picked_then_checked", criterion="selected so", verdict="PASS", by_construction=True,
                             **common)]
-    _write_checks(exp, "smoke", verdicts, tmp_path / "checks.md")
+    write_checks(exp, "smoke", verdicts, tmp_path / "checks.md")
     text = (tmp_path / "checks.md").read_text()
     counts, apart = text.index("1 PASS, 0 FAIL, 0 SKIP; 1 by construction"), text.index("## By construction")
     assert counts < text.index("PASS  judged") < apart < text.index("PASS  picked_then_checked")
@@ -296,7 +301,7 @@ def test_checks_that_hold_by_construction_are_listed_and_counted_apart(tmp_path)
 # --- issue 45: a figure's files are written whole and its record tells when they changed ------------------------
 def _written_figure(directory: Path, png: bytes = b"\x89PNG the figure") -> dict[str, Path]:
     """A figure's files as make_figure writes them (staged, sealed), without computing a figure."""
-    from sgi_run.figures.experiment import seal, staged, write_record
+    from sgi_run.figures.records import seal, staged, write_record
     files = {key: directory / "my_study" / f"fig1{end}" for key, end in (("png", ".png"), ("md", ".md"),
                                                                           ("json", ".json"))}
     with staged(files) as stage:
@@ -312,7 +317,7 @@ def test_a_write_that_fails_leaves_the_old_files_whole_and_no_partial_one(tmp_pa
     and the error names the file the user knows (not its temporary copy)."""
     import errno
 
-    from sgi_run.figures.experiment import staged
+    from sgi_run.figures.records import staged
     files = _written_figure(tmp_path)
     before = {key: path.read_bytes() for key, path in files.items()}
     with pytest.raises(OSError) as failed:
@@ -336,7 +341,7 @@ def test_a_write_that_fails_leaves_the_old_files_whole_and_no_partial_one(tmp_pa
      "fig1.json keeps no digests of its files (an earlier sgi-figures wrote it)"),
 ], ids=["a_file_cut_short", "a_file_missing", "a_verdict_edited", "no_digests"])
 def test_a_figures_record_tells_when_its_files_are_not_as_written(damage, fault, tmp_path):
-    from sgi_run.figures.experiment import figure_fault, files_in, read_record
+    from sgi_run.figures.records import figure_fault, files_in, read_record
     files = _written_figure(tmp_path)
     directory = files["json"].parent
     assert figure_fault(read_record(files["json"]), files_in(directory), directory) is None
@@ -350,7 +355,9 @@ def test_a_drift_column_is_the_largest_departure_along_the_kept_path_and_is_tabl
     record the observable. Luesink et al.'s Figure 4 declares its Casimir's."""
     import numpy as np
 
-    from sgi_run.figures.experiment import _drifts, _write_table, figure_files, md_cells, md_header
+    from sgi_run.figures.pipeline import _drifts
+    from sgi_run.figures.tables import md_cells, md_header, write_table
+    from sgi_run.figures.records import figure_files
     from sgi_run.figures.results import RunData, Series
 
     t = np.arange(4.0)
@@ -366,14 +373,14 @@ def test_a_drift_column_is_the_largest_departure_along_the_kept_path_and_is_tabl
     assert md_header("C1", [row])[-1] == "largest drift of C1" and md_cells(row)[-1] == "2.79e-08"
     files = figure_files(exp, tmp_path)
     files["md"].parent.mkdir(parents=True)
-    _write_table(exp, "smoke", [row], files)
+    write_table(exp, "smoke", [row], files)
     assert "| largest drift of C1 |" in files["md"].read_text() and "max_t |C1(t) - C1(0)|" in files["md"].read_text()
     assert float(next(csv.DictReader(open(files["csv"])))["drift_C1"]) == 2.79e-8
 
 
 def test_a_run_whose_paths_all_failed_says_so_instead_of_nan():
     """Every path non-finite: the value cell names what happened, no cell is "nan" or "— ± —"."""
-    from sgi_run.figures.experiment import md_cells
+    from sgi_run.figures.tables import md_cells
     cells = md_cells(_row(160000, None, mean_T=None, nonfinite_paths=160000, max_rel_mc_error=None,
                           window_mean=None, window_se=None, window_se_exact=True))
     assert cells[3] == "all 160000 paths non-finite" and cells[7] == "—" and cells[8] == "—"
@@ -385,13 +392,13 @@ def test_a_run_whose_paths_all_failed_says_so_instead_of_nan():
                                             ({"max_rel_mc_error": 0.8, "mean_sign_changes": False}, "E within 2 SE of 0")])
 def test_the_relative_se_is_shown_only_where_the_mean_stays_away_from_0(changes, shown):
     """SE/|E| has no meaning where E crosses 0 or comes within 2 SE of it (SE/|E| > 1/2 somewhere)."""
-    from sgi_run.figures.experiment import _markdown, md_cells, md_header
+    from sgi_run.figures.tables import markdown_table, md_cells, md_header
     assert md_header("H", [_row(100, 0.001)])[8] == "max_t SE/|E|"
-    cells = re.split(r"(?<!\\)\|", _markdown(md_header("H", [_row(100, 0.001)]), [])[0])[1:-1]
+    cells = re.split(r"(?<!\\)\|", markdown_table(md_header("H", [_row(100, 0.001)]), [])[0])[1:-1]
     assert len(cells) == 12 and cells[8] == r" max_t SE/\|E\| "      # its "|" escaped: one cell
     assert md_cells(_row(100, 0.001, **changes))[8] == shown
 
 
 def test_a_mean_that_takes_both_signs_crosses_0_and_a_start_at_0_does_not():
-    from sgi_run.figures.experiment import sign_changes
+    from sgi_run.figures.pipeline import sign_changes
     assert sign_changes([-2.0, -0.5, 0.3, 1.4]) and not sign_changes([0.0, 0.2, 1.4, float("nan")])

@@ -8,7 +8,8 @@ import pytest
 import yaml
 
 from sgi_run.figures import site
-from sgi_run.figures.experiment import discover, experiment_digest
+from sgi_run.figures.experiment import discover
+from sgi_run.figures.records import experiment_digest
 from sgi_run.provenance import code_digest
 from tests.conftest import ROOT
 

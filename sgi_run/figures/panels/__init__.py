@@ -35,7 +35,7 @@ class PanelKind:
     grid: bool = True              # grid lines on its axes (not on a 3-D axes nor under a row of maps)
     title_pad: float | None = None   # points between its title and its axes (above its maps' own titles)
     # What it calls on its run's system or integrator, as a refusal names it (``name(arguments)``): refused
-    # before any compute where they have none (experiment._check_against_runs).
+    # before any compute where they have none (experiment.check_against_runs).
     needs_system_method: str | None = None
     needs_integrator_method: str | None = None
     # (panel, data) -> what the figure's footer says of how the panel's values were measured ("" for nothing).
