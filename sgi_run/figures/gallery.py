@@ -19,9 +19,9 @@ from sgi_run.core.errors import require
 from sgi_run.figures.results import BY_CONSTRUCTION, CheckResult, counts_text, verdict_counts
 from sgi_run.figures.experiment import figure_command, figure_order
 from sgi_run.figures.records import read_record, stale_reasons
-from sgi_run.figures.tables import (DISAGREES, RELATIVE_SE_TEXT, STUDY_MD_HEADER, disagreement_checks,
-                                    markdown_table, md_cells, md_header, study_md_rows, work_precision_header,
-                                    work_precision_md_rows)
+from sgi_run.figures.tables import (DISAGREES, RELATIVE_SE_TEXT, RUN_COLUMNS_FROM, STUDY_MD_HEADER,
+                                    disagreement_checks, markdown_table, md_cells, md_header, study_md_rows,
+                                    table_parts, work_precision_header, work_precision_md_rows)
 from sgi_run.store import write_text_atomically
 
 PAPER_RESULTS = Path("gallery/paper")
@@ -122,28 +122,6 @@ def _table_html(header: list[str], cells: list[list[str]], at: int | None = None
         out += ('<div class="wide"><table><tr>' + "".join(f"<th>{e(h)}</th>" for h in part_header)
                 + f"</tr>{rows}</table></div>")
     return out
-
-
-# The ensemble table's columns from this one on are about the run (its precision, failures, solver, cost), those
-# before it about the observable: where the table is split, it is split here.
-RUN_COLUMNS_FROM = 8
-
-
-def table_parts(header: list[str], cells: list[list[str]], at: int | None = None,
-                widest: int = 8) -> list[tuple[list[str], list[list[str]]]]:
-    """A wide table as tables a reader can read whole at 800 px: the columns empty in every row left out and,
-    where more than ``widest`` remain, the columns from ``at`` on (default: the second half) in a second table
-    that repeats the first column (the run)."""
-    if not cells:
-        return []
-    def part(columns):
-        columns = [i for i in columns if i == 0 or any(row[i] != "" for row in cells)]
-        return [header[i] for i in columns], [[row[i] for i in columns] for row in cells]
-    whole = part(range(len(header)))
-    if len(whole[0]) <= widest:
-        return [whole]
-    at = (len(header) + 1) // 2 if at is None else at
-    return [part(range(at)), part([0, *range(at, len(header))])]
 
 
 # TeX a caption writes as $...$, as plain text: the symbols the captions use, sub- and superscripts as HTML.

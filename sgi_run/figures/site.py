@@ -22,8 +22,9 @@ from pathlib import Path
 from sgi_run.figures import gallery
 from sgi_run.figures.experiment import Experiment, figure_command, figure_order
 from sgi_run.figures.records import stale_reasons
-from sgi_run.figures.tables import (RELATIVE_SE_TEXT, STUDY_MD_HEADER, disagreement_lines, markdown_table, md_cells,
-                                    md_header, study_md_rows, work_precision_header, work_precision_md_rows)
+from sgi_run.figures.tables import (RELATIVE_SE_TEXT, RUN_COLUMNS_FROM, STUDY_MD_HEADER, disagreement_lines,
+                                    markdown_table, md_cells, md_header, study_md_rows, table_parts,
+                                    work_precision_header, work_precision_md_rows)
 from sgi_run.figures.gallery import at_papers_counts, heading
 from sgi_run.figures.results import BY_CONSTRUCTION, CheckResult, verdict_counts
 
@@ -145,9 +146,9 @@ def plain(text) -> str:
 
 def _markdown_table(header: list[str], rows: list[list[str]], at: int | None = None) -> list[str]:
     """The table as markdown, in parts a reader sees whole in the content column at 800 px
-    (``gallery.table_parts``: its empty columns left out, a wide one split at column ``at``)."""
+    (``tables.table_parts``: its empty columns left out, a wide one split at column ``at``)."""
     lines = []
-    for part_header, part_rows in gallery.table_parts(header, rows, at):
+    for part_header, part_rows in table_parts(header, rows, at):
         lines += markdown_table(part_header, part_rows, plain) + [""]
     return lines
 
@@ -263,7 +264,7 @@ def figure_page(figure: Figure) -> str:
     lines += disagreement_lines(entries, r["checks"], plain, lambda v: badge(v, v))
     lines += _reproduce_section(figure, r["fidelity"]) + _provenance_section(r)
     table = _markdown_table(md_header(r.get("observable", "H"), r["table"]), [md_cells(row) for row in r["table"]],
-                            gallery.RUN_COLUMNS_FROM)
+                            RUN_COLUMNS_FROM)
     studies = _markdown_table(STUDY_MD_HEADER, study_md_rows(r.get("convergence", [])))
     precision = r.get("work_precision", [])
     costs = _markdown_table(work_precision_header(precision), work_precision_md_rows(precision))

@@ -353,3 +353,25 @@ def write_checks(exp: Experiment, fidelity: str, verdicts: list[CheckResult], pa
     lines += [f"- {r.id} [{r.run}]: {r.criterion}" + (" (by construction)" if r.by_construction else "")
               for r in verdicts]
     path.write_text("\n".join(lines) + "\n")
+
+
+# The ensemble table's columns from this one on are about the run (its precision, failures, solver, cost), those
+# before it about the observable: where the table is split, it is split here.
+RUN_COLUMNS_FROM = 8
+
+
+def table_parts(header: list[str], cells: list[list[str]], at: int | None = None,
+                widest: int = 8) -> list[tuple[list[str], list[list[str]]]]:
+    """A wide table as tables a reader can read whole at 800 px: the columns empty in every row left out and,
+    where more than ``widest`` remain, the columns from ``at`` on (default: the second half) in a second table
+    that repeats the first column (the run)."""
+    if not cells:
+        return []
+    def part(columns):
+        columns = [i for i in columns if i == 0 or any(row[i] != "" for row in cells)]
+        return [header[i] for i in columns], [[row[i] for i in columns] for row in cells]
+    whole = part(range(len(header)))
+    if len(whole[0]) <= widest:
+        return [whole]
+    at = (len(header) + 1) // 2 if at is None else at
+    return [part(range(at)), part([0, *range(at, len(header))])]

@@ -8,6 +8,7 @@ import pytest
 from sgi_run.figures import gallery
 from sgi_run.figures.experiment import discover
 from sgi_run.figures.records import experiment_digest
+from sgi_run.figures.tables import table_parts
 from sgi_run.provenance import code_digest
 from tests.conftest import ROOT
 
@@ -42,9 +43,9 @@ def test_a_figures_disagreement_with_its_paper_is_shown_with_the_computed_value(
 def test_a_wide_table_loses_its_empty_columns_and_splits_into_two_readable_ones():
     header = ["run", "a", "empty", "b", "c", "d", "e", "f", "g", "h"]
     cells = [["r1", "1", "", "2", "3", "4", "5", "6", "7", "8"], ["r2", "1", "", "2", "3", "4", "5", "6", "7", "8"]]
-    assert gallery.table_parts(header[:5], [row[:5] for row in cells]) == [(["run", "a", "b", "c"],
+    assert table_parts(header[:5], [row[:5] for row in cells]) == [(["run", "a", "b", "c"],
                                                                             [["r1", "1", "2", "3"], ["r2", "1", "2", "3"]])]
-    first, second = gallery.table_parts(header, cells, at=6)
+    first, second = table_parts(header, cells, at=6)
     assert first[0] == ["run", "a", "b", "c", "d"] and second[0] == ["run", "e", "f", "g", "h"]
     assert second[1][1] == ["r2", "5", "6", "7", "8"]
 
