@@ -141,6 +141,9 @@ class RunKind:
     outputs: tuple[str, ...]
     write_outputs: Callable[[RunResult], None]
     show: Callable[[RunResult, DictConfig, object], None]   # (result, cfg, console): what sgi-run prints
+    # (plan) -> (observables, times): where its summary compares the means with the system's exact ones, checked
+    # before it computes (summary.check_reference_values).
+    compared: Callable[[object], tuple[tuple[str, ...], np.ndarray]]
 
 
 def _finished_ensemble(path: Path, run_dir: Path, found: cache.Cached, setup: Setup) -> RunResult:
@@ -181,14 +184,23 @@ def _write_study(path: Path, run_dir: Path, sim: Simulator, computed, ens: store
                           resumed_part_way=computed.resumed_part_way, result=result, attrs=ens.attrs)
 
 
+def _study_compared(plan: ConvergencePlan) -> tuple[tuple[str, ...], np.ndarray]:
+    """A weak study against the exact mean compares with it at T; any other study with nothing of the system's."""
+    if plan.reference == "exact" and plan.error == "weak":
+        return (plan.observable,), np.array([plan.T])
+    return (), np.array([])
+
+
 ENSEMBLE = RunKind(file_name="ensemble.h5", simulator=lambda s: Simulator(s.system, s.integrator, s.plan),
                    levels=lambda plan: 0, load=store.load, finished=_finished_ensemble, write=_write_ensemble,
-                   outputs=summary.FILES, write_outputs=_write_summary, show=_show_ensemble)
+                   outputs=summary.FILES, write_outputs=_write_summary, show=_show_ensemble,
+                   compared=lambda plan: (plan.observables, plan.times))
 STUDY = RunKind(file_name=convergence_run.FILE_NAME,
                 simulator=lambda s: convergence.simulator(s.system, s.integrator, s.plan),
                 levels=lambda plan: len(plan.dts), load=convergence_run.load_run, finished=_finished_study,
                 write=_write_study, outputs=convergence_run.OUTPUTS, write_outputs=convergence_run.write_outputs,
-                show=lambda run, cfg, console: convergence_run.show(run, console))
+                show=lambda run, cfg, console: convergence_run.show(run, console),
+                compared=_study_compared)
 RUN_KINDS = (ENSEMBLE, STUDY)
 
 
@@ -259,6 +271,7 @@ def run(cfg: DictConfig, run_dir: Path | None = None, *, setup: Setup | None = N
     setup = build(cfg) if setup is None else setup
     system, plan = setup.system, setup.plan
     kind = run_kind_of(plan)
+    summary.check_reference_values(system, *kind.compared(plan))
     key, value = ("output_root", cfg.output_root) if run_dir is None else ("run_dir", run_dir)
     run_dir = Path(run_dir) if run_dir is not None else run_dir_for(cfg)
     path = run_dir / kind.file_name

@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from sgi_run import store
+from sgi_run.core.errors import ConfigError
 from sgi_run.core.solvers import on_fail_rule
 from sgi_run.store import Ensemble
 
@@ -43,6 +44,32 @@ FILES = ("summary.md", "summary.csv")
 PLAN_COLUMNS = ["dt", "T", "paths", "seed"]
 # Last, and only in the tables of a run whose system declares invariants: every other run's tables are as before.
 DRIFT_COLUMN = "max_drift"
+
+
+def check_reference_values(system, observables, times) -> None:
+    """Refuse, in one line and before the run computes, a system whose exact mean (``reference_mean``) of one of
+    ``observables`` at ``times``, or whose ergodic limit (``ergodic_mean``), is not a finite number: a start of
+    1e200 squared overflows a float64 (or a Python float: ``OverflowError``), and the summary, which compares every
+    mean with these, would otherwise fail with a traceback after the compute. A system's own ``check`` may refuse
+    such parameters first, naming one (``Kubo.check``)."""
+    times = np.asarray(times, dtype=float)
+    for name in observables:
+        for what, method, at in (("exact mean", "reference_mean", times), ("ergodic limit", "ergodic_mean", None)):
+            try:
+                with np.errstate(all="ignore"):
+                    found = getattr(system, method)(name)
+                    if found is None:
+                        continue
+                    values = np.atleast_1d(np.asarray(found(at) if at is not None else found, dtype=float))
+                wrong = np.flatnonzero(~np.isfinite(values))
+                where = np.unravel_index(wrong[0], values.shape)[0] if wrong.size else 0
+                bad = (f"it is {values.flat[wrong[0]]}" + (f" at t={at[where]:g}" if at is not None and where < at.size
+                                                            else "") if wrong.size else None)
+            except ArithmeticError as err:
+                bad = f"it raises {type(err).__name__}: {err}"
+            if bad is not None:
+                raise ConfigError("system", system, f"parameters whose {what} of {name} "
+                                  f"({type(system).__name__}.{method}) is a finite number ({bad})")
 
 
 def max_relative_error(mean: np.ndarray, sem: np.ndarray) -> float:

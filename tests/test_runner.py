@@ -288,3 +288,14 @@ def test_a_summary_the_disk_could_not_take_is_written_by_the_next_run(runs_root,
     again = sgi_run.run(cfg, run_dir=run_dir)
     assert again.cached and (run_dir / "summary.csv").read_text().startswith("observable,t_final,mean,sem")
     assert "| H |" in (run_dir / "summary.md").read_text()
+
+
+@pytest.mark.parametrize("overrides, observables, times", [
+    (["plan.T=1", "plan.dt=0.25", "plan.output_dt=0.5"], ("H",), [0.0, 0.5, 1.0]),
+    (["plan=convergence", "plan.error=weak", "plan.reference=exact", "integrator=srkw2", "plan.T=2"], ("H",), [2.0]),
+    (["plan=convergence", "plan.error=strong", "plan.T=2"], (), [])])
+def test_a_run_checks_the_exact_means_its_summary_compares_with(overrides, observables, times):
+    """An ensemble compares every observable at every output time; a weak study against the exact mean, at T."""
+    plan = sgi_run.config.build(sgi_run.compose(overrides)).plan
+    compared = runner.run_kind_of(plan).compared(plan)
+    assert tuple(compared[0]) == observables and list(compared[1]) == times

@@ -1,19 +1,21 @@
 """The summary a user reads: honest numbers (NaN where nothing was measured), the method's own exact
 mean where known, full precision in summary.csv, and a terminal table that never cuts a number."""
 import csv
+import dataclasses
 import io
 import math
 
 import h5py
+import jax.numpy as jnp
 import numpy as np
 import pytest
 from rich.console import Console
 
 import sgi_run
-from sgi_run import store, summary
+from sgi_run import store, summary, systems
 from sgi_run.config import build
 from sgi_run.engine.linear_oracle import method_moments
-from sgi_run.systems import Kubo
+from sgi_run.systems import CanonicalSystem, Kubo
 
 
 def failed_ensemble(paths=5):
@@ -267,3 +269,62 @@ def test_a_system_without_invariants_writes_and_shows_nothing_new(kubo_run):
     assert "drift" not in (result.run_dir / "summary.md").read_text() and "drift" not in rendered(result.summary, 200)
     with h5py.File(result.path, "r") as f:
         assert "invariant_drift" not in f
+
+
+@dataclasses.dataclass(frozen=True)
+class AdditiveHarmonic(CanonicalSystem):
+    """A harmonic oscillator with additive noise, whose exact mean energy H(q0, p0) + sigma^2 t / 2 is written in
+    Python floats, as a contributor would: a start of 1e200 overflows it (no check() refuses it)."""
+    sigma: float = 0.1
+    q0: float = 1.0
+
+    def hamiltonian(self, q, p):
+        return 0.5 * jnp.sum(p**2 + q**2)
+
+    def noise_hamiltonians(self, q, p):
+        return jnp.array([-self.sigma * jnp.sum(q)])
+
+    def initial_state(self, key):
+        return jnp.array([self.q0, 0.0])
+
+    def reference_mean(self, observable):
+        h0 = 0.5 * self.q0**2
+        return (lambda t: h0 + 0.5 * self.sigma**2 * t) if observable == "H" else None
+
+
+@pytest.fixture
+def registered_harmonic():
+    before = dict(systems.SYSTEMS)
+    sgi_run.register_system("additive_harmonic", AdditiveHarmonic)
+    yield
+    systems.SYSTEMS.clear()
+    systems.SYSTEMS.update(before)
+
+
+def test_an_exact_mean_that_overflows_is_refused_in_one_line_before_the_run(registered_harmonic, tmp_path):
+    """The summary compares every mean with the system's exact one: where that overflows, the run is refused
+    (one line naming the system, its method and the time) before it computes, not a traceback after."""
+    plan = sgi_run.plan(paths=10, T=1)
+    with pytest.raises(sgi_run.ConfigError) as err:
+        sgi_run.simulate(AdditiveHarmonic(q0=1e200), "midpoint", plan, output_root=tmp_path)
+    assert str(err.value) == ("system=AdditiveHarmonic(sigma=0.1, q0=1e+200) is not allowed: parameters whose exact "
+                              "mean of H (AdditiveHarmonic.reference_mean) is a finite number (it raises "
+                              "OverflowError: (34, 'Numerical result out of range'))")
+    assert not list(tmp_path.rglob("*.h5"))
+
+
+def test_reference_values_that_are_not_finite_name_the_time_or_the_limit():
+    class Infinite(Kubo):
+        def reference_mean(self, observable):
+            return lambda t: np.where(t > 0.5, np.inf, 1.0)
+
+        def ergodic_mean(self, observable):
+            return math.nan
+
+    with pytest.raises(sgi_run.ConfigError, match=r"exact mean of H \(Infinite.reference_mean\) is a finite number "
+                                                   r"\(it is inf at t=1\)$"):
+        summary.check_reference_values(Infinite(), ["H"], [0.0, 0.5, 1.0])
+    with pytest.raises(sgi_run.ConfigError, match=r"ergodic limit of H \(Infinite.ergodic_mean\) is a finite number "
+                                                   r"\(it is nan\)$"):
+        summary.check_reference_values(Infinite(), ["H"], [0.0, 0.5])
+    summary.check_reference_values(Kubo(), ["H", "q"], np.linspace(0, 10, 11))    # finite: nothing refused
