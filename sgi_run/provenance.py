@@ -9,18 +9,19 @@ A run's digest (``code_digest(system class, integrator class, ...)``) covers the
 nothing else, so an edit marks stale only the runs it can change:
 
 - the shared layers every run goes through (``SHARED_LAYERS``: core and engine), whole;
-- the modules defining the run's classes and their base classes, and every numerics module those import, transitively
-  (the static import closure: imports at module level and inside functions, relative ones, ``from sgi_run.x import
-  y`` where ``y`` is a module, and module names written as strings, which ``importlib`` and ``_target_`` use);
+- the modules defining the run's classes and their base classes, and every module of the package those import,
+  transitively: the static import closure, of imports at module level and inside functions, relative ones,
+  ``from sgi_run.x import y`` where ``y`` is a module, and module names written as strings (which ``importlib``
+  and ``_target_`` use); not the package's own ``__init__``, which gathers its API for users;
 - the registries (``REGISTRIES``), whose own code decides which class a config's name builds; the modules of the
-  other classes a registry imports are not followed: they define code this run never calls (the test of this module
-  checks that a registry takes only classes from them).
+  other classes a registry imports are not followed: they define code this run never calls (the test of this
+  module checks that a registry takes only classes from them).
 
-Each module counts by its syntax tree with docstrings removed, with its path: an edit of a comment, a docstring or the
-layout changes no digest; moving code to another module does. (The tree is as this Python parses it: under another
-Python version a run may read as stale, never as current when it is not.) A class of one's own outside the package counts
-through its config (``class_digest``) and through the numerics modules its module imports (every numerics module
-where its module's source cannot be read).
+Each module counts by its syntax tree with docstrings removed, with its path: an edit of a comment, a docstring or
+the layout changes no digest; moving code to another module does. (The tree is as this Python parses it: under
+another Python version a run may read as stale, never as current when it is not.) A class of one's own outside the
+package counts through its config (``class_digest``) and through the modules of the package its module imports (all
+the numerics layers where its module's source cannot be read).
 """
 from __future__ import annotations
 
@@ -54,8 +55,8 @@ _DOTTED_NAME = re.compile(r"sgi_run(\.[A-Za-z_]\w*)+")
 
 def code_digest(*classes: type) -> str:
     """12 hex digits naming the numerics code a run of ``classes`` (its system's class, its integrator's class and
-    tableau's) can execute (the module docstring says which); with no classes, all the numerics layers' code (what
-    a record of many runs, or a timing of many studies, was computed by)."""
+    tableau's) can execute (the module docstring says which); with no classes, all the numerics layers' code and
+    what it imports (what a record of many runs, or a timing of many studies, was computed by)."""
     return _digest(PACKAGE, classes)
 
 
@@ -67,10 +68,7 @@ def cache_clear() -> None:
 
 @functools.lru_cache(maxsize=256)
 def _digest(package: Path, classes: tuple[type, ...]) -> str:
-    if classes:
-        modules = _closure(package, _roots(package, classes))
-    else:
-        modules = _layer_modules(package, NUMERICS_LAYERS)
+    modules = _closure(package, _roots(package, classes) if classes else _layer_modules(package, NUMERICS_LAYERS))
     h = hashlib.sha256()
     for relative in sorted(modules):
         h.update(relative.encode())
@@ -80,20 +78,20 @@ def _digest(package: Path, classes: tuple[type, ...]) -> str:
 
 def _roots(package: Path, classes: tuple[type, ...]) -> set[str]:
     """The modules a run of ``classes`` starts from: the shared layers, the registries, the classes' own modules
-    (their bases' too) and what a module of one's own outside the numerics layers imports of them."""
+    (their bases' too) and what a module of one's own outside the package imports of it."""
     roots = _layer_modules(package, SHARED_LAYERS) | set(REGISTRIES)
     for cls in classes:
         for klass in inspect.getmro(cls):
             relative = _module_file(package, klass.__module__)
-            if relative is not None and _in_numerics(relative):
+            if relative is not None:
                 roots.add(relative)
-            elif any(_in_numerics(_module_file(package, base.__module__) or "") for base in inspect.getmro(klass)):
+            elif any(_module_file(package, base.__module__) is not None for base in inspect.getmro(klass)):
                 try:      # a class of one's own, derived from sgi-run's
                     tree = ast.parse(inspect.getsource(sys.modules[klass.__module__]))
                 except (OSError, TypeError, KeyError, SyntaxError):
                     return _layer_modules(package, NUMERICS_LAYERS)   # what it imports is unknown: all counts
                 roots |= _imports(package, tree, klass.__module__, is_package=False)
-    return {relative for relative in roots if _in_numerics(relative)}
+    return {relative for relative in roots if _counted(relative)}
 
 
 def _layer_modules(package: Path, layers: tuple[str, ...]) -> set[str]:
@@ -101,7 +99,7 @@ def _layer_modules(package: Path, layers: tuple[str, ...]) -> set[str]:
 
 
 def _closure(package: Path, roots: set[str]) -> set[str]:
-    """``roots`` and the numerics modules they import, transitively; a registry's imports of its own package's
+    """``roots`` and the modules of the package they import, transitively; a registry's imports of its own package's
     modules are not followed (the module docstring says why)."""
     seen, todo = set(), list(roots)
     while todo:
@@ -117,8 +115,10 @@ def _closure(package: Path, roots: set[str]) -> set[str]:
     return seen
 
 
-def _in_numerics(relative: str) -> bool:
-    return relative.split("/", 1)[0] in NUMERICS_LAYERS
+def _counted(relative: str) -> bool:
+    """Every module of the package but its own ``__init__``: importing any module runs it, and it gathers the API
+    (runner, figures, the command line) rather than computing."""
+    return relative != "__init__.py"
 
 
 def _module_file(package: Path, dotted: str) -> str | None:
@@ -141,7 +141,7 @@ def _with_parents(package: Path, dotted: str) -> set[str]:
 
 
 def _imports(package: Path, tree: ast.AST, dotted: str, is_package: bool) -> set[str]:
-    """The numerics modules (relative paths) the module ``dotted`` imports, anywhere in its code."""
+    """The modules of the package (relative paths) the module ``dotted`` imports, anywhere in its code."""
     here = dotted.split(".") if is_package else dotted.split(".")[:-1]
     names = set()
     for node in ast.walk(tree):
@@ -162,13 +162,13 @@ def _imports(package: Path, tree: ast.AST, dotted: str, is_package: bool) -> set
             names |= {next((".".join(parts[:n]) for n in range(len(parts), 0, -1)
                             if _module_file(package, ".".join(parts[:n])) is not None), "sgi_run")}
     found = set().union(*(_with_parents(package, name) for name in names))
-    return {relative for relative in found if _in_numerics(relative)}
+    return {relative for relative in found if _counted(relative)}
 
 
 @functools.cache
 def _module(package: Path, relative: str) -> tuple[str, frozenset[str]]:
-    """A module's digest (its syntax tree without docstrings: comments and layout aside) and the numerics modules
-    it imports."""
+    """A module's digest (its syntax tree without docstrings: comments and layout aside) and the modules of the
+    package it imports."""
     tree = ast.parse((package / relative).read_bytes(), filename=relative)
     dotted = ".".join(["sgi_run", *Path(relative).with_suffix("").parts])
     is_package = relative.endswith("__init__.py")

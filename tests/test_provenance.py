@@ -158,3 +158,14 @@ def test_a_class_of_ones_own_counts_the_numerics_modules_its_module_imports(pack
     _edit_code(package_copy / "systems" / "langevin.py")
     after = provenance.code_digest(*own), provenance.code_digest(*RUNS["kubo"])
     assert after[0] != before[0] and after[1] == before[1]
+
+
+def test_a_module_outside_the_numerics_layers_counts_where_numerics_code_imports_it(package_copy):
+    """engine/checkpoint.py imports sgi_run/store.py: an edit there is every run's. The package's own __init__,
+    which imports the whole API for users, is no run's."""
+    before = _digests()
+    _edit_code(package_copy / "store.py")
+    after = _digests()
+    assert all(after[name] != before[name] for name in before)
+    _edit_code(package_copy / "__init__.py")
+    assert _digests() == after
