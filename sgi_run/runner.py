@@ -121,9 +121,15 @@ def run_identity(cfg) -> dict[str, str]:
 
 
 def run_code_digest(cfg) -> str:
-    """The digest of the numerics code a run of ``cfg`` executes: its system's, integrator's and tableau's classes,
-    what they import, the registries and the shared layers (``provenance.code_digest``)."""
-    return provenance.code_digest(systems.SYSTEMS[cfg.system.name], *integrators.FAMILIES[cfg.integrator.family])
+    """The digest of the numerics code a run of ``cfg`` executes (``code_digest_of`` its system and family)."""
+    return code_digest_of(cfg.system.name, cfg.integrator.family)
+
+
+def code_digest_of(system: str, family: str) -> str:
+    """The digest of the numerics code a run of the system and integrator family so named executes: their classes
+    (the integrator's tableau's too), what they import, the registries and the shared layers
+    (``provenance.code_digest``). KeyError for a name this process has not registered."""
+    return provenance.code_digest(systems.SYSTEMS[system], *integrators.FAMILIES[family])
 
 
 def simulator_of(setup: Setup) -> Simulator:
