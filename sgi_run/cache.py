@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 from collections.abc import Callable
 
-from sgi_run import provenance, store
+from sgi_run import store
 from sgi_run.core.errors import ConfigError
 from sgi_run.engine.checkpoint import DamagedCheckpoint, ShardStore
 
@@ -102,15 +102,16 @@ def check_checkpoints(run_dir: Path, wanted_hash: str, key: str = "run_dir", val
                               f"{found or 'unknown'} (choose another directory, or remove its shards/)")
 
 
-def lookup(path: Path, wanted_hash: str, policy: str, load: Callable[[Path], Any]) -> Cached | None:
-    """The finished result at ``path`` if the policy lets it be reused, else None (compute it).
+def lookup(path: Path, wanted_hash: str, policy: str, load: Callable[[Path], Any], code: str) -> Cached | None:
+    """The finished result at ``path`` if the policy lets it be reused, else None (compute it). ``code``: the
+    digest of the numerics code the run would be computed by now (``provenance.code_digest``).
 
     Raises ConfigError when ``path`` holds the result of another config. ``load`` raises
     ``store.DamagedFile`` for a file that does not read back whole (then it is set aside)."""
     identity = check_identity(path, wanted_hash)
     if identity is None:
         return None
-    stale = identity["code_digest"] != provenance.code_digest()
+    stale = identity["code_digest"] != code
     if policy == "off" or (policy == "refresh_stale" and stale):
         return None
     try:
@@ -120,7 +121,7 @@ def lookup(path: Path, wanted_hash: str, policy: str, load: Callable[[Path], Any
         return None
     if stale:
         warn(f"{path} was computed by other numerics code (digest {identity['code_digest'] or 'unknown'}, "
-             f"now {provenance.code_digest()}); cache=refresh_stale recomputes it")
+             f"now {code}); cache=refresh_stale recomputes it")
     return Cached(value, stale)
 
 

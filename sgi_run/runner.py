@@ -21,7 +21,7 @@ from collections.abc import Callable
 import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
-from sgi_run import cache, convergence_run, provenance, store, summary, systems
+from sgi_run import cache, convergence_run, integrators, provenance, store, summary, systems
 from sgi_run.version import __version__
 from sgi_run.config import Setup, plain, build, config_hash, run_dir_for
 from sgi_run.core import jax_setup
@@ -117,7 +117,19 @@ class RunInterrupted(KeyboardInterrupt):
 
 def run_identity(cfg) -> dict[str, str]:
     """What a finished file or a shard checkpoint must have been computed for, to be reused."""
-    return {"config_hash": config_hash(cfg), "code_digest": provenance.code_digest()}
+    return {"config_hash": config_hash(cfg), "code_digest": run_code_digest(cfg)}
+
+
+def run_code_digest(cfg) -> str:
+    """The digest of the numerics code a run of ``cfg`` executes (``code_digest_of`` its system and family)."""
+    return code_digest_of(cfg.system.name, cfg.integrator.family)
+
+
+def code_digest_of(system: str, family: str) -> str:
+    """The digest of the numerics code a run of the system and integrator family so named executes: their classes
+    (the integrator's tableau's too), what they import, the registries and the shared layers
+    (``provenance.code_digest``). KeyError for a name this process has not registered."""
+    return provenance.code_digest(systems.SYSTEMS[system], *integrators.FAMILIES[family])
 
 
 def simulator_of(setup: Setup) -> Simulator:
@@ -280,13 +292,13 @@ def run(cfg: DictConfig, run_dir: Path | None = None, *, setup: Setup | None = N
 
     if not cache.writable(run_dir):
         # A read-only place may still hold the finished run: show it, write nothing.
-        found = cache.lookup(path, wanted, policy, kind.load)
+        found = cache.lookup(path, wanted, policy, kind.load, run_code_digest(cfg))
         if found is None:
             cache.check_writable(run_dir, key, value)     # raises the one-line refusal
         return kind.finished(path, run_dir, found, setup)
 
     with cache.locked(run_dir):
-        found = cache.lookup(path, wanted, policy, kind.load)
+        found = cache.lookup(path, wanted, policy, kind.load, run_code_digest(cfg))
         if found is not None:
             return _with_outputs(kind, kind.finished(path, run_dir, found, setup))
         sim = kind.simulator(setup)
@@ -409,7 +421,7 @@ def _ensemble(cfg, sim: Simulator, result, wall_time: float, where: str) -> stor
         | ({f"{solver}_{field.name}": getattr(result.solver, field.name)
             for field in dataclasses.fields(result.solver)} if solver else {}),
         invariant_drift={name: result.invariant_drift[:, j] for j, name in enumerate(sim.invariant_names)},
-        attrs={"sgi_run_version": __version__, "code_digest": provenance.code_digest(), "seed": plan.seed,
+        attrs={"sgi_run_version": __version__, "code_digest": run_code_digest(cfg), "seed": plan.seed,
                "config": OmegaConf.to_yaml(cfg, resolve=True), "config_hash": config_hash(cfg),
                "system": cfg.system.name, "integrator": cfg.integrator.name,
                "paths": plan.paths, "shards": plan.shard_count,

@@ -64,7 +64,7 @@ def test_a_checkpoint_of_other_code_is_refused_or_refreshed(runs_root, tmp_path,
     cfg = sgi_run.compose(runs_root + SMALL)
     whole = sgi_run.run(cfg, run_dir=tmp_path / "whole")
     interrupted_after(2, cfg, tmp_path / "x")
-    monkeypatch.setattr(sgi_run.provenance, "code_digest", lambda: "0123456789ab")   # the code changed
+    monkeypatch.setattr(sgi_run.provenance, "code_digest", lambda *classes: "0123456789ab")   # the code changed
     with pytest.raises(sgi_run.ConfigError, match="other numerics code"):
         sgi_run.run(cfg, run_dir=tmp_path / "x")
     refreshed = sgi_run.run(sgi_run.compose(runs_root + SMALL + ["cache=refresh_stale"]), run_dir=tmp_path / "x")

@@ -102,8 +102,8 @@ def test_a_convergence_study_by_other_code_is_recomputed_on_request(runs_root, m
     import sgi_run.provenance
     overrides = runs_root + ["plan=convergence", "plan.paths=50", "plan.T=0.5", "plan.dts=[0.25,0.125]"]
     first = sgi_run.run(sgi_run.compose(overrides))
-    assert first.attrs["code_digest"] == sgi_run.provenance.code_digest()
-    monkeypatch.setattr(sgi_run.provenance, "code_digest", lambda: "0123456789ab")
+    assert first.attrs["code_digest"] == sgi_run.runner.run_code_digest(sgi_run.compose(overrides))
+    monkeypatch.setattr(sgi_run.provenance, "code_digest", lambda *classes: "0123456789ab")
     assert sgi_run.run(sgi_run.compose(overrides)).cached
     assert not sgi_run.run(sgi_run.compose(overrides + ["cache=refresh_stale"])).cached
 

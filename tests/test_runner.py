@@ -86,9 +86,10 @@ def test_summary_shows_the_equilibrium_of_a_langevin_run(runs_root):
 # --- provenance: which numerics code computed a cached run ------------------------------------------
 @pytest.mark.slow
 def test_a_run_records_the_code_that_computed_it(runs_root):
-    from sgi_run.provenance import code_digest
-    result = sgi_run.run(sgi_run.compose(runs_root + ["plan.paths=20", "plan.T=1"]))
-    assert result.ensemble.attrs["code_digest"] == code_digest() and len(code_digest()) == 12
+    from sgi_run.runner import run_code_digest
+    cfg = sgi_run.compose(runs_root + ["plan.paths=20", "plan.T=1"])
+    result = sgi_run.run(cfg)
+    assert result.ensemble.attrs["code_digest"] == run_code_digest(cfg) and len(run_code_digest(cfg)) == 12
     assert not result.stale
 
 
@@ -97,7 +98,7 @@ def test_a_run_by_other_code_is_reused_with_a_warning_or_recomputed(runs_root, m
     import sgi_run.provenance
     overrides = runs_root + ["plan.paths=20", "plan.T=1"]
     first = sgi_run.run(sgi_run.compose(overrides))
-    monkeypatch.setattr(sgi_run.provenance, "code_digest", lambda: "0123456789ab")   # the code changed
+    monkeypatch.setattr(sgi_run.provenance, "code_digest", lambda *classes: "0123456789ab")   # the code changed
     reused = sgi_run.run(sgi_run.compose(overrides))
     assert reused.cached and reused.stale and "other numerics code" in capsys.readouterr().err
     refreshed = sgi_run.run(sgi_run.compose(overrides + ["cache=refresh_stale"]))

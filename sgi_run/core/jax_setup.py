@@ -18,9 +18,11 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import jax
+from jax.extend import backend
 from jax.extend.random import threefry2x32_p
 from jax.interpreters import mlir
 
+from sgi_run.core import jax_private
 from sgi_run.core.errors import ConfigError
 
 COMPILATION_CACHE_ENV = "SGI_RUN_COMPILATION_CACHE"
@@ -63,22 +65,17 @@ def _cache_settings() -> dict:
 
 
 def _unrolled_threefry() -> Callable | None:
-    """Threefry's lowering on a GPU, to lower it on the CPU too: its 20 rounds written out, not a loop of
+    """Threefry's default lowering (a platform's without one of its own), on the CPU too: its 20 rounds written out, not a loop of
     5 iterations. JAX rolls the loop on the CPU to compile faster, but each iteration is then a pass over
     memory of its own, and the normal transform cannot be fused with the hash: a one-noise draw took 71
     ns, unrolled 19 (one core, 10^6 paths). The same hash, so the same bits. None where this JAX keeps
     the lowering elsewhere: the draws are then the same and slower."""
-    try:
-        from jax._src.random import threefry2x32 as threefry
-        return threefry._threefry2x32_lowering_rule
-    except (ImportError, AttributeError):
-        return None
+    return jax_private.unrolled_threefry_lowering()
 
 
 def threefry_cpu_lowering():
     """The lowering threefry has on the CPU now (JAX's own entry; None where this JAX has none there)."""
-    from jax._src.interpreters import mlir as lowerings
-    return lowerings._platform_specific_lowerings["cpu"].get(threefry2x32_p)
+    return jax_private.registered_lowering(threefry2x32_p, "cpu")
 
 
 def _lower_threefry_unrolled() -> None:
@@ -114,12 +111,11 @@ def check_platforms() -> None:
 
 
 def _startable() -> list[str]:
-    """The platforms JAX starts here when none is asked for (JAX's own list of started backends; internal)."""
+    """The platforms JAX starts here when none is asked for (JAX's own list of started backends)."""
     asked = jax.config.jax_platforms
     try:
-        from jax._src import xla_bridge
         jax.config.update("jax_platforms", None)
-        return sorted(xla_bridge.backends())
+        return sorted(backend.backends())
     except (ImportError, AttributeError, RuntimeError):
         return ["cpu"]        # XLA's CPU backend is always there
     finally:

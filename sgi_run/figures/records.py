@@ -41,7 +41,38 @@ def figure_record(exp: Experiment, fidelity: str, table: list[dict], studies: li
             "files": {k: p.name for k, p in files.items()}, "sgi_run_version": __version__,
             "papers_counts": exp.at_papers_counts(fidelity),
             "run_config_hashes": {run_id: config_hash(cfg) for run_id, cfg in configs.items()},
+            "run_code": run_code(configs),
             "experiment_digest": experiment_digest(exp), "provenance": provenance}
+
+
+def run_code(configs: dict) -> dict:
+    """Each run's numerics code (``runner.run_code_digest``) with the names that find its classes again, so that
+    an edit of one system's code marks stale the figures of its runs alone (``code_changed``)."""
+    from sgi_run.runner import run_code_digest
+
+    return {run_id: {"system": cfg.system.name, "integrator_family": cfg.integrator.family,
+                     "code_digest": run_code_digest(cfg)} for run_id, cfg in configs.items()}
+
+
+def code_changed(record: dict) -> bool:
+    """Whether the numerics code of the record's runs changed since it was drawn: not where no numerics code
+    changed at all (``provenance.numerics_code``), else where any run's code digest is not today's (``run_code``;
+    a record without them, or a run whose classes this process cannot name: changed)."""
+    from sgi_run.provenance import code_digest
+    from sgi_run.runner import code_digest_of
+
+    if (record.get("provenance") or {}).get("numerics_code") == code_digest():
+        return False
+    runs = record.get("run_code")
+    if not isinstance(runs, dict) or not runs:
+        return True
+    for entry in runs.values():
+        try:
+            if code_digest_of(entry["system"], entry["integrator_family"]) != entry["code_digest"]:
+                return True
+        except (KeyError, TypeError):
+            return True
+    return False
 
 
 def figure_provenance(exp: Experiment, fidelity: str, results: dict, wall_time_s: float, command: str | None,
@@ -84,15 +115,13 @@ def experiment_digest(exp: Experiment) -> str:
 def stale_reasons(record: dict, exp: Experiment | None) -> list[str]:
     """Why a figure's record no longer shows what today's checkout would draw, in words (empty: it is current):
     its experiment file was edited since (``experiment_digest``, the same test ``kept_record`` makes), the
-    numerics code changed since (``provenance.numerics_code``), or it was drawn from uncommitted code (no commit
+    numerics code of its runs changed since (``code_changed``), or it was drawn from uncommitted code (no commit
     names what drew it). ``exp``: the figure's experiment today (None: not known here, so not compared)."""
-    from sgi_run.provenance import code_digest
-
     made = record.get("provenance") or {}
     reasons = []
     if exp is not None and record.get("experiment_digest") != experiment_digest(exp):
         reasons.append("its experiment file was changed after it was drawn")
-    if made.get("numerics_code") != code_digest():
+    if code_changed(record):
         reasons.append("the numerics code was changed after it was drawn")
     if made.get("uncommitted_changes"):
         reasons.append("drawn from uncommitted code")
@@ -108,8 +137,6 @@ def kept_record(exp: Experiment, fidelity: str, output_dir, configs: dict, cache
     computed in an earlier session (a GPU window) is then not recomputed, e.g. from ``gallery/paper``. One that
     would be kept but whose files are not as sgi-figures wrote them (``figure_fault``: a file missing or changed,
     the record edited) is not trusted: it is made again, and ``log`` says why."""
-    from sgi_run.provenance import code_digest
-
     files = figure_files(exp, output_dir)
     if cache == "off" or not files["json"].exists():
         return None
@@ -120,7 +147,7 @@ def kept_record(exp: Experiment, fidelity: str, output_dir, configs: dict, cache
         return None
     same_runs = (record.get("run_config_hashes") == {run_id: config_hash(cfg) for run_id, cfg in configs.items()}
                  and record.get("experiment_digest") == experiment_digest(exp))
-    same_code = record.get("provenance", {}).get("numerics_code") == code_digest()
+    same_code = not code_changed(record)
     if not (same_runs and record.get("fidelity") == fidelity and (same_code or cache == "reuse")):
         return None
     fault = figure_fault(record, files_in(files["json"].parent), files["json"].parent)

@@ -157,6 +157,10 @@ class WeakLdARK(ImplicitIntegrator):
     @staticmethod
     def constant_fields(system) -> tuple[bool, bool]:
         """Whether the system's drift, and its noise fields, do not depend on the state."""
+        # Read off the fields' jaxprs (_depends_on_argument, the one place), not declared by the system (System
+        # has no additive_noise): every system answers without declaring anything, a formula's and one of one's
+        # own included, and never with a false "constant", which would skip stages the update reads (wrong
+        # numbers). A declaration could be missing (other stages solved: other numbers) or wrong.
         z = system.space.zeros()
         return not _depends_on_argument(system.drift, z), not _depends_on_argument(system.noise_fields, z)
 
