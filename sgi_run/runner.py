@@ -390,7 +390,7 @@ def _ensemble(cfg, sim: Simulator, result, wall_time: float, where: str) -> stor
         observables={name: {"mean": mean[name], "var": var[name], "count": count[name],
                             "nonfinite": plan.paths - count[name]} for name in sim.observable_names},
         paths=result.kept,
-        snapshots=({"t": plan.times[plan.snapshot_indices]} | sim.views(result.snapshots) if plan.snapshots else {}),
+        snapshots=({"t_snapshot": plan.times[plan.snapshot_indices]} | sim.views(result.snapshots) if plan.snapshots else {}),
         time_averages=(sim.split_entries(result.time_averages, 1) if plan.time_average is not None else {}),
         diagnostics={"nonfinite_paths": result.nonfinite}
         | ({f"{solver}_{field.name}": getattr(result.solver, field.name)

@@ -65,7 +65,7 @@ def _run_data(result: RunResult, cfg, observable: str, oracle: str | None) -> Ru
                               oracle_mean, oracle_sem, ens.time_averages.get(name), window, ens.paths.get(name))
     return RunData(series, observable, setup.system, lambda t: ens.snapshot(t) if ens.has_snapshot(t) else None, setup.plan.paths,
                    ens.diagnostics.get("nonfinite_paths"), dict(ens.paths), float(setup.plan.dt),
-                   _solver_statistics(ens), tuple(float(t) for t in ens.snapshots["t"]) if ens.snapshots else (),
+                   _solver_statistics(ens), tuple(float(t) for t in ens.snapshots["t_snapshot"]) if ens.snapshots else (),
                    setup.integrator, truncation_bound(setup.plan.truncate, float(setup.plan.dt)))
 
 
