@@ -23,7 +23,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from sgi_run import cache, convergence_run, provenance, store, summary, systems
 from sgi_run.version import __version__
-from sgi_run.config import Setup, plain, build, config_hash, run_dir_for
+from sgi_run.config import Setup, as_python, build, config_hash, run_dir_for
 from sgi_run.core import jax_setup
 from sgi_run.core.errors import ConfigError
 from sgi_run.engine import convergence, executor
@@ -209,7 +209,7 @@ class Recipe:
 
     @classmethod
     def of(cls, cfg, plan) -> Recipe:
-        content = {k: plain(cfg[k]) for k in cfg if k != "hydra"}
+        content = {k: as_python(cfg[k]) for k in cfg if k != "hydra"}
         content["plan"] = {**content["plan"], "shard_size": plan.shard_size}
         name = content["system"]["name"]
         own = None
@@ -277,7 +277,7 @@ def run(cfg: DictConfig, run_dir: Path | None = None, *, setup: Setup | None = N
         if found is not None:
             return _with_outputs(kind, kind.finished(path, run_dir, found, setup))
         sim = kind.simulator(setup)
-        spec = executor.spec_of(plain(cfg.executor))
+        spec = executor.spec_of(as_python(cfg.executor))
         cluster = executor.connect(spec)   # a bad address: refused here
         shards = checkpoints(cfg, run_dir, sim.plan)
         _audit_checkpoints(shards, policy)

@@ -410,7 +410,7 @@ def test_the_slurm_config_makes_the_job_script_it_documents():
     cfg = sgi_run.compose(["executor=slurm", "executor.queue=compute", "executor.account=proj42", "executor.cores=8",
                            "executor.processes=2", "executor.memory=32GiB", "executor.walltime=02:00:00",
                            "executor.job_extra=['--gres=gpu:1']"])
-    spec = executor.spec_of(sgi_run.config.plain(cfg.executor))
+    spec = executor.spec_of(sgi_run.config.as_python(cfg.executor))
     script = SLURMJob(scheduler="tcp://127.0.0.1:8786", name="sgi-run", **spec.cluster_options()).job_script()
     for line in ("#SBATCH -p compute", "#SBATCH -A proj42", "#SBATCH -n 1", "#SBATCH --cpus-per-task=8",
                  "#SBATCH -t 02:00:00", "#SBATCH --gres=gpu:1", "--nworkers 2", "--nthreads 4",
