@@ -139,8 +139,8 @@ def _refuse(err: ConfigError) -> None:
 
 
 class _Validated(dict):
-    """Each job's config (``_validated_key``) -> the Setup its validation built: the job runs that one, built once.
-    Pickled empty: a job that a launcher runs in another process (joblib, submitit) builds its own."""
+    """Each job's config (``_validated_key``) -> the BuiltConfig its validation built: the job runs that one, built
+    once. Pickled empty: a job that a launcher runs in another process (joblib, submitit) builds its own."""
 
     def __reduce__(self):
         return _Validated, ()

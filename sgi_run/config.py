@@ -332,8 +332,8 @@ def compose(overrides: Iterable[str] = (), source: ConfigSource = ConfigSource()
 
 
 @jax_setup.scope()    # its validation builds the system: in float64, in any caller's process
-def compose_setup(overrides: Iterable[str] = (), source: ConfigSource = ConfigSource()) -> tuple[DictConfig, Setup]:
-    """``compose``'s validated config and the ``Setup`` its validation built (system, integrator, plan), for
+def compose_setup(overrides: Iterable[str] = (), source: ConfigSource = ConfigSource()) -> tuple[DictConfig, BuiltConfig]:
+    """``compose``'s validated config and the ``BuiltConfig`` its validation built (system, integrator, plan), for
     the run to use as it is (``runner.run(cfg, setup=setup)``): a run is built once. Its plan's
     ``shard_size: auto`` is settled against the memory available now, at composition: the run keeps that plan."""
     overrides = list(overrides)
@@ -401,7 +401,7 @@ def _integrators_that_fit(system: System, source: ConfigSource) -> list[str]:
 
 # --- construction --------------------------------------------------------------------------------
 @dataclasses.dataclass(frozen=True)
-class Setup:
+class BuiltConfig:
     system: System
     integrator: Integrator
     plan: Plan | ConvergencePlan   # a ConvergencePlan when plan.kind = convergence
@@ -549,7 +549,7 @@ def build_integrator(cfg) -> Integrator:
                           f"a well-formed {family} tableau and known options ({detail})") from None
 
 
-def build(cfg: DictConfig) -> Setup:
+def build(cfg: DictConfig) -> BuiltConfig:
     """System, integrator and plan from a composed config; raises ConfigError before any compute."""
     system = build_system(cfg.system)
     integrator = build_integrator(as_python(cfg.integrator))
@@ -561,7 +561,7 @@ def build(cfg: DictConfig) -> Setup:
         study = ConvergencePlan.from_mapping(as_python(cfg.plan)).fitted_to(system, integrator)
         plan = budget.settle(system, integrator, study)
         _check_run_options(cfg)
-        return Setup(system, integrator, plan)
+        return BuiltConfig(system, integrator, plan)
     plan = Plan.from_mapping(as_python(cfg.plan))
     if integrator.noise_kind == "three_point":
         # The three-point law is not a Brownian path: there is no finer grid to sum, nothing to clip.
@@ -574,7 +574,7 @@ def build(cfg: DictConfig) -> Setup:
     observable_functions(system, plan.observables)   # refuses an unknown observable name
     plan = budget.settle(system, integrator, plan)
     _check_run_options(cfg)
-    return Setup(system, integrator, plan)
+    return BuiltConfig(system, integrator, plan)
 
 
 # The longest name of a file or directory the file systems take (Linux's NAME_MAX: ext4, xfs, btrfs, tmpfs, NFS).

@@ -1,6 +1,6 @@
 """``run(cfg)``: one run from a composed config, shared by the CLI, the figures and tests.
 
-Validates (``config.build``, or takes the Setup ``config.compose_setup`` built) before any compute, then,
+Validates (``config.build``, or takes the BuiltConfig ``config.compose_setup`` built) before any compute, then,
 holding the run directory's lock: returns the finished run when the cache may (``sgi_run.cache``), else
 runs the shards (resuming checkpoints of an interrupted run of exactly this config and code), writes
 ``ensemble.h5`` and the summary. A convergence study (``plan=convergence``) is the same pipeline: the
@@ -23,7 +23,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from sgi_run import cache, convergence_run, provenance, store, summary, systems
 from sgi_run.version import __version__
-from sgi_run.config import Setup, as_python, build, config_hash, run_dir_for
+from sgi_run.config import BuiltConfig, as_python, build, config_hash, run_dir_for
 from sgi_run.core import jax_setup
 from sgi_run.core.errors import ConfigError
 from sgi_run.engine import convergence, executor
@@ -57,7 +57,7 @@ class RunResult:
     ensemble: store.Ensemble
     summary: list[dict]
     cached: bool               # True when the file existed and nothing was computed
-    setup: Setup               # what it ran: the system, integrator and plan built (once) of its config
+    setup: BuiltConfig               # what it ran: the system, integrator and plan built (once) of its config
     shards_resumed: int = 0
     stale: bool = False        # cached, but computed by other numerics code (provenance.code_digest)
     resumed_part_way: dict[int, int] = dataclasses.field(default_factory=dict)  # shard -> step it resumed from
@@ -120,7 +120,7 @@ def run_identity(cfg) -> dict[str, str]:
     return {"config_hash": config_hash(cfg), "code_digest": provenance.code_digest()}
 
 
-def simulator_of(setup: Setup) -> Simulator:
+def simulator_of(setup: BuiltConfig) -> Simulator:
     """The engine's simulator of a run: its ensemble, or a convergence study's levels in lock-step."""
     return run_kind_of(setup.plan).simulator(setup)
 
@@ -131,10 +131,10 @@ class RunKind:
     """What an ensemble and a convergence study do differently, in one place: ``run`` and ``sgi-run`` ask the
     run's kind (``run_kind_of``) instead of asking which plan it has."""
     file_name: str                                      # what a finished run's directory holds
-    simulator: Callable[[Setup], Simulator]             # the engine's simulator of the run
+    simulator: Callable[[BuiltConfig], Simulator]             # the engine's simulator of the run
     levels: Callable[[object], int]                     # step sizes its plan advances in lock-step (0: none)
     load: Callable[[Path], object]                      # the finished file back (store.DamagedFile if damaged)
-    finished: Callable[[Path, Path, cache.Cached, Setup], RunResult]   # a cached run of what ``load`` read
+    finished: Callable[[Path, Path, cache.Cached, BuiltConfig], RunResult]   # a cached run of what ``load`` read
     write: Callable[..., RunResult]                     # (path, run_dir, sim, computed, ens, setup): its file
     # What summarizes the file (tables, a study's plot), in the order write_outputs(run) writes them after it: a
     # directory holding the last holds them all.
@@ -143,13 +143,13 @@ class RunKind:
     show: Callable[[RunResult, DictConfig, object], None]   # (result, cfg, console): what sgi-run prints
 
 
-def _finished_ensemble(path: Path, run_dir: Path, found: cache.Cached, setup: Setup) -> RunResult:
+def _finished_ensemble(path: Path, run_dir: Path, found: cache.Cached, setup: BuiltConfig) -> RunResult:
     rows = summary.summarize(found.value, setup.system, setup.integrator, setup.plan)
     return RunResult(path, run_dir, found.value, rows, cached=True, setup=setup, stale=found.stale)
 
 
 def _write_ensemble(path: Path, run_dir: Path, sim: Simulator, computed, ens: store.Ensemble,
-                    setup: Setup) -> RunResult:
+                    setup: BuiltConfig) -> RunResult:
     store.write(path, ens)
     rows = summary.summarize(ens, setup.system, setup.integrator, setup.plan)
     return RunResult(path, run_dir, ens, rows, cached=False, setup=setup, shards_resumed=computed.shards_resumed,
@@ -167,7 +167,7 @@ def _show_ensemble(run: RunResult, cfg: DictConfig, console) -> None:
                       f"T={cfg.plan.T})", console)
 
 
-def _finished_study(path: Path, run_dir: Path, found: cache.Cached, setup: Setup) -> ConvergenceRun:
+def _finished_study(path: Path, run_dir: Path, found: cache.Cached, setup: BuiltConfig) -> ConvergenceRun:
     ensemble, result, attrs = found.value
     rows = convergence_run.table_rows_of(result, attrs, summary.solver_counts(ensemble))
     return ConvergenceRun(path, run_dir, ensemble, rows, cached=True, setup=setup, stale=found.stale, result=result,
@@ -175,7 +175,7 @@ def _finished_study(path: Path, run_dir: Path, found: cache.Cached, setup: Setup
 
 
 def _write_study(path: Path, run_dir: Path, sim: Simulator, computed, ens: store.Ensemble,
-                 setup: Setup) -> ConvergenceRun:
+                 setup: BuiltConfig) -> ConvergenceRun:
     result, rows = convergence_run.write_study(path, sim, computed, ens)
     return ConvergenceRun(path, run_dir, ens, rows, cached=False, setup=setup, shards_resumed=computed.shards_resumed,
                           resumed_part_way=computed.resumed_part_way, result=result, attrs=ens.attrs)
@@ -198,7 +198,7 @@ def run_kind_of(plan) -> RunKind:
 
 
 @dataclasses.dataclass(frozen=True)
-class Recipe:
+class SimulatorBuilder:
     """What a dask worker rebuilds a run's simulator from: the run's config as YAML text (resolved,
     Hydra's own node left out), never a pickled function. ``plan.shard_size: auto`` is written as
     this process settled it: a worker on another device keeps the same shard layout. A system class registered
@@ -208,7 +208,7 @@ class Recipe:
     system_class: tuple[str, str] | None = None
 
     @classmethod
-    def of(cls, cfg, plan) -> Recipe:
+    def of(cls, cfg, plan) -> SimulatorBuilder:
         content = {k: as_python(cfg[k]) for k in cfg if k != "hydra"}
         content["plan"] = {**content["plan"], "shard_size": plan.shard_size}
         name = content["system"]["name"]
@@ -239,12 +239,12 @@ def checkpoints(cfg, run_dir: Path, plan) -> ShardStore:
 
 
 @jax_setup.scope()    # float64 for its own work, in any caller's process
-def run(cfg: DictConfig, run_dir: Path | None = None, *, setup: Setup | None = None, progress: bool | None = None,
+def run(cfg: DictConfig, run_dir: Path | None = None, *, setup: BuiltConfig | None = None, progress: bool | None = None,
         on_shard_done: Callable | None = None, on_start: Callable[[], None] | None = None) -> RunResult:
     """Run the config ``cfg`` (from ``compose``) as a Monte Carlo ensemble, or a convergence study
     (``plan=convergence``: a ``ConvergenceRun``), and write its ``ensemble.h5`` (``convergence.h5``)
     and summary in ``run_dir`` (default: ``<output_root>/<system>-<integrator>/<config hash>``).
-    ``setup`` is the Setup ``config.compose_setup`` built of ``cfg`` when it was validated (built here when
+    ``setup`` is the BuiltConfig ``config.compose_setup`` built of ``cfg`` when it was validated (built here when
     not given). A finished run of the same config is reused (``cached``; ``cfg.cache`` decides what happens to
     one computed by other numerics code), an interrupted one resumes from its shard checkpoints.
     ``progress`` overrides ``cfg.progress`` (a bar on a terminal, lines otherwise, on stderr);
@@ -295,7 +295,7 @@ def run(cfg: DictConfig, run_dir: Path | None = None, *, setup: Setup | None = N
             try:
                 with _progress(mode, label, sim.plan, len(shards.finished())) as on_output:
                     result = run_shards(sim, shards, on_output, on_shard_done, cluster,
-                                        Recipe.of(cfg, plan) if cluster is not None else None, at_once)
+                                        SimulatorBuilder.of(cfg, plan) if cluster is not None else None, at_once)
             except KeyboardInterrupt:
                 raise RunInterrupted(run_dir, len(shards.finished()), sim.plan.shard_count, len(shards.in_progress())) from None
             ens = _ensemble(cfg, sim, result, time.perf_counter() - started,
@@ -320,7 +320,7 @@ def _with_outputs(kind: RunKind, run: RunResult) -> RunResult:
     return run
 
 
-def shards_at_once(local: executor.Local, sim: Simulator, setup: Setup, pending: int) -> int:
+def shards_at_once(local: executor.Local, sim: Simulator, setup: BuiltConfig, pending: int) -> int:
     """How many shards executor=local computes at once: as asked, at most the shards left and those the
     memory holds, and one where a shard's programs call a library (``Simulator.calls_libraries``)."""
     at_once = min(local.thread_count, pending, fitting_shards(setup.system, setup.integrator, setup.plan))

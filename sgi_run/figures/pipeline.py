@@ -16,7 +16,7 @@ import numpy as np
 from omegaconf import DictConfig
 
 from sgi_run import work_precision
-from sgi_run.config import ConfigSource, Setup, compose_setup, config_hash
+from sgi_run.config import BuiltConfig, ConfigSource, compose_setup, config_hash
 from sgi_run.convergence_run import drift_cells
 from sgi_run.core.errors import require
 from sgi_run.core.noise import truncation_bound
@@ -175,8 +175,8 @@ def compose_runs(exp: Experiment, fidelity: str, runs_root: str | None = None, c
 
 def compose_run_setups(exp: Experiment, fidelity: str, runs_root: str | None = None, cache: str | None = None,
                        executor: Sequence[str] = (), source: ConfigSource = ConfigSource()
-                       ) -> dict[str, tuple[DictConfig, Setup]]:
-    """Every run's validated config and the Setup its validation built (``config.compose_setup``), which the
+                       ) -> dict[str, tuple[DictConfig, BuiltConfig]]:
+    """Every run's validated config and the BuiltConfig its validation built (``config.compose_setup``), which the
     run uses: built once, then checked against what the figure's panels and checks ask of them
     (``check_against_runs``). ``source``: where its configs are found (a user's ``--config-dir`` adds theirs)."""
     composed = {run_id: compose_setup(exp.overrides(run_id, fidelity, runs_root, cache, executor), source)
