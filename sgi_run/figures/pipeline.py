@@ -27,7 +27,7 @@ from sgi_run.figures.records import figure_files, figure_provenance, figure_reco
 from sgi_run.figures.results import FAIL, SOLVER_STATISTICS, Band, CheckResult, RunData, Series, StudyData
 from sgi_run.figures.statistics import departure, has_path_averages, window_average
 from sgi_run.figures.tables import TABLE_COLUMNS, drift_column, write_checks, write_table
-from sgi_run.runner import ConvergenceRun, RunResult, run
+from sgi_run.runner import ConvergenceRun, EnsembleRun, run
 from sgi_run.summary import max_relative_error, solver_counts, unconverged_line
 
 
@@ -47,7 +47,7 @@ class FigureOutcome:
                    record.get("convergence", []))
 
 
-def _run_data(result: RunResult, cfg, observable: str, oracle: str | None) -> RunData:
+def _run_data(result: EnsembleRun, cfg, observable: str, oracle: str | None) -> RunData:
     """The run's curves (one per recorded observable; the method oracle for ``observable``)."""
     ens = result.ensemble
     setup = result.setup
@@ -105,7 +105,7 @@ def sign_changes(values) -> bool:
     return bool(np.any(values > 0) and np.any(values < 0))
 
 
-def _table_row(exp: Experiment, spec: RunSpec, cfg, result: RunResult, data: RunData) -> dict:
+def _table_row(exp: Experiment, spec: RunSpec, cfg, result: EnsembleRun, data: RunData) -> dict:
     """The run's row: the experiment's observable (``data``'s default curve) at T, against the exact value, over
     the window. A single realisation (one path) has no Monte Carlo SE: its SE columns are left empty."""
     s = data.curve(None)
@@ -206,7 +206,7 @@ def make_figure(exp: Experiment, fidelity: str, output_dir, runs_root: str | Non
         r = results[run_id] = run(cfg, setup=setup)
         data[run_id] = (StudyData(r.result, r.attrs["observable"], float(r.attrs["T"])) if isinstance(r, ConvergenceRun)
                         else _run_data(r, cfg, exp.observable, exp.oracle))
-        seconds = r.ensemble.attrs.get("wall_time_s", math.nan)
+        seconds = r.statistics.attrs.get("wall_time_s", math.nan)
         stale = " by other numerics code: --cache refresh_stale recomputes it" if r.stale else ""
         log(f"    cached (computed in {seconds:.1f} s{stale}): {r.run_dir}" if r.cached
             else f"    ran in {seconds:.1f} s: {r.run_dir}")
@@ -247,11 +247,11 @@ def _unconverged_verdicts(exp: Experiment, results: dict) -> list[CheckResult]:
     the figure studies exactly that (``unconverged_steps: studied``); nothing for runs whose solves converged."""
     if exp.unconverged_steps == "studied":
         return []
-    lines = {run_id: unconverged_line(r.ensemble) for run_id, r in results.items()}
+    lines = {run_id: unconverged_line(r.statistics) for run_id, r in results.items()}
     return [CheckResult(id="solves_converge", kind="solver_statistic", run=run_id,
                         criterion="every implicit solve of the run converges (the experiment does not declare "
                                   "unconverged_steps: studied)", quantity=SOLVER_STATISTICS["unconverged_steps"],
-                        verdict=FAIL, value=float(solver_counts(results[run_id].ensemble)["unconverged_steps"]),
+                        verdict=FAIL, value=float(solver_counts(results[run_id].statistics)["unconverged_steps"]),
                         se=None, t=None, band=str(Band(None, 0)), margin_se=None, detail=line)
             for run_id, line in lines.items() if line]
 
