@@ -45,9 +45,9 @@ MEMORY_PATHS = (10**5, 10**6, 10**7)
 
 def _setup(paths: int, shard_size: int):
     from sgi_run.config import compose_setup
-    from sgi_run.runner import Recipe, simulator_of
+    from sgi_run.runner import SimulatorBuilder, simulator_of
     cfg, setup = compose_setup(WORKLOAD + [f"plan.paths={paths}", f"plan.shard_size={shard_size}"])
-    return simulator_of(setup), Recipe.of(cfg, setup.plan)
+    return simulator_of(setup), SimulatorBuilder.of(cfg, setup.plan)
 
 
 def _timed(run) -> tuple[float, list]:
@@ -65,10 +65,10 @@ def _local(paths: int, shard_size: int) -> dict:
 
 def _dask(cluster, workers: int, paths: int, shard_size: int) -> dict:
     from sgi_run.engine import cores
-    sim, recipe = _setup(paths, shard_size)
+    sim, build_simulator = _setup(paths, shard_size)
     every = list(range(sim.plan.shard_count))
-    list(cluster.run_shards(recipe, every[:2 * workers], {}))    # compile on every worker
-    wall, shards = _timed(lambda: cluster.run_shards(recipe, every, {}))
+    list(cluster.run_shards(build_simulator, every[:2 * workers], {}))    # compile on every worker
+    wall, shards = _timed(lambda: cluster.run_shards(build_simulator, every, {}))
     return _row("dask", f"{workers} worker(s), {len(cores.share(0, workers))} core(s) each", paths, shard_size, sim.plan, wall, shards, slots=workers)
 
 

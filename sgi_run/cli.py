@@ -24,7 +24,7 @@ from sgi_run import hydra_private
 from sgi_run.version import __version__
 from sgi_run.api import load_module
 from sgi_run.config import (CONF_DIR, GROUPS, ConfigSource, check_overrides, compose_setup, config_hash,
-                            expand_sweeps, group_options, hydra_node, plain, register_resolvers,
+                            expand_sweeps, group_options, hydra_node, as_python, register_resolvers,
                             run_dir_for)
 from sgi_run.core import jax_setup
 from sgi_run.core.errors import ConfigError
@@ -139,8 +139,8 @@ def _refuse(err: ConfigError) -> None:
 
 
 class _Validated(dict):
-    """Each job's config (``_validated_key``) -> the Setup its validation built: the job runs that one, built once.
-    Pickled empty: a job that a launcher runs in another process (joblib, submitit) builds its own."""
+    """Each job's config (``_validated_key``) -> the BuiltConfig its validation built: the job runs that one, built
+    once. Pickled empty: a job that a launcher runs in another process (joblib, submitit) builds its own."""
 
     def __reduce__(self):
         return _Validated, ()
@@ -151,7 +151,7 @@ _validated = _Validated()
 
 def _validated_key(cfg: DictConfig) -> str:
     """A job's config as text, Hydra's own node left out: as ``compose`` validated it and as Hydra hands it over."""
-    return json.dumps({k: plain(cfg[k]) for k in cfg if k != "hydra"}, sort_keys=True, default=str)
+    return json.dumps({k: as_python(cfg[k]) for k in cfg if k != "hydra"}, sort_keys=True, default=str)
 
 
 @hydra.main(config_path=str(CONF_DIR), config_name="config", version_base=None)

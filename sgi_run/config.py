@@ -332,8 +332,8 @@ def compose(overrides: Iterable[str] = (), source: ConfigSource = ConfigSource()
 
 
 @jax_setup.scope()    # its validation builds the system: in float64, in any caller's process
-def compose_setup(overrides: Iterable[str] = (), source: ConfigSource = ConfigSource()) -> tuple[DictConfig, Setup]:
-    """``compose``'s validated config and the ``Setup`` its validation built (system, integrator, plan), for
+def compose_setup(overrides: Iterable[str] = (), source: ConfigSource = ConfigSource()) -> tuple[DictConfig, BuiltConfig]:
+    """``compose``'s validated config and the ``BuiltConfig`` its validation built (system, integrator, plan), for
     the run to use as it is (``runner.run(cfg, setup=setup)``): a run is built once. Its plan's
     ``shard_size: auto`` is settled against the memory available now, at composition: the run keeps that plan."""
     overrides = list(overrides)
@@ -392,7 +392,7 @@ def _integrators_that_fit(system: System, source: ConfigSource) -> list[str]:
     fitting = []
     for option in group_options("integrator", source):
         try:
-            make_integrator(plain(_composed_groups((f"integrator={option}",), source).integrator)).check_fits(system)
+            make_integrator(as_python(_composed_groups((f"integrator={option}",), source).integrator)).check_fits(system)
         except ConfigError:
             continue
         fitting.append(option)
@@ -401,19 +401,19 @@ def _integrators_that_fit(system: System, source: ConfigSource) -> list[str]:
 
 # --- construction --------------------------------------------------------------------------------
 @dataclasses.dataclass(frozen=True)
-class Setup:
+class BuiltConfig:
     system: System
     integrator: Integrator
     plan: Plan | ConvergencePlan   # a ConvergencePlan when plan.kind = convergence
 
 
-def plain(node):
+def as_python(node):
     """A config node as plain Python (dicts, lists), interpolations resolved; anything else as it is."""
     return OmegaConf.to_container(node, resolve=True) if isinstance(node, (DictConfig, ListConfig)) else node
 
 
 def build_system(cfg) -> System:
-    cfg = dict(plain(cfg))
+    cfg = dict(as_python(cfg))
     name = cfg.pop("name", None)
     if name not in SYSTEMS:
         raise ConfigError("system.name", name, f"one of {sorted(SYSTEMS)}")
@@ -549,20 +549,20 @@ def build_integrator(cfg) -> Integrator:
                           f"a well-formed {family} tableau and known options ({detail})") from None
 
 
-def build(cfg: DictConfig) -> Setup:
+def build(cfg: DictConfig) -> BuiltConfig:
     """System, integrator and plan from a composed config; raises ConfigError before any compute."""
     system = build_system(cfg.system)
-    integrator = build_integrator(plain(cfg.integrator))
+    integrator = build_integrator(as_python(cfg.integrator))
     integrator.check_fits(system)
     kind = cfg.plan.get("kind", "ensemble")
     if kind not in PLAN_KINDS:
         raise ConfigError("plan.kind", kind, f"one of {list(PLAN_KINDS)}")
     if kind == "convergence":
-        study = ConvergencePlan.from_mapping(plain(cfg.plan)).fitted_to(system, integrator)
+        study = ConvergencePlan.from_mapping(as_python(cfg.plan)).fitted_to(system, integrator)
         plan = budget.settle(system, integrator, study)
         _check_run_options(cfg)
-        return Setup(system, integrator, plan)
-    plan = Plan.from_mapping(plain(cfg.plan))
+        return BuiltConfig(system, integrator, plan)
+    plan = Plan.from_mapping(as_python(cfg.plan))
     if integrator.noise_kind == "three_point":
         # The three-point law is not a Brownian path: there is no finer grid to sum, nothing to clip.
         if plan.brownian_refine != 1:
@@ -574,7 +574,7 @@ def build(cfg: DictConfig) -> Setup:
     observable_functions(system, plan.observables)   # refuses an unknown observable name
     plan = budget.settle(system, integrator, plan)
     _check_run_options(cfg)
-    return Setup(system, integrator, plan)
+    return BuiltConfig(system, integrator, plan)
 
 
 # The longest name of a file or directory the file systems take (Linux's NAME_MAX: ext4, xfs, btrfs, tmpfs, NFS).
@@ -589,7 +589,7 @@ def _check_run_options(cfg: DictConfig) -> None:
     if longest > NAME_MAX:      # else the first look at the run directory fails: "File name too long"
         raise ConfigError("output_root", output_root, f"a directory whose names are each at most {NAME_MAX} bytes, "
                           f"the file system's limit (one has {longest})")
-    executor.spec_of(plain(cfg.executor))
+    executor.spec_of(as_python(cfg.executor))
     if cfg.get("progress", "auto") not in PROGRESS:
         raise ConfigError("progress", cfg.progress, f"one of {list(PROGRESS)}")
     if cfg.get("cache", "reuse") not in CACHE_POLICIES:
@@ -604,7 +604,7 @@ def group_node(group: str, option: str, changes: Mapping, source: ConfigSource =
     allowed = group_options(group, source)
     if option not in allowed:
         raise ConfigError(group, option, f"one of {allowed}")
-    node = plain(_composed_groups((f"{group}={option}",), source)[group])
+    node = as_python(_composed_groups((f"{group}={option}",), source)[group])
     for key, value in changes.items():
         if f"{group}.{key}" in _SET_BY_GROUP:
             raise ConfigError(f"{group}.{key}", value, f"set by the {group} group: choose {group}=<option>, "
@@ -653,7 +653,7 @@ def run_config(system: System, integrator: Integrator, plan: Plan | ConvergenceP
                **options) -> DictConfig:
     """The run config of these objects: config.yaml's top-level keys (``output_root``, ``progress``,
     ``cache``) changed by ``options``, its groups' nodes those of the objects. Not validated (``build`` is)."""
-    base = plain(_composed_groups(()))
+    base = as_python(_composed_groups(()))
     for key, value in options.items():
         if key not in base or key in GROUPS:
             raise ConfigError(key, value, f"a run option: one of {sorted(set(base) - set(GROUPS))}")
@@ -669,7 +669,7 @@ _HASHED_WHEN_SET = {"plan": ("time_average",), "integrator": ("iterations",)}
 
 def config_hash(cfg) -> str:
     """12 hex digits identifying the numbers a config produces (display-only keys left out)."""
-    content = {k: plain(cfg[k]) for k in cfg if k not in _NOT_HASHED}
+    content = {k: as_python(cfg[k]) for k in cfg if k not in _NOT_HASHED}
     # auto as the number it settles to
     if isinstance(content.get("plan"), dict) and "kind" not in content["plan"]:
         content["plan"] = settle_defaults(content["plan"])

@@ -63,7 +63,7 @@ def write_outputs(run) -> None:
     (none without an error to plot: every path went non-finite), convergence.md and convergence.csv."""
     if np.any(np.abs(run.result.error) > 0):
         plot(run.result, run.attrs, run.run_dir / OUTPUTS[0])
-    write_tables(run.summary, run.run_dir, run.result, run.attrs, summary.solver_lines(run.ensemble))
+    write_tables(run.summary, run.run_dir, run.result, run.attrs, summary.solver_lines(run.error_statistics))
 
 
 def _fill(f: h5py.File, result: ConvergenceResult) -> None:
@@ -223,7 +223,7 @@ def show(run, console) -> None:
         console.print(f"[bold red]FAILED: {run.failure()}[/]")
     elif nonfinite:
         console.print(f"[yellow]{nonfinite} path(s) went non-finite; excluded and counted in nonfinite_paths[/]")
-    summary.show_solver_lines(console, run.ensemble)
+    summary.show_solver_lines(console, run.error_statistics)
     resumed = f"; {run.resumed()}" if run.resumed() else ""
     tables = ", ".join(name.removeprefix("convergence") for name in reversed(OUTPUTS) if (run.run_dir / name).exists())
     console.print(f"{'cached' if run.cached else 'wrote'} {run.path} (and convergence{tables}){resumed}")

@@ -1,12 +1,12 @@
 """``run(cfg)``: one run from a composed config, shared by the CLI, the figures and tests.
 
-Validates (``config.build``, or takes the Setup ``config.compose_setup`` built) before any compute, then,
+Validates (``config.build``, or takes the BuiltConfig ``config.compose_setup`` built) before any compute, then,
 holding the run directory's lock: returns the finished run when the cache may (``sgi_run.cache``), else
 runs the shards (resuming checkpoints of an interrupted run of exactly this config and code), writes
 ``ensemble.h5`` and the summary. A convergence study (``plan=convergence``) is the same pipeline: the
 engine runs its step sizes in lock-step (``engine.convergence``), and ``convergence_run`` writes
-``convergence.h5``, its table and its plot; the result is a ``RunResult`` too (a ``ConvergenceRun``).
-What differs between the two is the run's ``RunKind`` (``run_kind_of``).
+``convergence.h5``, its table and its plot. Both results are a ``RunResult``: an ``EnsembleRun`` or a
+``ConvergenceRun``. What differs between the two is the run's ``RunKind`` (``run_kind_of``).
 """
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from sgi_run import cache, convergence_run, integrators, provenance, store, summary, systems
 from sgi_run.version import __version__
-from sgi_run.config import Setup, plain, build, config_hash, run_dir_for
+from sgi_run.config import BuiltConfig, as_python, build, config_hash, run_dir_for
 from sgi_run.core import jax_setup
 from sgi_run.core.errors import ConfigError
 from sgi_run.engine import convergence, executor
@@ -39,10 +39,11 @@ LINE_SECONDS = 5.0
 
 @dataclasses.dataclass
 class RunResult:
-    """A finished run, as ``sgi_run.simulate`` and ``sgi_run.run`` return it: its statistics (``ensemble``, an
-    ``Ensemble``), where they are (``path``: its ``ensemble.h5``; ``run_dir``), the summary table's rows
-    (``summary``), whether it was found in the cache (``cached``) and the system, integrator and plan it ran
-    (``setup``). A convergence study's is a ``ConvergenceRun`` (``result``: its errors and fitted order).
+    """A finished run, as ``sgi_run.simulate`` and ``sgi_run.run`` return it: an ensemble's (an ``EnsembleRun``:
+    its statistics in ``ensemble``, an ``Ensemble``) or a convergence study's (a ``ConvergenceRun``: its errors and
+    fitted order in ``result``). Either says where its file is (``path``: its ``ensemble.h5`` or
+    ``convergence.h5``; ``run_dir``), the summary table's rows (``summary``), whether it was found in the cache
+    (``cached``) and the system, integrator and plan it ran (``setup``).
 
     Example:
 
@@ -54,13 +55,18 @@ class RunResult:
     """
     path: Path                 # the ensemble.h5 (a study's convergence.h5)
     run_dir: Path
-    ensemble: store.Ensemble
     summary: list[dict]
     cached: bool               # True when the file existed and nothing was computed
-    setup: Setup               # what it ran: the system, integrator and plan built (once) of its config
+    setup: BuiltConfig         # what it ran: the system, integrator and plan built (once) of its config
+    _: dataclasses.KW_ONLY
     shards_resumed: int = 0
     stale: bool = False        # cached, but computed by other numerics code (provenance.code_digest)
     resumed_part_way: dict[int, int] = dataclasses.field(default_factory=dict)  # shard -> step it resumed from
+
+    @property
+    def statistics(self) -> store.Ensemble:
+        """The engine's statistics its file holds: an ensemble's, or a study's of its per-path errors."""
+        raise NotImplementedError
 
     def resumed(self) -> str:
         """What was resumed from an interrupted run, in words ("" when nothing was)."""
@@ -68,7 +74,7 @@ class RunResult:
             return ""
         part_way = ""
         if self.resumed_part_way:
-            steps = self.ensemble.attrs["path_steps"] // self.ensemble.attrs["paths"]
+            steps = self.statistics.attrs["path_steps"] // self.statistics.attrs["paths"]
             part_way = (f" and {len(self.resumed_part_way)} part-way (from step "
                         f"{', '.join(map(str, self.resumed_part_way.values()))} of {steps})")
         return f"resumed {self.shards_resumed} finished shard(s){part_way} of an interrupted run"
@@ -76,23 +82,46 @@ class RunResult:
     @property
     def failed(self) -> bool:
         """Every path went non-finite: there is nothing to average (the CLI says so and exits 1)."""
-        return bool(self.ensemble.diagnostics["nonfinite_paths"][-1] >= self.ensemble.attrs["paths"])
+        return bool(self.statistics.diagnostics["nonfinite_paths"][-1] >= self.statistics.attrs["paths"])
 
     def failure(self) -> str:
         """One line on a failed run: when its paths were lost."""
-        nonfinite = self.ensemble.diagnostics["nonfinite_paths"]
-        first = self.ensemble.t[np.argmax(nonfinite > 0)]
-        whole = self.ensemble.t[np.argmax(nonfinite >= self.ensemble.attrs["paths"])]
-        return (f"every one of the {self.ensemble.attrs['paths']} paths went non-finite (the first by t={first:g}, "
+        stats = self.statistics
+        nonfinite = stats.diagnostics["nonfinite_paths"]
+        first = stats.t[np.argmax(nonfinite > 0)]
+        whole = stats.t[np.argmax(nonfinite >= stats.attrs["paths"])]
+        return (f"every one of the {stats.attrs['paths']} paths went non-finite (the first by t={first:g}, "
                 f"all by t={whole:g}): no statistic is computed; see diagnostics/nonfinite_paths in {self.path}")
+
+
+@dataclasses.dataclass
+class EnsembleRun(RunResult):
+    """A finished Monte Carlo ensemble: ``ensemble`` holds its statistics (an ``Ensemble``, as ``sgi_run.load``
+    reads its ``ensemble.h5``)."""
+    ensemble: store.Ensemble
+
+    @property
+    def statistics(self) -> store.Ensemble:
+        return self.ensemble
 
 
 @dataclasses.dataclass
 class ConvergenceRun(RunResult):
     """A finished convergence study: ``result`` holds its errors and fitted order, ``attrs`` the file's
-    attributes; ``ensemble`` the engine's statistics of its per-path errors."""
+    attributes; ``error_statistics`` the engine's statistics of its per-path errors (an ``Ensemble`` of error
+    observables, not of the system's)."""
+    error_statistics: store.Ensemble
     result: convergence.ConvergenceResult | None = None
     attrs: dict = dataclasses.field(default_factory=dict)
+
+    @property
+    def statistics(self) -> store.Ensemble:
+        return self.error_statistics
+
+    @property
+    def ensemble(self) -> store.Ensemble:
+        """``error_statistics``, by the name it had before (documented then: kept working)."""
+        return self.error_statistics
 
     @property
     def failed(self) -> bool:
@@ -132,87 +161,134 @@ def code_digest_of(system: str, family: str) -> str:
     return provenance.code_digest(systems.SYSTEMS[system], *integrators.FAMILIES[family])
 
 
-def simulator_of(setup: Setup) -> Simulator:
+def simulator_of(setup: BuiltConfig) -> Simulator:
     """The engine's simulator of a run: its ensemble, or a convergence study's levels in lock-step."""
     return run_kind_of(setup.plan).simulator(setup)
 
 
 # --- the two kinds of run: an ensemble, a convergence study ----------------------------------------------
-@dataclasses.dataclass(frozen=True)
 class RunKind:
     """What an ensemble and a convergence study do differently, in one place: ``run`` and ``sgi-run`` ask the
-    run's kind (``run_kind_of``) instead of asking which plan it has."""
-    file_name: str                                      # what a finished run's directory holds
-    simulator: Callable[[Setup], Simulator]             # the engine's simulator of the run
-    levels: Callable[[object], int]                     # step sizes its plan advances in lock-step (0: none)
-    load: Callable[[Path], object]                      # the finished file back (store.DamagedFile if damaged)
-    finished: Callable[[Path, Path, cache.Cached, Setup], RunResult]   # a cached run of what ``load`` read
-    write: Callable[..., RunResult]                     # (path, run_dir, sim, computed, ens, setup): its file
+    run's kind (``run_kind_of``: ``ENSEMBLE`` or ``STUDY``) instead of asking which plan it has."""
+    file_name: str                  # what a finished run's directory holds
     # What summarizes the file (tables, a study's plot), in the order write_outputs(run) writes them after it: a
     # directory holding the last holds them all.
     outputs: tuple[str, ...]
-    write_outputs: Callable[[RunResult], None]
-    show: Callable[[RunResult, DictConfig, object], None]   # (result, cfg, console): what sgi-run prints
-    # (plan) -> (observables, times): where its summary compares the means with the system's exact ones, checked
-    # before it computes (summary.check_reference_values).
-    compared: Callable[[object], tuple[tuple[str, ...], np.ndarray]]
+
+    def simulator(self, setup: BuiltConfig) -> Simulator:
+        """The engine's simulator of the run."""
+        raise NotImplementedError
+
+    def levels(self, plan) -> int:
+        """The step sizes its plan advances in lock-step (0: none)."""
+        raise NotImplementedError
+
+    def load(self, path: Path):
+        """The finished file back (``store.DamagedFile`` if damaged)."""
+        raise NotImplementedError
+
+    def finished(self, path: Path, run_dir: Path, found: cache.Cached, setup: BuiltConfig) -> RunResult:
+        """A cached run of what ``load`` read."""
+        raise NotImplementedError
+
+    def write(self, path: Path, run_dir: Path, sim: Simulator, computed, ens: store.Ensemble,
+              setup: BuiltConfig) -> RunResult:
+        """The computed run written to its file at ``path``, as a ``RunResult``."""
+        raise NotImplementedError
+
+    def write_outputs(self, run: RunResult) -> None:
+        """What summarizes its file (``outputs``)."""
+        raise NotImplementedError
+
+    def show(self, run: RunResult, cfg: DictConfig, console) -> None:
+        """What ``sgi-run`` prints of it."""
+        raise NotImplementedError
+
+    def compared(self, plan) -> tuple[tuple[str, ...], np.ndarray]:
+        """(observables, times) where its summary compares the means with the system's exact ones, checked before
+        it computes (``summary.check_reference_values``)."""
+        raise NotImplementedError
 
 
-def _finished_ensemble(path: Path, run_dir: Path, found: cache.Cached, setup: Setup) -> RunResult:
-    rows = summary.summarize(found.value, setup.system, setup.integrator, setup.plan)
-    return RunResult(path, run_dir, found.value, rows, cached=True, setup=setup, stale=found.stale)
+class _EnsembleKind(RunKind):
+    file_name = "ensemble.h5"
+    outputs = summary.FILES
+
+    def simulator(self, setup: BuiltConfig) -> Simulator:
+        return Simulator(setup.system, setup.integrator, setup.plan)
+
+    def levels(self, plan) -> int:
+        return 0
+
+    def load(self, path: Path) -> store.Ensemble:
+        return store.load(path)
+
+    def finished(self, path: Path, run_dir: Path, found: cache.Cached, setup: BuiltConfig) -> EnsembleRun:
+        rows = summary.summarize(found.value, setup.system, setup.integrator, setup.plan)
+        return EnsembleRun(path, run_dir, rows, cached=True, setup=setup, ensemble=found.value, stale=found.stale)
+
+    def write(self, path: Path, run_dir: Path, sim: Simulator, computed, ens: store.Ensemble,
+              setup: BuiltConfig) -> EnsembleRun:
+        store.write(path, ens)
+        rows = summary.summarize(ens, setup.system, setup.integrator, setup.plan)
+        return EnsembleRun(path, run_dir, rows, cached=False, setup=setup, ensemble=ens,
+                           shards_resumed=computed.shards_resumed, resumed_part_way=computed.resumed_part_way)
+
+    def write_outputs(self, run: EnsembleRun) -> None:
+        plan, a = run.setup.plan, run.ensemble.attrs
+        title = (f"{a['system']}/{a['integrator']}  dt={plan.dt}  paths={plan.paths}  T={plan.T}  "
+                 f"(ran on {a['executor']}, {a['device']})")
+        summary.write(run.summary, run.run_dir, title, summary.note_lines(run.ensemble))
+
+    def show(self, run: EnsembleRun, cfg: DictConfig, console) -> None:
+        summary.show(run, f"{cfg.system.name} / {cfg.integrator.name}  (dt={cfg.plan.dt}, "
+                          f"paths={cfg.plan.paths}, T={cfg.plan.T})", console)
+
+    def compared(self, plan) -> tuple[tuple[str, ...], np.ndarray]:
+        return plan.observables, plan.times
 
 
-def _write_ensemble(path: Path, run_dir: Path, sim: Simulator, computed, ens: store.Ensemble,
-                    setup: Setup) -> RunResult:
-    store.write(path, ens)
-    rows = summary.summarize(ens, setup.system, setup.integrator, setup.plan)
-    return RunResult(path, run_dir, ens, rows, cached=False, setup=setup, shards_resumed=computed.shards_resumed,
-                     resumed_part_way=computed.resumed_part_way)
+class _StudyKind(RunKind):
+    file_name = convergence_run.FILE_NAME
+    outputs = convergence_run.OUTPUTS
+
+    def simulator(self, setup: BuiltConfig) -> Simulator:
+        return convergence.simulator(setup.system, setup.integrator, setup.plan)
+
+    def levels(self, plan) -> int:
+        return len(plan.dts)
+
+    def load(self, path: Path):
+        return convergence_run.load_run(path)
+
+    def finished(self, path: Path, run_dir: Path, found: cache.Cached, setup: BuiltConfig) -> ConvergenceRun:
+        error_statistics, result, attrs = found.value
+        rows = convergence_run.table_rows_of(result, attrs, summary.solver_counts(error_statistics))
+        return ConvergenceRun(path, run_dir, rows, cached=True, setup=setup, error_statistics=error_statistics,
+                              result=result, attrs=attrs, stale=found.stale)
+
+    def write(self, path: Path, run_dir: Path, sim: Simulator, computed, ens: store.Ensemble,
+              setup: BuiltConfig) -> ConvergenceRun:
+        result, rows = convergence_run.write_study(path, sim, computed, ens)
+        return ConvergenceRun(path, run_dir, rows, cached=False, setup=setup, error_statistics=ens, result=result,
+                              attrs=ens.attrs, shards_resumed=computed.shards_resumed,
+                              resumed_part_way=computed.resumed_part_way)
+
+    def write_outputs(self, run: ConvergenceRun) -> None:
+        convergence_run.write_outputs(run)
+
+    def show(self, run: ConvergenceRun, cfg: DictConfig, console) -> None:
+        convergence_run.show(run, console)
+
+    def compared(self, plan) -> tuple[tuple[str, ...], np.ndarray]:
+        """A weak study against the exact mean compares with it at T; any other study with nothing of the system's."""
+        if plan.reference == "exact" and plan.error == "weak":
+            return (plan.observable,), np.array([plan.T])
+        return (), np.array([])
 
 
-def _write_summary(run: RunResult) -> None:
-    plan, a = run.setup.plan, run.ensemble.attrs
-    summary.write(run.summary, run.run_dir, f"{a['system']}/{a['integrator']}  dt={plan.dt}  paths={plan.paths}  "
-                  f"T={plan.T}  (ran on {a['executor']}, {a['device']})", summary.note_lines(run.ensemble))
-
-
-def _show_ensemble(run: RunResult, cfg: DictConfig, console) -> None:
-    summary.show(run, f"{cfg.system.name} / {cfg.integrator.name}  (dt={cfg.plan.dt}, paths={cfg.plan.paths}, "
-                      f"T={cfg.plan.T})", console)
-
-
-def _finished_study(path: Path, run_dir: Path, found: cache.Cached, setup: Setup) -> ConvergenceRun:
-    ensemble, result, attrs = found.value
-    rows = convergence_run.table_rows_of(result, attrs, summary.solver_counts(ensemble))
-    return ConvergenceRun(path, run_dir, ensemble, rows, cached=True, setup=setup, stale=found.stale, result=result,
-                          attrs=attrs)
-
-
-def _write_study(path: Path, run_dir: Path, sim: Simulator, computed, ens: store.Ensemble,
-                 setup: Setup) -> ConvergenceRun:
-    result, rows = convergence_run.write_study(path, sim, computed, ens)
-    return ConvergenceRun(path, run_dir, ens, rows, cached=False, setup=setup, shards_resumed=computed.shards_resumed,
-                          resumed_part_way=computed.resumed_part_way, result=result, attrs=ens.attrs)
-
-
-def _study_compared(plan: ConvergencePlan) -> tuple[tuple[str, ...], np.ndarray]:
-    """A weak study against the exact mean compares with it at T; any other study with nothing of the system's."""
-    if plan.reference == "exact" and plan.error == "weak":
-        return (plan.observable,), np.array([plan.T])
-    return (), np.array([])
-
-
-ENSEMBLE = RunKind(file_name="ensemble.h5", simulator=lambda s: Simulator(s.system, s.integrator, s.plan),
-                   levels=lambda plan: 0, load=store.load, finished=_finished_ensemble, write=_write_ensemble,
-                   outputs=summary.FILES, write_outputs=_write_summary, show=_show_ensemble,
-                   compared=lambda plan: (plan.observables, plan.times))
-STUDY = RunKind(file_name=convergence_run.FILE_NAME,
-                simulator=lambda s: convergence.simulator(s.system, s.integrator, s.plan),
-                levels=lambda plan: len(plan.dts), load=convergence_run.load_run, finished=_finished_study,
-                write=_write_study, outputs=convergence_run.OUTPUTS, write_outputs=convergence_run.write_outputs,
-                show=lambda run, cfg, console: convergence_run.show(run, console),
-                compared=_study_compared)
+ENSEMBLE = _EnsembleKind()
+STUDY = _StudyKind()
 RUN_KINDS = (ENSEMBLE, STUDY)
 
 
@@ -222,7 +298,7 @@ def run_kind_of(plan) -> RunKind:
 
 
 @dataclasses.dataclass(frozen=True)
-class Recipe:
+class SimulatorBuilder:
     """What a dask worker rebuilds a run's simulator from: the run's config as YAML text (resolved,
     Hydra's own node left out), never a pickled function. ``plan.shard_size: auto`` is written as
     this process settled it: a worker on another device keeps the same shard layout. A system class registered
@@ -232,8 +308,8 @@ class Recipe:
     system_class: tuple[str, str] | None = None
 
     @classmethod
-    def of(cls, cfg, plan) -> Recipe:
-        content = {k: plain(cfg[k]) for k in cfg if k != "hydra"}
+    def of(cls, cfg, plan) -> SimulatorBuilder:
+        content = {k: as_python(cfg[k]) for k in cfg if k != "hydra"}
         content["plan"] = {**content["plan"], "shard_size": plan.shard_size}
         name = content["system"]["name"]
         own = None
@@ -263,12 +339,12 @@ def checkpoints(cfg, run_dir: Path, plan) -> ShardStore:
 
 
 @jax_setup.scope()    # float64 for its own work, in any caller's process
-def run(cfg: DictConfig, run_dir: Path | None = None, *, setup: Setup | None = None, progress: bool | None = None,
+def run(cfg: DictConfig, run_dir: Path | None = None, *, setup: BuiltConfig | None = None, progress: bool | None = None,
         on_shard_done: Callable | None = None, on_start: Callable[[], None] | None = None) -> RunResult:
     """Run the config ``cfg`` (from ``compose``) as a Monte Carlo ensemble, or a convergence study
     (``plan=convergence``: a ``ConvergenceRun``), and write its ``ensemble.h5`` (``convergence.h5``)
     and summary in ``run_dir`` (default: ``<output_root>/<system>-<integrator>/<config hash>``).
-    ``setup`` is the Setup ``config.compose_setup`` built of ``cfg`` when it was validated (built here when
+    ``setup`` is the BuiltConfig ``config.compose_setup`` built of ``cfg`` when it was validated (built here when
     not given). A finished run of the same config is reused (``cached``; ``cfg.cache`` decides what happens to
     one computed by other numerics code), an interrupted one resumes from its shard checkpoints.
     ``progress`` overrides ``cfg.progress`` (a bar on a terminal, lines otherwise, on stderr);
@@ -302,7 +378,7 @@ def run(cfg: DictConfig, run_dir: Path | None = None, *, setup: Setup | None = N
         if found is not None:
             return _with_outputs(kind, kind.finished(path, run_dir, found, setup))
         sim = kind.simulator(setup)
-        spec = executor.spec_of(plain(cfg.executor))
+        spec = executor.spec_of(as_python(cfg.executor))
         cluster = executor.connect(spec)   # a bad address: refused here
         shards = checkpoints(cfg, run_dir, sim.plan)
         _audit_checkpoints(shards, policy)
@@ -320,7 +396,7 @@ def run(cfg: DictConfig, run_dir: Path | None = None, *, setup: Setup | None = N
             try:
                 with _progress(mode, label, sim.plan, len(shards.finished())) as on_output:
                     result = run_shards(sim, shards, on_output, on_shard_done, cluster,
-                                        Recipe.of(cfg, plan) if cluster is not None else None, at_once)
+                                        SimulatorBuilder.of(cfg, plan) if cluster is not None else None, at_once)
             except KeyboardInterrupt:
                 raise RunInterrupted(run_dir, len(shards.finished()), sim.plan.shard_count, len(shards.in_progress())) from None
             ens = _ensemble(cfg, sim, result, time.perf_counter() - started,
@@ -345,7 +421,7 @@ def _with_outputs(kind: RunKind, run: RunResult) -> RunResult:
     return run
 
 
-def shards_at_once(local: executor.Local, sim: Simulator, setup: Setup, pending: int) -> int:
+def shards_at_once(local: executor.Local, sim: Simulator, setup: BuiltConfig, pending: int) -> int:
     """How many shards executor=local computes at once: as asked, at most the shards left and those the
     memory holds, and one where a shard's programs call a library (``Simulator.calls_libraries``)."""
     at_once = min(local.thread_count, pending, fitting_shards(setup.system, setup.integrator, setup.plan))
@@ -415,7 +491,7 @@ def _ensemble(cfg, sim: Simulator, result, wall_time: float, where: str) -> stor
         observables={name: {"mean": mean[name], "var": var[name], "count": count[name],
                             "nonfinite": plan.paths - count[name]} for name in sim.observable_names},
         paths=result.kept,
-        snapshots=({"t": plan.times[plan.snapshot_indices]} | sim.views(result.snapshots) if plan.snapshots else {}),
+        snapshots=({"t_snapshot": plan.times[plan.snapshot_indices]} | sim.views(result.snapshots) if plan.snapshots else {}),
         time_averages=(sim.split_entries(result.time_averages, 1) if plan.time_average is not None else {}),
         diagnostics={"nonfinite_paths": result.nonfinite}
         | ({f"{solver}_{field.name}": getattr(result.solver, field.name)

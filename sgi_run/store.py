@@ -120,7 +120,7 @@ class Ensemble:
     paths: dict[str, np.ndarray]
     diagnostics: dict[str, np.ndarray]
     attrs: dict
-    snapshots: dict[str, np.ndarray] = dataclasses.field(default_factory=dict)  # "t" and coordinates
+    snapshots: dict[str, np.ndarray] = dataclasses.field(default_factory=dict)  # "t_snapshot" and coordinates
     time_averages: dict[str, np.ndarray] = dataclasses.field(default_factory=dict)  # observable -> (paths,)
     verified: bool = False     # read from a file whose checksums and content digest were checked
     invariant_drift: dict[str, np.ndarray] = dataclasses.field(default_factory=dict)  # invariant -> (t,)
@@ -138,7 +138,7 @@ class Ensemble:
     def _snapshot_index(self, t):
         if not self.snapshots:
             return None
-        times = self.snapshots["t"]
+        times = self.snapshots["t_snapshot"]
         hits = [len(times) - 1] if t is None else np.flatnonzero(np.isclose(times, t, rtol=1e-9, atol=1e-9))
         return hits[0] if len(hits) else None
 
@@ -153,10 +153,10 @@ class Ensemble:
         """
         i = self._snapshot_index(t)
         if i is None:
-            stored = (f"its snapshot times are {[float(x) for x in self.snapshots['t']]}" if self.snapshots
+            stored = (f"its snapshot times are {[float(x) for x in self.snapshots['t_snapshot']]}" if self.snapshots
                       else "it stored none (plan.snapshots)")
             raise KeyError(f"the run has no snapshot at t={t}: {stored}")
-        return {k: v[i] for k, v in self.snapshots.items() if k != "t"}
+        return {k: v[i] for k, v in self.snapshots.items() if k != "t_snapshot"}
 
     def mean(self, name: str) -> np.ndarray:
         """Monte Carlo mean of observable ``name`` over the finite paths at each output time.
@@ -220,14 +220,14 @@ class Ensemble:
         """The run as an ``xarray.Dataset``: ``<obs>_mean/_var/_count``, diagnostics and
         ``invariant_drift_<invariant>`` over ``t``, kept
         paths ``path_<name>`` over (``kept_path``, ``t``), snapshots ``snapshot_<coordinate>`` over
-        (``snapshot_t``, ``path``), time averages ``time_average_<obs>`` over ``path``. Needs the ``read``
+        (``t_snapshot``, ``path``), time averages ``time_average_<obs>`` over ``path``. Needs the ``read``
         extra (``pip install 'sgi-run[read]'``).
 
         >>> import sgi_run
         >>> ens = sgi_run.load(sgi_run.run(sgi_run.compose(["plan.paths=100", "plan.T=2", "plan.snapshots=[2]"])).path)
         >>> ds = ens.to_xarray()
         >>> ds["H_mean"].dims, ds["snapshot_q"].dims
-        (('t',), ('snapshot_t', 'path'))
+        (('t',), ('t_snapshot', 'path'))
         """
         try:
             import xarray as xr
@@ -243,10 +243,10 @@ class Ensemble:
         variables |= {f"invariant_drift_{name}": ("t", data, {"description": _DESCRIBED["invariant_drift"][1]})
                       for name, data in self.invariant_drift.items()}
         variables |= {f"path_{name}": dims(["kept_path", "t"], name, data) for name, data in self.paths.items()}
-        variables |= {f"snapshot_{name}": dims(["snapshot_t", "path"], name, data)
-                      for name, data in self.snapshots.items() if name != "t"}
+        variables |= {f"snapshot_{name}": dims(["t_snapshot", "path"], name, data)
+                      for name, data in self.snapshots.items() if name != "t_snapshot"}
         variables |= {f"time_average_{name}": dims(["path"], name, data) for name, data in self.time_averages.items()}
-        coords = {"t": self.t} | ({"snapshot_t": self.snapshots["t"]} if self.snapshots else {})
+        coords = {"t": self.t} | ({"t_snapshot": self.snapshots["t_snapshot"]} if self.snapshots else {})
         ds = xr.Dataset(variables, coords=coords, attrs={k: v for k, v in self.attrs.items()
                                                          if isinstance(v, (str, int, float, bool))})
         for name in ds.variables:
@@ -467,7 +467,7 @@ def write(path: Path, ens: Ensemble, extra=None) -> Path:
         _scale(f, "t", ens.t, *_DESCRIBED["t"])
         kept = len(next(iter(ens.paths.values()))) if ens.paths else 0
         paths = len(next(iter(ens.time_averages.values()))) if ens.time_averages else \
-            ens.snapshots[next(k for k in ens.snapshots if k != "t")].shape[1] if len(ens.snapshots) > 1 else 0
+            ens.snapshots[next(k for k in ens.snapshots if k != "t_snapshot")].shape[1] if len(ens.snapshots) > 1 else 0
         kept_path = _scale(f, "kept_path", np.arange(kept), None, "index of a kept path") if ens.paths else None
         path_scale = _scale(f, "path", np.arange(paths), None, "path index") if paths else None
 
@@ -484,10 +484,10 @@ def write(path: Path, ens: Ensemble, extra=None) -> Path:
                           **({"units": units} if units else {}))
         if ens.snapshots:
             # Not named t: a netCDF dimension is one length in a group and the groups below it.
-            snapshot_t = _scale(f, "snapshots/t_snapshot", ens.snapshots["t"], "time", "snapshot times")
+            t_snapshot = _scale(f, "snapshots/t_snapshot", ens.snapshots["t_snapshot"], "time", "snapshot times")
             for name, data in ens.snapshots.items():
-                if name != "t":
-                    create_series(f, f"snapshots/{name}", data, snapshot_t, path_scale,
+                if name != "t_snapshot":
+                    create_series(f, f"snapshots/{name}", data, t_snapshot, path_scale,
                                   description=f"every path's {name}")
         for name, data in ens.time_averages.items():
             create_series(f, f"time_averages/{name}", data, path_scale,
@@ -520,14 +520,14 @@ def load(path) -> Ensemble:
     if version not in READABLE_SCHEMAS:
         raise ValueError(f"{path}: schema_version={version} is not readable: this sgi-run reads "
                          f"{', '.join(map(str, READABLE_SCHEMAS))}")
-    if "snapshots/t_snapshot" in datasets:     # v2's name; Ensemble.snapshots keeps v1's "t"
-        datasets["snapshots/t"] = datasets.pop("snapshots/t_snapshot")
+    if "snapshots/t" in datasets and "snapshots/t_snapshot" not in datasets:   # v1's name of the snapshot times
+        datasets["snapshots/t_snapshot"] = datasets.pop("snapshots/t")
     coordinates = re.compile(r"(observables/[^/]+|paths|diagnostics|snapshots|time_averages|invariant_drift)/t$")
 
     def group(prefix: str) -> dict[str, np.ndarray]:
         """The group's series; its coordinates (v2's copies of t) are not data (entry axes are not read)."""
         return {name.split("/", 1)[1]: data for name, data in datasets.items()
-                if name.startswith(prefix + "/") and not (coordinates.match(name) and name != "snapshots/t")}
+                if name.startswith(prefix + "/") and not coordinates.match(name)}
 
     observables: dict[str, dict[str, np.ndarray]] = {}
     for name, data in group("observables").items():

@@ -17,8 +17,8 @@ IN_ASCII = "sgi-run-ascii"     # the codec error handler that writes them so
 
 
 def _in_ascii(error: UnicodeEncodeError) -> tuple[str, int]:
-    plain = lambda c: unicodedata.normalize("NFKD", c).encode("ascii", "ignore").decode() or "?"
-    return "".join(ASCII.get(c) or plain(c) for c in error.object[error.start:error.end]), error.end
+    unaccented = lambda c: unicodedata.normalize("NFKD", c).encode("ascii", "ignore").decode() or "?"
+    return "".join(ASCII.get(c) or unaccented(c) for c in error.object[error.start:error.end]), error.end
 
 
 codecs.register_error(IN_ASCII, _in_ascii)

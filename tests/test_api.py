@@ -15,7 +15,7 @@ import sgi_run
 from sgi_run import systems
 from sgi_run.config import compose, config_hash, run_dir_for
 from sgi_run.integrators.lda_prk import LdAPartitionedRK, LdAPRKTableau
-from sgi_run.runner import Recipe
+from sgi_run.runner import SimulatorBuilder
 from sgi_run.systems import CanonicalSystem, Kubo
 
 FUNCTIONS = ["simulate", "integrator", "plan", "convergence_plan", "formula_system", "register_system", "step",
@@ -48,7 +48,7 @@ def test_help_lists_the_public_api_and_no_absolute_path():
 def test_public_signatures_name_no_private_type():
     for name in FUNCTIONS:
         signature = str(inspect.signature(getattr(sgi_run, name)))
-        assert "ConfigSource" not in signature and "Setup" not in signature and " _" not in signature, (name, signature)
+        assert all(private not in signature for private in ("ConfigSource", "BuiltConfig", " _")), (name, signature)
 
 
 @pytest.mark.slow
@@ -166,10 +166,10 @@ def test_a_system_of_ones_own_runs_once_registered_and_a_worker_finds_it(registe
     registered("quartic", Quartic)      # a notebook cell run twice
     result = sgi_run.simulate(Quartic(k=0.5), "midpoint", plan, output_root=tmp_path)
     assert result.run_dir.parent.name == "quartic-midpoint" and result.ensemble.config.system.k == 0.5
-    recipe = Recipe.of(result.ensemble.config, result.setup.plan)
-    assert recipe.system_class == (__name__, "Quartic")
-    del systems.SYSTEMS["quartic"]      # a worker process: what it registers from the recipe
-    assert recipe().system == Quartic(k=0.5)
+    builder = SimulatorBuilder.of(result.ensemble.config, result.setup.plan)
+    assert builder.system_class == (__name__, "Quartic")
+    del systems.SYSTEMS["quartic"]      # a worker process: what it registers from the builder
+    assert builder().system == Quartic(k=0.5)
     with pytest.raises(sgi_run.ConfigError, match="name='kubo' is not allowed: a name that is not a built-in"):
         registered("kubo", Quartic)
     with pytest.raises(sgi_run.ConfigError, match="cls=.* is not allowed: a System subclass"):
@@ -183,7 +183,7 @@ def test_a_worker_cannot_import_a_class_defined_in_main(registered):
     cfg = sgi_run.config.run_config(InMain(), sgi_run.integrator("midpoint"), sgi_run.plan(paths=10, T=1),
                                     {"name": "dask"})
     with pytest.raises(sgi_run.ConfigError, match="executor='dask' is not allowed: local for the system InMain"):
-        Recipe.of(cfg, sgi_run.plan(paths=10, T=1))
+        SimulatorBuilder.of(cfg, sgi_run.plan(paths=10, T=1))
 
 
 # --- one step, in one's own JAX code ------------------------------------------------------------------------------

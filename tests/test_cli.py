@@ -466,7 +466,7 @@ def test_a_flag_hydra_would_refuse_with_a_usage_block_or_a_traceback_is_one_line
 
 # --- issue 25: a run is built once -------------------------------------------------------------------------------
 def test_each_job_of_a_command_line_is_built_once(tmp_path, monkeypatch, capsys, build_calls):
-    """Validation builds each job's system, integrator and plan (config.build) once; the job runs that Setup."""
+    """Validation builds each job's system, integrator and plan (config.build) once; the job runs that BuiltConfig."""
     from sgi_run import cli
     args = ["integrator=heun", "plan.paths=10", "plan.T=1", "progress=off", f"output_root={tmp_path}/runs"]
     monkeypatch.setattr(sys, "argv", ["sgi-run", *args])

@@ -397,8 +397,8 @@ def test_extreme_parameters_are_refused_or_give_no_reference_never_a_traceback(s
     whose reference values are finite numbers or None (none known), never an OverflowError from
     omega^2 = 1e600 or a ZeroDivisionError from a Boltzmann weight that underflows. (The system alone:
     compose and the run's build at each value would take half a minute.)"""
-    from sgi_run.config import _composed_groups, build_system, plain
-    defaults = plain(_composed_groups((f"system={system_option}",)).system)
+    from sgi_run.config import _composed_groups, build_system, as_python
+    defaults = as_python(_composed_groups((f"system={system_option}",)).system)
     floats = [k for k, v in defaults.items() if isinstance(v, float) or (
         isinstance(v, list) and v and all(isinstance(x, float) for x in v))]
     for key in floats:

@@ -53,7 +53,8 @@ def test_netcdf_readers_open_a_study(runs_root):
     tree = xr.open_datatree(run.path, engine="h5netcdf")
     assert tree["error"].dims == ("dts",) and np.array_equal(tree["dts"].values, [0.25, 0.125])
     assert np.array_equal(tree["error"].values, run.result.error)
-    assert np.array_equal(tree["observables/sq_error"]["t"].values, run.ensemble.t)
+    assert np.array_equal(tree["observables/sq_error"]["t"].values, run.error_statistics.t)
+    assert run.ensemble is run.error_statistics     # the name it had before, documented then
     assert tree["observables/sq_error"]["mean"].dims == ("t", "sq_error_axis0")
 
 
@@ -203,7 +204,7 @@ def test_a_studys_unconverged_lock_step_path_steps_are_printed_and_tabled(runs_r
     cached = sgi_run.run(cfg)
     counts = lambda run: [(r["unconverged_steps"], r["stagnated_steps"], r["path_steps"]) for r in run.summary]
     assert cached.cached and counts(cached) == counts(study) == [(200, 0, 200)] * 2
-    assert summary.solver_lines(cached.ensemble) == [line]
+    assert summary.solver_lines(cached.error_statistics) == [line]
 
 
 def test_the_invariants_drift_is_written_read_back_and_tabled(runs_root):

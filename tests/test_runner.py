@@ -191,8 +191,8 @@ def test_a_full_disk_while_writing_the_result_is_one_line_and_the_run_resumes(ru
 
 # --- issue 25: a run is built once; its kind is one object -------------------------------------------------
 def test_a_run_uses_the_setup_its_config_was_validated_with(runs_root, build_calls):
-    """``compose_setup`` builds the run (config.build) once; ``run`` runs that Setup and carries it, and builds one
-    itself only when given none (the library API: ``sgi_run.run(sgi_run.compose([...]))``)."""
+    """``compose_setup`` builds the run (config.build) once; ``run`` runs that BuiltConfig and carries it, and builds
+    one itself only when given none (the library API: ``sgi_run.run(sgi_run.compose([...]))``)."""
     from sgi_run.config import compose_setup
     cfg, setup = compose_setup(runs_root + ["plan.paths=50", "plan.T=1"])
     result = runner.run(cfg, setup=setup)

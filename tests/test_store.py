@@ -37,7 +37,7 @@ def test_snapshots_round_trip_and_survive_a_resume(runs_root):
     overrides = runs_root + ["plan.paths=30", "plan.T=2", "plan.shards=3", "plan.snapshots=[2]"]
     whole = sgi_run.run(sgi_run.compose(overrides))
     ens = sgi_run.load(whole.path)
-    assert ens.snapshots["t"].tolist() == [2.0] and ens.snapshots["q"].shape == (1, 30)
+    assert ens.snapshots["t_snapshot"].tolist() == [2.0] and ens.snapshots["q"].shape == (1, 30)
     assert ens.snapshot(None)["p"].shape == (30,) and ens.has_snapshot(2.0) and not ens.has_snapshot(1.0)
     with pytest.raises(KeyError, match=r"no snapshot at t=1.0: its snapshot times are \[2.0\]"):
         ens.snapshot(1.0)
@@ -306,12 +306,12 @@ def test_netcdf_readers_label_every_time_axis(written):
         assert "t" in ds.coords and np.array_equal(ds["t"].values, ens.t), group
     snapshots = xr.open_dataset(written, engine="h5netcdf", group="snapshots")
     assert snapshots["q"].dims == ("t_snapshot", "path")
-    assert np.array_equal(snapshots["t_snapshot"].values, ens.snapshots["t"])
+    assert np.array_equal(snapshots["t_snapshot"].values, ens.snapshots["t_snapshot"])
     tree = xr.open_datatree(written, engine="h5netcdf")
     assert np.array_equal(tree["observables/H"]["t"].values, ens.t)
     assert np.array_equal(tree["observables/H"]["mean"].values, ens.mean("H"))
     assert np.array_equal(tree["paths"]["q"].values, ens.paths["q"]) and tree["paths"]["q"].dims == ("kept_path", "t")
-    assert np.array_equal(tree["snapshots"]["t_snapshot"].values, ens.snapshots["t"])
+    assert np.array_equal(tree["snapshots"]["t_snapshot"].values, ens.snapshots["t_snapshot"])
     assert np.array_equal(tree["time_averages"]["H"].values, ens.time_averages["H"])
 
 
@@ -331,7 +331,8 @@ def schema_1_file(written, path):
 def test_a_schema_1_file_still_loads(written, tmp_path):
     """Run caches hold files written before snapshot times had their own dimension name."""
     old, new = store.load(schema_1_file(written, tmp_path / "old.h5")), store.load(written)
-    assert np.array_equal(old.snapshots["t"], new.snapshots["t"]) and old.snapshots.keys() == new.snapshots.keys()
+    assert np.array_equal(old.snapshots["t_snapshot"], new.snapshots["t_snapshot"])
+    assert old.snapshots.keys() == new.snapshots.keys()
     assert old.paths.keys() == new.paths.keys() and old.diagnostics.keys() == new.diagnostics.keys()
     assert all(old.observables[name].keys() == new.observables[name].keys() == {"mean", "var", "count", "nonfinite"}
                for name in new.observables)
@@ -343,7 +344,7 @@ def test_to_xarray(written):
     ens = sgi_run.load(written)
     ds = ens.to_xarray()
     assert ds["H_mean"].dims == ("t",) and np.array_equal(ds["H_mean"].values, ens.mean("H"))
-    assert ds["path_q"].dims == ("kept_path", "t") and ds["snapshot_p"].dims == ("snapshot_t", "path")
+    assert ds["path_q"].dims == ("kept_path", "t") and ds["snapshot_p"].dims == ("t_snapshot", "path")
     assert ds["time_average_H"].dims == ("path",) and ds.attrs["config_hash"] == ens.attrs["config_hash"]
     assert "n - 1" in ds["H_var"].attrs["description"]
 

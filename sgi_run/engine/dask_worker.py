@@ -31,17 +31,17 @@ class PinCores(WorkerPlugin):
 
 
 @functools.lru_cache(maxsize=4)
-def _simulator(recipe):
-    """The simulator of a recipe, built once per worker process (its compiled steps are reused by
+def _simulator(build_simulator):
+    """The simulator ``build_simulator()`` builds, once per worker process (its compiled steps are reused by
     every shard of the run that lands on this worker)."""
-    return recipe()
+    return build_simulator()
 
 
-def run_shard(recipe, shard: int, resume):
+def run_shard(build_simulator, shard: int, resume):
     from sgi_run.core import jax_setup
 
-    jax_setup.configure()   # float64 on, before the recipe builds anything
-    return _simulator(recipe).run_shard(shard, resume=resume)
+    jax_setup.configure()   # float64 on, before the simulator is built
+    return _simulator(build_simulator).run_shard(shard, resume=resume)
 
 
 def facts() -> dict:

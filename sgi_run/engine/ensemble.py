@@ -47,11 +47,11 @@ class EnsembleResult:
 def run_shards(sim: Simulator, store: ShardStore | None,
                on_output: Callable[[int], None] | None = None,
                on_shard_done: Callable[[ShardResult], None] | None = None,
-               cluster: Cluster | None = None, recipe: Callable[[], Simulator] | None = None,
+               cluster: Cluster | None = None, build_simulator: Callable[[], Simulator] | None = None,
                at_once: int = 1) -> EnsembleResult:
     """Every shard of ``sim.plan``, skipping those ``store`` already holds: here, ``at_once`` at a time (each
-    from its own thread), or as tasks on ``cluster``, whose workers rebuild the simulator from ``recipe``
-    (``executor``).
+    from its own thread), or as tasks on ``cluster``, whose workers rebuild the simulator with
+    ``build_simulator()`` (``executor``).
 
     Each finished shard is saved as it arrives. The merge always runs in shard order, so the result
     depends neither on which shards were resumed nor on where or in which order they ran; with a
@@ -65,7 +65,7 @@ def run_shards(sim: Simulator, store: ShardStore | None,
     resumes = {s: r for s, r in resumes.items() if r is not None}
     part_way = {s: int(r["done"]) * sim.plan.steps_per_output for s, r in resumes.items()}
     if cluster is not None:
-        computed = cluster.run_shards(recipe, missing, resumes, on_output, sim.plan.outputs)
+        computed = cluster.run_shards(build_simulator, missing, resumes, on_output, sim.plan.outputs)
     else:
         threaded = at_once > 1 and len(missing) > 1
         if threaded and on_output is not None:       # the progress line hears every thread

@@ -2,12 +2,13 @@
 ``dask.distributed`` cluster: a ``LocalCluster`` on this machine or a running scheduler
 (``executor=dask``), or SLURM jobs started by ``dask_jobqueue.SLURMCluster`` (``executor=slurm``).
 
-A task is ``(recipe, shard, resume)``: the worker rebuilds the simulator from the recipe (the run's
-config as text; built once per worker process and kept), never from a pickled jitted function, and
-sends the finished shard back; this process saves it as a checkpoint and merges the shards in shard
-order, so the numbers are those of ``executor=local`` whatever the workers. A worker that dies
-mid-shard has its shard recomputed by the scheduler (same random numbers: they are addressed by
-path and step); a killed client keeps the shards it had saved, and the same command resumes.
+A task is ``(build_simulator, shard, resume)``: the worker rebuilds the simulator by calling
+``build_simulator`` (a ``runner.SimulatorBuilder``: the run's config as text; built once per worker process
+and kept), never from a pickled jitted function, and sends the finished shard back; this process saves it
+as a checkpoint and merges the shards in shard order, so the numbers are those of ``executor=local``
+whatever the workers. A worker that dies mid-shard has its shard recomputed by the scheduler (same random
+numbers: they are addressed by path and step); a killed client keeps the shards it had saved, and the same
+command resumes.
 
 Workers are fresh processes (spawned, never forked: JAX deadlocks in a child forked after it
 started its threads) that enable float64 before a task builds anything (``core.jax_setup.configure``). Each worker of a
@@ -244,7 +245,7 @@ class Cluster:
         while not all(name in owned.workers for name in started) and time.monotonic() < deadline:
             time.sleep(0.1)
 
-    def run_shards(self, recipe: Callable, shards: list[int], resumes: dict,
+    def run_shards(self, build_simulator: Callable, shards: list[int], resumes: dict,
                    on_output: Callable[[int], None] | None = None, outputs: int = 1) -> Iterator:
         """Yield each of ``shards`` as a ``ShardResult`` when it finishes (in any order), starting
         those in ``resumes`` from their saved progress. ``on_output`` hears of a finished shard as
@@ -255,7 +256,7 @@ class Cluster:
         from sgi_run.engine.dask_worker import run_shard
 
         self.replace_lost_workers()
-        futures = [self.client.submit(run_shard, recipe, s, resumes.get(s), pure=False, priority=-s)
+        futures = [self.client.submit(run_shard, build_simulator, s, resumes.get(s), pure=False, priority=-s)
                    for s in shards]
         try:
             for future in as_completed(futures):

@@ -315,7 +315,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         where = [f"executor={args.executor}"] + [f"executor.{o}" for o in args.executor_option]
         configs = ConfigSource(added=args.config_dir)
-        # Every figure's runs are validated before the first computes (and each run then uses the Setup built here).
+        # Every figure's runs are validated before the first computes (each run then uses the BuiltConfig built here).
         composed = [pipeline.compose_run_setups(exp, args.fidelity, args.runs_root, args.cache, where, configs)
                     for exp in experiments]
         for key, directory in (("--runs-root", args.runs_root), ("--output", args.output)):

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 
 import yaml
 
-from sgi_run.config import Setup
+from sgi_run.config import BuiltConfig
 from sgi_run.core.errors import ConfigError, require
 from sgi_run.engine.convergence_plan import ConvergencePlan
 from sgi_run.figures import checks as checks_mod
@@ -269,7 +269,7 @@ def _check_panel(panel: dict, k, where: str, runs: dict, studies: frozenset) -> 
 RECORDED = ("observable", "invariant")
 
 
-def _recorded(setup: Setup) -> dict[str, tuple[list, str]]:
+def _recorded(setup: BuiltConfig) -> dict[str, tuple[list, str]]:
     """What a run records of each of RECORDED: (the names, where they come from, as a refusal says it)."""
     system, plan = setup.system, setup.plan
     declared = f"{type(system).__name__} declares: {list(system.invariants())}"
@@ -299,7 +299,7 @@ def _named(exp: Experiment) -> list[tuple[str, str, object, str]]:
 
 def check_against_runs(exp: Experiment, setups: dict) -> None:
     """Refuse, before any compute, what the figure asks of its runs and they cannot serve (``setups``: each run's
-    Setup, as composed): an observable or invariant a run does not record, a field panel or a check whose run's
+    BuiltConfig, as composed): an observable or invariant a run does not record, a field panel or a check whose run's
     system lacks the method it calls, a solvability panel or check whose run's integrator cannot give its
     half-step momenta."""
     for key, what, name, run_id in _named(exp):

@@ -16,7 +16,7 @@ import numpy as np
 from omegaconf import DictConfig
 
 from sgi_run import work_precision
-from sgi_run.config import ConfigSource, Setup, compose_setup, config_hash
+from sgi_run.config import BuiltConfig, ConfigSource, compose_setup, config_hash
 from sgi_run.convergence_run import drift_cells
 from sgi_run.core.errors import require
 from sgi_run.core.noise import truncation_bound
@@ -27,7 +27,7 @@ from sgi_run.figures.records import figure_files, figure_provenance, figure_reco
 from sgi_run.figures.results import FAIL, SOLVER_STATISTICS, Band, CheckResult, RunData, Series, StudyData
 from sgi_run.figures.statistics import departure, has_path_averages, window_average
 from sgi_run.figures.tables import TABLE_COLUMNS, drift_column, write_checks, write_table
-from sgi_run.runner import ConvergenceRun, RunResult, run
+from sgi_run.runner import ConvergenceRun, EnsembleRun, run
 from sgi_run.summary import max_relative_error, solver_counts, unconverged_line
 
 
@@ -47,7 +47,7 @@ class FigureOutcome:
                    record.get("convergence", []))
 
 
-def _run_data(result: RunResult, cfg, observable: str, oracle: str | None) -> RunData:
+def _run_data(result: EnsembleRun, cfg, observable: str, oracle: str | None) -> RunData:
     """The run's curves (one per recorded observable; the method oracle for ``observable``)."""
     ens = result.ensemble
     setup = result.setup
@@ -65,7 +65,7 @@ def _run_data(result: RunResult, cfg, observable: str, oracle: str | None) -> Ru
                               oracle_mean, oracle_sem, ens.time_averages.get(name), window, ens.paths.get(name))
     return RunData(series, observable, setup.system, lambda t: ens.snapshot(t) if ens.has_snapshot(t) else None, setup.plan.paths,
                    ens.diagnostics.get("nonfinite_paths"), dict(ens.paths), float(setup.plan.dt),
-                   _solver_statistics(ens), tuple(float(t) for t in ens.snapshots["t"]) if ens.snapshots else (),
+                   _solver_statistics(ens), tuple(float(t) for t in ens.snapshots["t_snapshot"]) if ens.snapshots else (),
                    setup.integrator, truncation_bound(setup.plan.truncate, float(setup.plan.dt)))
 
 
@@ -105,7 +105,7 @@ def sign_changes(values) -> bool:
     return bool(np.any(values > 0) and np.any(values < 0))
 
 
-def _table_row(exp: Experiment, spec: RunSpec, cfg, result: RunResult, data: RunData) -> dict:
+def _table_row(exp: Experiment, spec: RunSpec, cfg, result: EnsembleRun, data: RunData) -> dict:
     """The run's row: the experiment's observable (``data``'s default curve) at T, against the exact value, over
     the window. A single realisation (one path) has no Monte Carlo SE: its SE columns are left empty."""
     s = data.curve(None)
@@ -175,8 +175,8 @@ def compose_runs(exp: Experiment, fidelity: str, runs_root: str | None = None, c
 
 def compose_run_setups(exp: Experiment, fidelity: str, runs_root: str | None = None, cache: str | None = None,
                        executor: Sequence[str] = (), source: ConfigSource = ConfigSource()
-                       ) -> dict[str, tuple[DictConfig, Setup]]:
-    """Every run's validated config and the Setup its validation built (``config.compose_setup``), which the
+                       ) -> dict[str, tuple[DictConfig, BuiltConfig]]:
+    """Every run's validated config and the BuiltConfig its validation built (``config.compose_setup``), which the
     run uses: built once, then checked against what the figure's panels and checks ask of them
     (``check_against_runs``). ``source``: where its configs are found (a user's ``--config-dir`` adds theirs)."""
     composed = {run_id: compose_setup(exp.overrides(run_id, fidelity, runs_root, cache, executor), source)
@@ -206,7 +206,7 @@ def make_figure(exp: Experiment, fidelity: str, output_dir, runs_root: str | Non
         r = results[run_id] = run(cfg, setup=setup)
         data[run_id] = (StudyData(r.result, r.attrs["observable"], float(r.attrs["T"])) if isinstance(r, ConvergenceRun)
                         else _run_data(r, cfg, exp.observable, exp.oracle))
-        seconds = r.ensemble.attrs.get("wall_time_s", math.nan)
+        seconds = r.statistics.attrs.get("wall_time_s", math.nan)
         stale = " by other numerics code: --cache refresh_stale recomputes it" if r.stale else ""
         log(f"    cached (computed in {seconds:.1f} s{stale}): {r.run_dir}" if r.cached
             else f"    ran in {seconds:.1f} s: {r.run_dir}")
@@ -247,11 +247,11 @@ def _unconverged_verdicts(exp: Experiment, results: dict) -> list[CheckResult]:
     the figure studies exactly that (``unconverged_steps: studied``); nothing for runs whose solves converged."""
     if exp.unconverged_steps == "studied":
         return []
-    lines = {run_id: unconverged_line(r.ensemble) for run_id, r in results.items()}
+    lines = {run_id: unconverged_line(r.statistics) for run_id, r in results.items()}
     return [CheckResult(id="solves_converge", kind="solver_statistic", run=run_id,
                         criterion="every implicit solve of the run converges (the experiment does not declare "
                                   "unconverged_steps: studied)", quantity=SOLVER_STATISTICS["unconverged_steps"],
-                        verdict=FAIL, value=float(solver_counts(results[run_id].ensemble)["unconverged_steps"]),
+                        verdict=FAIL, value=float(solver_counts(results[run_id].statistics)["unconverged_steps"]),
                         se=None, t=None, band=str(Band(None, 0)), margin_se=None, detail=line)
             for run_id, line in lines.items() if line]
 

@@ -85,12 +85,12 @@ def figure_provenance(exp: Experiment, fidelity: str, results: dict, wall_time_s
     from sgi_run.engine import device
     from sgi_run.provenance import code_digest, source_commit
 
-    computed_on = sorted({str(r.ensemble.attrs.get("device", "")) for r in results.values()} - {""})
+    computed_on = sorted({str(r.statistics.attrs.get("device", "")) for r in results.values()} - {""})
     return {**(source or source_commit()), "numerics_code": code_digest(), "device": device.describe(),
             "runs_computed_on": computed_on, "jax_version": jax.__version__,
             "date_utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "wall_time_s": round(wall_time_s, 1),
-            "compute_wall_time_s": round(sum(float(r.ensemble.attrs.get("wall_time_s", 0.0))
+            "compute_wall_time_s": round(sum(float(r.statistics.attrs.get("wall_time_s", 0.0))
                                              for r in results.values()), 1),
             "cached_runs": sum(bool(r.cached) for r in results.values()), "runs": len(results),
             "command": command or figure_command(exp.paper, exp.figure, fidelity)}

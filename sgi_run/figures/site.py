@@ -138,7 +138,7 @@ def caption_markdown(text: str) -> str:
     return "".join(p if i % 2 else html.escape(p, quote=False) for i, p in enumerate(parts))
 
 
-def plain(text) -> str:
+def markdown_literal(text) -> str:
     """Text shown as it is in markdown (a table cell, a check's criterion): no emphasis, links, math or HTML."""
     text = html.escape(str(text).replace("\n", " "), quote=False)
     return re.sub(r"([\\`*_\[\]|$#])", r"\\\1", text)
@@ -149,7 +149,7 @@ def _markdown_table(header: list[str], rows: list[list[str]], at: int | None = N
     (``tables.table_parts``: its empty columns left out, a wide one split at column ``at``)."""
     lines = []
     for part_header, part_rows in table_parts(header, rows, at):
-        lines += markdown_table(part_header, part_rows, plain) + [""]
+        lines += markdown_table(part_header, part_rows, markdown_literal) + [""]
     return lines
 
 
@@ -206,7 +206,7 @@ def _provenance_section(record: dict) -> list[str]:
             ("numerics code digest", made.get("numerics_code", "")), ("JAX", made.get("jax_version", "")),
             ("command, as recorded", made.get("command", ""))]
     lines = ["## Provenance", "", "| what made it | |", "|---|---|"]
-    lines += [f"| {what} | {plain(value)} |" for what, value in rows if value]
+    lines += [f"| {what} | {markdown_literal(value)} |" for what, value in rows if value]
     return lines + [""]
 
 
@@ -219,7 +219,7 @@ def _checks_section(record: dict) -> list[str]:
         verdict = "by construction" if check.get("by_construction") else check["verdict"]
         measured = CheckResult.from_record(check).measured()
         lines.append(f"| {badge(verdict, verdict)} | `{check['id']}` | `{check['run']}` | "
-                     f"{plain(measured)} | {plain(check['criterion'])} |")
+                     f"{markdown_literal(measured)} | {markdown_literal(check['criterion'])} |")
     return lines + [""]
 
 
@@ -251,17 +251,18 @@ def figure_page(figure: Figure) -> str:
     runs = "; ".join(dict.fromkeys(row["label"] for row in r["table"] + r.get("convergence", [])))
     caption_kind = "Caption (not a figure of the paper)" if r.get("diagnostic") else "The paper's caption"
     png = r["files"]["png"]
-    lines = [f"# {plain(title)}", "", badges(verdict_counts(r["checks"])), "", *_stale_banner(figure), *fidelity, "",
-             f'[![{plain(label)}](files/{png}){{ .sgi-figure }}](files/{png} "the image at full size")', "",
-             f"**{caption_kind}** ({plain(figure.citation)}): {caption_markdown(figure.caption)}", ""]
+    lines = [f"# {markdown_literal(title)}", "", badges(verdict_counts(r["checks"])), "", *_stale_banner(figure),
+             *fidelity, "",
+             f'[![{markdown_literal(label)}](files/{png}){{ .sgi-figure }}](files/{png} "the image at full size")', "",
+             f"**{caption_kind}** ({markdown_literal(figure.citation)}): {caption_markdown(figure.caption)}", ""]
     if runs:
-        lines += [f"**Runs drawn here:** {plain(runs)}.", ""]
+        lines += [f"**Runs drawn here:** {markdown_literal(runs)}.", ""]
     if r.get("note"):
         lines += [f"**Note:** {caption_markdown(r['note'])}", ""]
     # Beside the caption it contradicts: what the paper says, what is measured (the checks' computed values).
     # The entries are the experiment file's words (a stale record may predate them); the values, the record's.
     entries = figure.experiment.disagreements if figure.experiment is not None else r.get("disagreements", [])
-    lines += disagreement_lines(entries, r["checks"], plain, lambda v: badge(v, v))
+    lines += disagreement_lines(entries, r["checks"], markdown_literal, lambda v: badge(v, v))
     lines += _reproduce_section(figure, r["fidelity"]) + _provenance_section(r)
     table = _markdown_table(md_header(r.get("observable", "H"), r["table"]), [md_cells(row) for row in r["table"]],
                             RUN_COLUMNS_FROM)
@@ -269,7 +270,7 @@ def figure_page(figure: Figure) -> str:
     precision = r.get("work_precision", [])
     costs = _markdown_table(work_precision_header(precision), work_precision_md_rows(precision))
     if table or studies:
-        explained = f" {plain(RELATIVE_SE_TEXT)}" if table else ""
+        explained = f" {markdown_literal(RELATIVE_SE_TEXT)}" if table else ""
         lines += ["## Table", "", f"Bands and ± values are Monte Carlo standard errors (SE).{explained}", "", *table,
                   *studies]
     if costs:
@@ -286,22 +287,22 @@ def _stale_banner(figure: Figure) -> list[str]:
     if not reasons:
         return []
     return ['!!! danger "Stale record: drawn by older code or from an older experiment file"', "",
-            f"    {plain('; '.join(reasons)).capitalize()}. `sgi-figures` run from a clean commit draws it again; "
-            "until then this page shows what that earlier code computed.", ""]
+            f"    {markdown_literal('; '.join(reasons)).capitalize()}. `sgi-figures` run from a clean commit draws it "
+            "again; until then this page shows what that earlier code computed.", ""]
 
 
 def _placeholder_page(figure: Figure) -> str:
     exp = figure.experiment
     caption_kind = "Caption (not a figure of the paper)" if exp.diagnostic else "The paper's caption"
     paper_profile = exp.fidelity.get("paper")
-    lines = [f"# {plain(exp.heading)}", "", '!!! note "Not computed here"', "",
+    lines = [f"# {markdown_literal(exp.heading)}", "", '!!! note "Not computed here"', "",
              "    No record of this figure is in the record directories this site was built from "
-             f"(`gallery/paper`, `outputs/figures`). Status: {plain(gallery.status(None, exp)[0])}.", ""]
+             f"(`gallery/paper`, `outputs/figures`). Status: {markdown_literal(gallery.status(None, exp)[0])}.", ""]
     if paper_profile:
         same = " Its reduced profile has the paper's counts." if exp.at_papers_counts("reduced") else ""
         lines += [f"The paper's counts: {_profile_text({'overrides': paper_profile['overrides'], 'runs': paper_profile['runs']})}."
                   f"{same}", ""]
-    lines += [f"**{caption_kind}** ({plain(exp.source)}): {caption_markdown(exp.caption)}", ""]
+    lines += [f"**{caption_kind}** ({markdown_literal(exp.source)}): {caption_markdown(exp.caption)}", ""]
     if exp.note:
         lines += [f"**Note:** {caption_markdown(exp.note)}", ""]
     lines += _reproduce_section(figure, "paper" if paper_profile else "reduced")
@@ -315,16 +316,18 @@ def _card(figure: Figure) -> str:
     page = f"{figure.paper}/{figure.figure}.md"
     if figure.record is None:
         image = '<div class="sgi-thumb sgi-missing">not computed here</div>'
-        status = plain(gallery.status(None, figure.experiment)[0]) if figure.experiment else "not computed here"
+        status = (markdown_literal(gallery.status(None, figure.experiment)[0]) if figure.experiment
+                  else "not computed here")
     else:
-        image = (f'[![{plain(figure.label)}]({figure.paper}/files/{figure.record["files"]["png"]})'
+        image = (f'[![{markdown_literal(figure.label)}]({figure.paper}/files/{figure.record["files"]["png"]})'
                  '{ .sgi-thumb loading=lazy }]' + f"({page})")
         status = (badges(verdict_counts(figure.record["checks"]))
                   + (' <span class="sgi-badge sgi-stale" title="' + html.escape("; ".join(figure.stale))
                      + '">stale record</span>' if figure.stale else "")
-                  + f' <span class="sgi-fidelity">{plain(fidelity_words(figure.record))}</span>')
+                  + f' <span class="sgi-fidelity">{markdown_literal(fidelity_words(figure.record))}</span>')
     return "\n".join(['<div class="sgi-card" markdown="block">', "", image, "",
-                      f"**[{plain(figure.short_name)}]({page})**: {plain(figure.title)}", "", status, "",
+                      f"**[{markdown_literal(figure.short_name)}]({page})**: {markdown_literal(figure.title)}", "",
+                      status, "",
                       f'<div class="sgi-caption" markdown="span">{caption_markdown(figure.caption)}</div>', "",
                       "</div>", ""])
 
@@ -358,7 +361,7 @@ def papers_index(figures: list[Figure], titles: dict[str, str]) -> str:
         members = [f for f in figures if f.paper == paper and not f.diagnostic]
         computed = [f for f in members if f.record is not None]
         total = verdict_counts([c for f in computed for c in f.record["checks"]])
-        lines.append(f"| [{plain(title)}]({paper}.md) | {len(computed)} of {len(members)} | "
+        lines.append(f"| [{markdown_literal(title)}]({paper}.md) | {len(computed)} of {len(members)} | "
                      f"{sum(at_papers_counts(f.record) for f in computed)} | {badges(total)} |")
     return "\n".join(lines + [""])
 

@@ -199,7 +199,8 @@ def escaped(text) -> str:
 
 
 def markdown_table(header: list[str], cells: list[list[str]], cell: Callable[[object], str] = escaped) -> list[str]:
-    """The markdown table of ``header`` and rows of ``cells``, each text written by ``cell`` (the site's ``plain``)."""
+    """The markdown table of ``header`` and rows of ``cells``, each text written by ``cell`` (the site's
+    ``markdown_literal``)."""
     def row(texts) -> str:
         return "| " + " | ".join(cell(t) for t in texts) + " |"
     return [row(header), "|" + "---|" * len(header)] + [row(c) for c in cells]
@@ -241,8 +242,8 @@ def disagreement_lines(entries, checks, text: Callable[[str], str] = str,
                        verdict: Callable[[str], str] = str) -> list[str]:
     """Markdown of a figure's disagreements with its paper (empty without any): per entry the paper's claim
     quoted, where it is, what is measured, the named checks' computed values (value ± SE, band, verdict) and the
-    explanation. ``text``: how a text is escaped (the site's ``plain``); ``verdict``: how a verdict is shown (a
-    badge)."""
+    explanation. ``text``: how a text is escaped (the site's ``markdown_literal``); ``verdict``: how a verdict is
+    shown (a badge)."""
     if not entries:
         return []
     # A check that documents a disagreement has its band around what this code computes: its PASS says the

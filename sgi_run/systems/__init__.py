@@ -61,7 +61,8 @@ def register(name: str, cls: type[System]) -> None:
     parameters) under the config name ``name``: ``system.name`` of its runs, the first part of their run
     directory. A name of one's own may be registered again (a notebook cell run twice); a built-in's may not.
     In this process only: a dask worker registers it again from the module that defines ``cls``
-    (``runner.Recipe``), so ``executor=dask`` needs a class defined in an importable module, not in a notebook.
+    (``runner.SimulatorBuilder``), so ``executor=dask`` needs a class defined in an importable module, not in a
+    notebook.
     Its parameters' annotations are checked against the types a config value is checked against where a run
     builds it (``config.build_system``; ``sgi_run.register_system`` checks them at once): the config layer's
     concern, above this one.

@@ -6,7 +6,7 @@ from sgi_run.config import build
 from sgi_run.core.errors import ConfigError
 from sgi_run.engine import device
 from sgi_run.engine.plan import Plan
-from sgi_run.runner import Recipe
+from sgi_run.runner import SimulatorBuilder
 
 
 def test_this_machine_is_a_cpu_named_by_its_processor():
@@ -76,5 +76,5 @@ def test_a_dask_worker_gets_the_shard_size_this_process_settled(gpu_with):
     cfg = sgi_run.compose(["plan.paths=100000"])
     gpu_with(2**30)
     plan = build(cfg).plan
-    recipe = Recipe.of(cfg, plan)
-    assert f"shard_size: {plan.paths_per_shard}" in recipe.config
+    builder = SimulatorBuilder.of(cfg, plan)
+    assert f"shard_size: {plan.paths_per_shard}" in builder.config

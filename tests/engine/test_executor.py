@@ -164,15 +164,15 @@ def test_a_killed_client_and_scheduler_resume_from_the_finished_shards(cluster, 
     assert_same_files(local, resumed)
 
 
-class DyingRecipe:
-    """A recipe whose worker process dies as it builds (as one killed for its memory would)."""
+class DyingBuilder:
+    """A simulator builder whose worker process dies as it builds (as one killed for its memory would)."""
 
     def __call__(self):
         os._exit(1)
 
 
-class PidRecipe:
-    """A recipe whose shards return the pid of the worker that ran them."""
+class PidBuilder:
+    """A simulator builder whose shards return the pid of the worker that ran them."""
 
     def __call__(self):
         return self
@@ -194,7 +194,7 @@ def in_thread(run, seconds=120):
 def test_a_shard_that_kills_every_worker_it_runs_on_is_one_line(own_cluster):
     def lost():
         with pytest.raises(executor.ShardLost) as err:
-            list(own_cluster.run_shards(DyingRecipe(), [3], {}))
+            list(own_cluster.run_shards(DyingBuilder(), [3], {}))
         return str(err.value)
     message = in_thread(lost)
     assert message is not None, "the run neither finished nor declared the shard lost"
@@ -218,7 +218,7 @@ def test_the_next_run_has_every_worker_after_dask_closed_some(own_cluster):
 
     owned.sync(close_as_dask_does)
     assert len(owned.workers) == 1
-    pids = in_thread(lambda: list(cluster.run_shards(PidRecipe(), [0, 1], {})))
+    pids = in_thread(lambda: list(cluster.run_shards(PidBuilder(), [0, 1], {})))
     assert pids is not None and len(pids) == 2, "the run found no worker"
     (new,) = set(owned.workers) - names_before
     assert new != lost and slot_of(new, 2) == slot_of(lost, 2)
@@ -410,7 +410,7 @@ def test_the_slurm_config_makes_the_job_script_it_documents():
     cfg = sgi_run.compose(["executor=slurm", "executor.queue=compute", "executor.account=proj42", "executor.cores=8",
                            "executor.processes=2", "executor.memory=32GiB", "executor.walltime=02:00:00",
                            "executor.job_extra=['--gres=gpu:1']"])
-    spec = executor.spec_of(sgi_run.config.plain(cfg.executor))
+    spec = executor.spec_of(sgi_run.config.as_python(cfg.executor))
     script = SLURMJob(scheduler="tcp://127.0.0.1:8786", name="sgi-run", **spec.cluster_options()).job_script()
     for line in ("#SBATCH -p compute", "#SBATCH -A proj42", "#SBATCH -n 1", "#SBATCH --cpus-per-task=8",
                  "#SBATCH -t 02:00:00", "#SBATCH --gres=gpu:1", "--nworkers 2", "--nthreads 4",

@@ -149,7 +149,7 @@ def test_a_full_disk_is_one_line_and_exit_status_1(failure, start, tmp_path, mon
 
 # --- issue 25: a figure's runs are built once -------------------------------------------------------------------
 def test_sgi_figures_builds_each_run_once(tmp_path, capsys, build_calls):
-    """Every figure's runs are validated (config.build) before the first computes; each run uses that Setup."""
+    """Every figure's runs are validated (config.build) before the first computes; each run uses that BuiltConfig."""
     from tests.figures.test_experiments import _variant, two_runs
     (tmp_path / "experiments" / "my_study").mkdir(parents=True)
     _variant(tmp_path / "experiments" / "my_study", lambda spec: [two_runs(spec), spec.update(paper="my_study")])

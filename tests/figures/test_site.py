@@ -46,7 +46,7 @@ def test_a_check_by_construction_is_a_badge_apart_from_the_passes():
 
 def test_a_caption_keeps_its_math_and_emphasis_and_shows_html_as_text():
     assert site.caption_markdown(r"*Top:* $a < b$ and x < y & z") == r"*Top:* $a < b$ and x &lt; y &amp; z"
-    assert site.plain("a_b *c* |d| $e$") == r"a\_b \*c\* \|d\| \$e\$"
+    assert site.markdown_literal("a_b *c* |d| $e$") == r"a\_b \*c\* \|d\| \$e\$"
 
 
 DISAGREEMENT = {"claim": "It is very clear that the near-Boltzmann Gibbs preserving CSVIA performs successfully "

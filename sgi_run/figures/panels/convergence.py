@@ -13,7 +13,7 @@ from sgi_run.figures.panels.style import BAND_SE, mean_text
 from sgi_run.figures.panels.validate import is_number
 from sgi_run.figures.results import StudyData
 
-KEYS = ("quantity", "runs", "title", "ylabel", "ylim", "slopes", "colours")   # all a convergence panel takes
+PANEL_KEYS = ("quantity", "runs", "title", "ylabel", "ylim", "slopes", "colours")   # all a convergence panel takes
 
 
 def _check_convergence(panel: dict, k, where: str, runs: dict, studies: frozenset) -> None:
@@ -101,4 +101,4 @@ def _convergence_panel(ax, exp, panel: dict, data: dict, styles: dict) -> int:
     return len(studies)
 
 
-register(PanelKind("convergence", KEYS, _check_convergence, 3.4, _convergence_panel, studies=True))
+register(PanelKind("convergence", PANEL_KEYS, _check_convergence, 3.4, _convergence_panel, studies=True))

@@ -15,7 +15,7 @@ from sgi_run.figures.panels.validate import is_int, is_number
 from sgi_run.figures.results import RunData
 from sgi_run.figures.statistics import histogram_density
 
-KEYS = ("quantity", "runs", "coordinate", "at", "bins", "range", "density", "period", "title", "ylabel", "ylim",
+PANEL_KEYS = ("quantity", "runs", "coordinate", "at", "bins", "range", "density", "period", "title", "ylabel", "ylim",
         "density_label", "colours")
 REQUIRED_KEYS = ("coordinate", "at", "bins", "range")
 
@@ -68,4 +68,4 @@ def _density_panel(ax, exp, panel: dict, data: dict[str, RunData], styles: dict)
     return 0
 
 
-register(PanelKind("density", KEYS, _check_density, 2.4, _density_panel))
+register(PanelKind("density", PANEL_KEYS, _check_density, 2.4, _density_panel))

@@ -16,7 +16,7 @@ from sgi_run.figures.results import RunData
 
 # One row of maps, path `path`'s state at each snapshot time `at` (default: every snapshot the run stored) drawn
 # on a latitude-longitude grid by the system's `render_field(state, n_lat, n_lon)`.
-KEYS = ("quantity", "runs", "at", "path", "grid", "title", "label")
+PANEL_KEYS = ("quantity", "runs", "at", "path", "grid", "title", "label")
 FIELD_CMAP = "RdBu_r"   # diverging, white at 0: every map's colour scale is symmetric about 0
 FIELD_GRID = (256, 512)   # (n_lat, n_lon) of a field panel without `grid` (the project's choice for paper 004 Figure 2)
 
@@ -87,5 +87,5 @@ def _field_panel(ax, exp, panel: dict, data: dict[str, RunData], styles: dict) -
     return 0
 
 
-register(PanelKind("field", KEYS, _check_field, 1.5, _field_panel, maps=_field_maps, title_pad=18,
+register(PanelKind("field", PANEL_KEYS, _check_field, 1.5, _field_panel, maps=_field_maps, title_pad=18,
                    grid=False, needs_system_method="render_field(state, n_lat, n_lon)"))

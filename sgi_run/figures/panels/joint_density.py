@@ -18,7 +18,7 @@ from sgi_run.figures.panels.style import symbol
 from sgi_run.figures.panels.validate import is_int, is_number
 from sgi_run.figures.results import RunData
 
-KEYS = ("quantity", "runs", "coordinates", "at", "bins", "range", "density", "period", "title", "view")
+PANEL_KEYS = ("quantity", "runs", "coordinates", "at", "bins", "range", "density", "period", "title", "view")
 
 
 def _check_joint(panel: dict, k, where: str, runs: dict, studies: frozenset) -> None:
@@ -101,5 +101,5 @@ def _surface_panel(ax, exp, panel: dict, data: dict[str, RunData], styles: dict)
     return 0
 
 
-register(PanelKind("joint_density", KEYS, _check_joint, 3.0, _joint_panel, grid=False))
-register(PanelKind("joint_density_surface", KEYS, _check_joint, 3.6, _surface_panel, projection="3d", grid=False))
+register(PanelKind("joint_density", PANEL_KEYS, _check_joint, 3.0, _joint_panel, grid=False))
+register(PanelKind("joint_density_surface", PANEL_KEYS, _check_joint, 3.6, _surface_panel, projection="3d", grid=False))

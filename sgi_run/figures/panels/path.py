@@ -20,7 +20,7 @@ from sgi_run.figures.results import RunData
 from sgi_run.figures.statistics import departure
 
 # Observables along one kept path (a single realisation), their deviation from t = 0.
-KEYS = ("quantity", "runs", "observable", "path", "deviation", "absolute", "relative", "title", "ylabel", "ylim",
+PANEL_KEYS = ("quantity", "runs", "observable", "path", "deviation", "absolute", "relative", "title", "ylabel", "ylim",
         "yscale", "xlim", "colours", "labels")
 
 
@@ -156,4 +156,4 @@ def _fit_y(ax, values: list[np.ndarray]) -> None:
         ax.set_ylim(low - pad, high + pad)
 
 
-register(PanelKind("path", KEYS, _check_path, 2.4, _path_panel))
+register(PanelKind("path", PANEL_KEYS, _check_path, 2.4, _path_panel))

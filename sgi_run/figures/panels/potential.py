@@ -14,7 +14,7 @@ from sgi_run.figures.panels.validate import check_path_index, is_number, is_time
 from sgi_run.figures.results import RunData
 from sgi_run.figures.statistics import potential_from_run
 
-KEYS = ("quantity", "runs", "at", "path", "xlim", "ylim", "title", "ylabel")
+PANEL_KEYS = ("quantity", "runs", "at", "path", "xlim", "ylim", "title", "ylabel")
 
 
 def _check_potential(panel: dict, k, where: str, runs: dict, studies: frozenset) -> None:
@@ -62,4 +62,4 @@ def _potential_panel(ax, exp, panel: dict, data: dict[str, RunData], styles: dic
     return 0
 
 
-register(PanelKind("potential", KEYS, _check_potential, 2.4, _potential_panel))
+register(PanelKind("potential", PANEL_KEYS, _check_potential, 2.4, _potential_panel))

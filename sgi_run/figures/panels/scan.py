@@ -17,7 +17,7 @@ from sgi_run.figures.panels.validate import is_number
 from sgi_run.figures.statistics import window_average
 from sgi_run.figures.results import SOLVER_STATISTICS, RunData
 
-KEYS = ("quantity", "series", "runs", "measure", "observable", "path", "relative", "title", "ylabel", "ylim",
+PANEL_KEYS = ("quantity", "series", "runs", "measure", "observable", "path", "relative", "title", "ylabel", "ylim",
         "yscale", "window", "reference")
 # window_mean: the time average of E(observable) over `window` (a plateau), ±2 SE error bars, against dt.
 MEASURES = ("path_deviation", "window_mean", *SOLVER_STATISTICS)
@@ -124,4 +124,4 @@ def _scan_panel(ax, exp, panel: dict, data: dict[str, RunData], styles: dict) ->
     return 0
 
 
-register(PanelKind("scan", KEYS, _check_scan, 2.4, _scan_panel, runs_from=_runs_of_series))
+register(PanelKind("scan", PANEL_KEYS, _check_scan, 2.4, _scan_panel, runs_from=_runs_of_series))

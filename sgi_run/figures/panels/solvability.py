@@ -14,7 +14,7 @@ from sgi_run.figures.statistics import SOLVABILITY_NEEDS, increment_text, solvab
 
 # One (theta, phi) map of ||(A, B)|| per fixed increment vector, from one run's integrator and system (paper 002
 # Figure 14).
-KEYS = ("quantity", "runs", "increments", "radius", "title", "label")
+PANEL_KEYS = ("quantity", "runs", "increments", "radius", "title", "label")
 SOLVABILITY_CMAP = "viridis"   # sequential: ||(A, B)|| is positive; the maps share one range, compared
 
 
@@ -81,5 +81,5 @@ def _solvability_table(panel: dict, data: dict[str, RunData]) -> tuple[str, list
     return text, header, rows
 
 
-register(PanelKind("solvability", KEYS, _check_solvability, 1.5, _solvability_panel, maps=_solvability_maps,
+register(PanelKind("solvability", PANEL_KEYS, _check_solvability, 1.5, _solvability_panel, maps=_solvability_maps,
                    title_pad=40, grid=False, needs_integrator_method=SOLVABILITY_NEEDS, table=_solvability_table))

@@ -19,7 +19,7 @@ from sgi_run.figures.statistics import SELECTION_RULES, energy_levels, select_pa
 
 # State views along one kept path, one on the sphere of its initial radius; or every kept path's point at one
 # time `at`; `select` a kept path by a rule, `contours` of the energy, runs drawn `red`.
-KEYS = ("quantity", "runs", "solid", "dashed", "path", "title", "colours", "black", "red", "select", "at",
+PANEL_KEYS = ("quantity", "runs", "solid", "dashed", "path", "title", "colours", "black", "red", "select", "at",
         "contours", "view", "symbol", "fit")
 
 
@@ -213,4 +213,4 @@ def _energy_contours(ax, system, radius: float, count: int) -> None:
     ax.plot([], [], color="k", lw=1.1, label=f"separatrix E = {separatrix:.6g}")
 
 
-register(PanelKind("sphere", KEYS, _check_sphere, 5.0, _sphere_panel, projection="3d", grid=False))
+register(PanelKind("sphere", PANEL_KEYS, _check_sphere, 5.0, _sphere_panel, projection="3d", grid=False))

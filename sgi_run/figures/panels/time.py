@@ -40,7 +40,7 @@ def reference_label(reference, value: float) -> str:
 
 
 REFERENCE_STYLES = ("--", ":", (0, (6, 2, 1, 2)))   # a panel's reference lines, black, in the order listed
-KEYS = ("quantity", "runs", "observable", "title", "xlim", "ylim", "yscale", "ylabel", "exact", "reference",
+PANEL_KEYS = ("quantity", "runs", "observable", "title", "xlim", "ylim", "yscale", "ylabel", "exact", "reference",
         "reference_label", "colours")
 
 
@@ -203,5 +203,5 @@ def mark_off_scale(ax, curves: list[tuple[np.ndarray, np.ndarray, str]]) -> list
     return notes
 
 
-register(PanelKind("mean", KEYS, _check_time, 2.4, _time_panel))
-register(PanelKind("error", KEYS, _check_time, 1.4, _time_panel))
+register(PanelKind("mean", PANEL_KEYS, _check_time, 2.4, _time_panel))
+register(PanelKind("error", PANEL_KEYS, _check_time, 1.4, _time_panel))

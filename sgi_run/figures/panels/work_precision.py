@@ -17,7 +17,7 @@ from sgi_run.figures.panels import PanelKind, register
 from sgi_run.figures.panels.convergence import error_label, order_label
 from sgi_run.figures.panels.style import BAND_SE, symbol
 
-KEYS = ("quantity", "runs", "title", "ylabel", "ylim", "y", "x", "invariant", "colours")
+PANEL_KEYS = ("quantity", "runs", "title", "ylabel", "ylim", "y", "x", "invariant", "colours")
 Y = ("error", "drift")
 X = {"seconds_per_path": "wall time per path (s)", "path_steps_per_second": "path-steps per second"}
 
@@ -84,4 +84,4 @@ def _footer(panel: dict, data: dict) -> str:
             f"horizontal bars: fastest to slowest), every method in one series on {c.device}")
 
 
-register(PanelKind("work_precision", KEYS, _check, 3.6, _draw, studies=True, footer=_footer))
+register(PanelKind("work_precision", PANEL_KEYS, _check, 3.6, _draw, studies=True, footer=_footer))
