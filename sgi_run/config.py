@@ -1,44 +1,42 @@
-"""Hydra composition, validation before compute, and construction of the run's pieces.
+"""Validation before compute, and construction of the run's pieces (system, integrator, plan) from a composed
+config; the run's config nodes and identity (``config_hash``).
 
 Every refusal is a ``ConfigError`` whose text is one line: the key, the bad value, what is allowed.
-The CLI and the figure pipeline both come through ``compose``/``build``.
+The CLI and the figure pipeline both come through ``compose``/``build``. Finding and composing the configs
+(the search path, the overrides, the groups) is ``sgi_run.composition``'s; its names used elsewhere are
+importable from here too.
 """
 from __future__ import annotations
 
 import dataclasses
-import functools
 import hashlib
-import inspect
 import json
-import math
-import os
 from pathlib import Path
 from collections.abc import Iterable, Mapping, Sequence
 
-import yaml
-from hydra import version
-from hydra.core.config_search_path import SearchPathQuery
-from hydra.core.override_parser.overrides_parser import OverridesParser
-from hydra.core.override_parser.types import ValueType
-from hydra.core.utils import setup_globals
 from hydra.errors import HydraException
-from hydra.types import RunMode
-from omegaconf import DictConfig, ListConfig, OmegaConf, open_dict
-from omegaconf.errors import ConfigAttributeError, OmegaConfBaseException
+from omegaconf import DictConfig, ListConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
 
-from sgi_run import hydra_private, provenance
-from sgi_run.bundled import CONF_DIR
+from sgi_run import provenance
+from sgi_run.composition import (ABSENT, GROUPS, SET_BY_GROUP, ConfigSource, check_overrides, composed_groups,
+                                 group_options, hydra_compose, parsed_overrides, typed_value)
 from sgi_run.core import jax_setup
 from sgi_run.core.errors import ConfigError
+from sgi_run.core.fields import choice, text
 from sgi_run.core.solvers import on_fail_rule
 from sgi_run.engine import budget, executor
 from sgi_run.engine.convergence_plan import ConvergencePlan
-from sgi_run.engine.plan import Plan, settle_defaults
+from sgi_run.engine.plan import Plan, resolve_auto_keys
 from sgi_run.engine.simulate import observable_functions
 from sgi_run.integrators import Integrator, integrator_config, make_integrator
+from sgi_run.system_parameters import check_parameter_types, typed
 from sgi_run.systems import BUILT_IN, SYSTEMS, System, registered_name
 
-GROUPS = ("system", "integrator", "plan", "executor")
+# Taken from here by the CLI, the figure pipeline and the tests, as before composition was a module of its own.
+from sgi_run.bundled import CONF_DIR  # noqa: F401
+from sgi_run.composition import check_hydra_groups, expand_sweeps, hydra_group_options, hydra_node  # noqa: F401
+
 PROGRESS = ("auto", "on", "off")
 # cache: reuse a finished run (a stale one, computed by other numerics code, with a warning) |
 # refresh_stale (recompute stale runs) | off (always recompute).
@@ -47,281 +45,6 @@ CACHE_POLICIES = ("reuse", "refresh_stale", "off")
 PLAN_KINDS = ("ensemble", "convergence")
 # Keys that change where and how a run is shown, never its numbers: left out of the config hash.
 _NOT_HASHED = ("hydra", "progress", "output_root", "executor", "cache")
-
-
-@dataclasses.dataclass(frozen=True)
-class ConfigSource:
-    """Where Hydra finds a run's configs, as ``hydra.main`` takes it from the command line: the primary
-    config (``--config-name``), its directory (``--config-path``; a directory or Hydra's ``pkg://``) and a
-    directory added to the search path (``--config-dir``). The default is conf/'s config.yaml (``primary``
-    None: CONF_DIR, wherever the package finds it)."""
-    name: str = "config"
-    primary: str | None = None
-    added: str | None = None
-
-
-# Hydra's search path providers that the command line sets, by the flag that sets them.
-_SEARCH_PATH_FLAGS = {"main": "--config-path", "command-line": "--config-dir"}
-
-
-def _loader(source: ConfigSource) -> hydra_private.ConfigLoader:
-    """Hydra's config loader with the search path ``hydra.main`` builds for ``source``; a directory that is
-    not there or a primary config that is not found is refused."""
-    version.setbase(None)
-    setup_globals()      # Hydra's resolvers (${now:...}), as hydra.main has them
-    search_path = hydra_private.search_path(source.primary or str(CONF_DIR))
-    if source.added is not None:
-        if not source.added.strip():      # Hydra would read it as the working directory
-            raise ConfigError("--config-dir", source.added, "an existing directory")
-        # Where hydra.main puts --config-dir: after the primary directory (_check_added_names).
-        search_path.prepend(provider="command-line", path=f"file://{os.path.abspath(source.added)}",
-                            anchor=SearchPathQuery(provider="schema"))
-    loader = hydra_private.loader(search_path)
-    for where in loader.repository.get_sources():
-        if where.provider in _SEARCH_PATH_FLAGS and not where.available():
-            raise ConfigError(_SEARCH_PATH_FLAGS[where.provider], where.path.removeprefix("file://"),
-                              "an existing directory")
-    if source.added is not None:
-        _check_added_names(loader)
-    folder, _, name = source.name.removesuffix(".yaml").rpartition("/")
-    primaries = sorted(c for c in loader.get_group_options(folder) if not c.startswith("_"))  # _dummy_: Hydra's
-    if name not in primaries:
-        raise ConfigError("--config-name", source.name, f"one of {primaries}")
-    return loader
-
-
-def _check_added_names(loader: hydra_private.ConfigLoader) -> None:
-    """Refuse a --config-dir that holds a config of a name an earlier directory of the search path has
-    (``system/kubo.yaml``, ``config.yaml``): Hydra takes the first it finds, so the user's would be ignored."""
-    sources = loader.repository.get_sources()
-    added = next(i for i, where in enumerate(sources) if where.provider == "command-line")
-    root = Path(sources[added].path.removeprefix("file://"))
-    for path in sorted(root.rglob("*.yaml")):
-        name = path.relative_to(root).with_suffix("").as_posix()
-        first = next((where for where in sources[:added] if where.is_config(name)), None)
-        if first is None or os.path.realpath(f"{first.path.removeprefix('file://')}/{name}.yaml") == \
-                os.path.realpath(path):      # the same file (--config-dir conf/): nothing of the user's is ignored
-            continue
-        group, _, option = name.rpartition("/")
-        choose = f"{group}=my_{option}" if group else f"--config-name my_{option}"
-        raise ConfigError("--config-dir", str(root), f"configs of names of their own: its {name}.yaml would be "
-                          f"ignored, as Hydra finds {first.path.removeprefix('file://')}/{name}.yaml first (name "
-                          f"yours my_{option}.yaml and choose {choose})")
-
-
-def group_options(group: str, source: ConfigSource = ConfigSource()) -> list[str]:
-    """The options of a config group, wherever Hydra finds them (conf/, a --config-dir)."""
-    return sorted(_loader(source).get_group_options(group))
-
-
-def check_hydra_groups(overrides: Sequence[str], source: ConfigSource = ConfigSource()) -> None:
-    """Refuse an unknown option of one of Hydra's groups (``hydra/launcher=jolib``), naming those installed."""
-    for o in _parsed(overrides):
-        if o.key_or_group.startswith("hydra/"):
-            allowed = hydra_group_options(o.key_or_group, source)
-            for v in _values(o, source):
-                if allowed and v not in allowed:
-                    raise ConfigError(o.key_or_group, v, f"one of {allowed}")
-
-
-def hydra_group_options(group: str, source: ConfigSource = ConfigSource()) -> list[str]:
-    """The options of one of Hydra's own groups (``hydra/launcher``: basic, joblib, submitit_slurm, ...),
-    installed plugins' and conf/'s own (conf/hydra/launcher/slurm_sweep.yaml) included; empty for a
-    group Hydra does not have."""
-    from hydra.core.config_store import ConfigStore
-    from hydra.core.plugins import Plugins
-
-    Plugins.instance()      # discovers the installed plugins, which register their configs
-    try:
-        registered = [name.removesuffix(".yaml") for name in ConfigStore.instance().list(group)]
-    except OSError:
-        registered = []
-    return sorted(set(registered) | set(group_options(group, source))) if registered else []
-
-
-# --- overrides ---------------------------------------------------------------------------------
-def _parsed(overrides: Sequence[str]):
-    parser = OverridesParser.create()
-    try:
-        parsed = parser.parse_overrides(list(overrides))
-    except HydraException as err:
-        # Name the one override that cannot be read, not the whole command line.
-        for override in overrides:
-            try:
-                parser.parse_overrides([override])
-            except HydraException:
-                key, _, value = override.partition("=")
-                raise ConfigError(key, value, "a key=value override Hydra's grammar reads (quote a value with "
-                                  f"characters such as ~ or spaces: {key}='...')") from None
-        raise ConfigError("override", " ".join(overrides), f"key=value overrides ({str(err).splitlines()[0]})") from None
-    for o in parsed:
-        if not o.key_or_group:      # Hydra's grammar reads =5 as a key of its own: '' (Hydra then fails on it)
-            raise ConfigError("override", o.input_line, "key=value with a key before the = (e.g. plan.dt=0.5)")
-    return parsed
-
-
-def _typed_value(overrides: Sequence[str], key: str):
-    """The value typed for ``key`` on the command line (as typed), or None."""
-    return next((o.partition("=")[2] for o in overrides if o.partition("=")[0].lstrip("+") == key), None)
-
-
-def _values(override, source: ConfigSource = ConfigSource()) -> list:
-    if override.is_sweep_override() and not override.is_discrete_sweep():
-        raise ConfigError(override.key_or_group, override.get_value_string(),
-                          "values a sweep lists: a,b, choice(a,b) or range(start,stop,step) (interval() is a search "
-                          "space for an optimizing sweeper; Hydra's basic sweeper lists its values)")
-    if override.value_type == ValueType.GLOB_CHOICE_SWEEP:
-        override.config_loader = _loader(source)    # glob(...) lists the options Hydra finds of its group
-    if override.is_sweep_override():
-        return list(override.sweep_string_iterator())
-    return [override.value()]
-
-
-def expand_sweeps(overrides: Sequence[str], multirun: bool = True,
-                  source: ConfigSource = ConfigSource()) -> list[list[str]]:
-    """All combinations a multirun over ``overrides`` would launch, as plain override lists. Without ``multirun``
-    (no -m) a sweep is refused: Hydra runs one job."""
-    import itertools
-    choices = []
-    for o in _parsed(overrides):
-        if not o.is_sweep_override():
-            # As typed: a value rebuilt from its parse loses its quotes ('1' became 1, null 'None').
-            choices.append([o.input_line])
-            continue
-        values = _values(o, source)
-        if not multirun:
-            raise ConfigError(o.key_or_group, o.get_value_string(),
-                              f"one value without -m (a sweep over several runs: sgi-run -m {o.input_line})")
-        prefix = "+" if o.is_add() else ("~" if o.is_delete() else "")
-        choices.append([f"{prefix}{o.key_or_group}={v}" for v in values])
-    return [list(c) for c in itertools.product(*choices)]
-
-
-# Set by the group option chosen (``integrator=dirk``), never by hand: results are filed under the names,
-# and plan.kind picks the keys a plan has.
-_SET_BY_GROUP = {"system.name": "system", "integrator.name": "integrator", "integrator.family": "integrator",
-                 "plan.kind": "plan"}
-
-
-def check_overrides(overrides: Sequence[str], source: ConfigSource = ConfigSource()) -> None:
-    """Refuse unknown group options, unknown keys (also ``+key`` additions) and removed keys, with the
-    allowed ones named."""
-    check_hydra_groups(overrides, source)
-    parsed = [o for o in _parsed(overrides) if not o.key_or_group.startswith("hydra")]
-    for o in parsed:
-        if o.is_delete():
-            raise ConfigError(o.key_or_group, "~", "a value: keys cannot be removed (set them instead)")
-        if o.key_or_group in _SET_BY_GROUP:
-            group = _SET_BY_GROUP[o.key_or_group]
-            raise ConfigError(o.key_or_group, _values(o, source)[0],
-                              f"set by the {group} group: choose {group}=<option>, one of {group_options(group)}")
-    group_choices = []
-    for o in parsed:
-        if o.key_or_group in GROUPS:
-            allowed = group_options(o.key_or_group, source)
-            for v in _values(o, source):
-                if v not in allowed:
-                    raise ConfigError(o.key_or_group, v, f"one of {allowed}")
-            group_choices.append(f"{o.key_or_group}={_values(o, source)[0]}")
-    # An added key (+key=value) is one no config has: as unknown as a mistyped one.
-    keyed = [o for o in parsed if o.key_or_group not in GROUPS]
-    if not keyed:
-        return
-    base = _composed_groups(tuple(group_choices), source)
-    for o in keyed:
-        key = o.key_or_group
-        if _adds_a_parameter(base, o):
-            continue
-        if (o.is_add() and not o.is_force_add()) or OmegaConf.select(base, key, default=_ABSENT) is _ABSENT:
-            parent_key = key.rpartition(".")[0]
-            parent = OmegaConf.select(base, parent_key) if parent_key else base
-            known = sorted(parent.keys()) if isinstance(parent, DictConfig) else []
-            where = f"'{parent_key}'" if parent_key else "the top level"
-            absent = OmegaConf.select(base, key, default=_ABSENT) is _ABSENT
-            added = (f", or a parameter added with +{key}=<number>"
-                     if absent and parent_key == "system" and _open_parameters(base) else "")
-            raise ConfigError(key, _values(o, source)[0], f"a known key; {where} has {known}{added}")
-
-
-def _open_parameters(base: DictConfig) -> bool:
-    """Whether the chosen system takes parameters its class does not name (a formula system)."""
-    system = SYSTEMS.get(OmegaConf.select(base, "system.name", default=None))
-    return system is not None and system.open_parameters
-
-
-def _adds_a_parameter(base: DictConfig, override) -> bool:
-    """``+system.<name>=<value>`` on a system with open parameters, for a key its config does not have yet:
-    a parameter of its formulas (build_system refuses a value that is no number, or a name no formula uses)."""
-    group, _, name = override.key_or_group.partition(".")
-    return (override.is_add() and group == "system" and name.isidentifier() and _open_parameters(base)
-            and OmegaConf.select(base, override.key_or_group, default=_ABSENT) is _ABSENT)
-
-
-_ABSENT = object()
-
-
-@functools.lru_cache(maxsize=64)
-def _composed_groups(group_choices: tuple[str, ...], source: ConfigSource = ConfigSource()) -> DictConfig:
-    """The config of these group options alone, where keys are looked up (read only). Cached: the
-    config files do not change while a process runs, and a Hydra compose costs ~60 ms."""
-    return _hydra_compose(group_choices, source)
-
-
-def _hydra_compose(overrides: Sequence[str], source: ConfigSource = ConfigSource()) -> DictConfig:
-    """The job's config as Hydra composes it from ``source`` (its ``hydra`` node left out); a file YAML
-    cannot read, or what Hydra cannot compose, is one ConfigError line."""
-    cfg = _composed(overrides, source)
-    with open_dict(cfg):
-        del cfg["hydra"]
-    return cfg
-
-
-def hydra_node(overrides: Sequence[str], source: ConfigSource = ConfigSource()) -> DictConfig:
-    """Hydra's own config (its launcher, run and sweep directories) as the command line's ``hydra/...`` and
-    ``hydra.*`` overrides (the others left out) set it. An option of Hydra's groups it does not have, a key
-    its node lacks or a value of the wrong type (``hydra.launcher.n_jobs=abc``), which Hydra refuses in
-    several lines once started, is one ConfigError line."""
-    typed = [o for o in overrides if o.lstrip("+~").startswith("hydra")]
-    check_hydra_groups(typed, source)
-    return _composed(typed, source).hydra
-
-
-def _composed(overrides: Sequence[str], source: ConfigSource) -> DictConfig:
-    """The config as Hydra composes it from ``source``, its ``hydra`` node included; a file YAML cannot read,
-    or what Hydra cannot compose, is one ConfigError line."""
-    try:
-        return _loader(source).load_configuration(source.name, list(overrides), run_mode=RunMode.RUN,
-                                                  from_shell=False)
-    except yaml.MarkedYAMLError as err:
-        raise _unreadable(err) from None
-    except HydraException as err:
-        raise _not_composed(err, overrides, source) from None
-
-
-def _not_composed(err: HydraException, overrides: Sequence[str], source: ConfigSource) -> ConfigError:
-    """What Hydra could not compose, in one line: the typed override OmegaConf names (a key its node lacks,
-    with the keys it has; a value of the wrong type), else the command line."""
-    key = getattr(err.__cause__, "full_key", None)
-    value = _typed_value(overrides, key) if key else None
-    if value is None:
-        return ConfigError("override", " ".join(overrides), str(err).splitlines()[0])
-    if isinstance(err.__cause__, ConfigAttributeError):
-        parent = key.rpartition(".")[0]
-        others = [o for o in overrides if o.partition("=")[0].lstrip("+~") != key]
-        known = sorted(OmegaConf.select(_composed(others, source), parent))
-        return ConfigError(key, value, f"a known key; '{parent}' has {known}")
-    return ConfigError(key, value, f"a value of its type ({str(err.__cause__).splitlines()[0]})")
-
-
-def _unreadable(err: yaml.MarkedYAMLError) -> ConfigError:
-    """A config file YAML cannot parse: its file:line:column, the text there and the parser's words.
-    Where the parser stopped at the end of the file, where the unfinished part began."""
-    marks = [m for m in (err.problem_mark, err.context_mark) if m is not None]
-    lines = Path(marks[0].name).read_text().splitlines() if os.path.isfile(marks[0].name) else []
-    text = {m: lines[m.line].strip() if m.line < len(lines) else "" for m in marks}
-    mark = next((m for m in marks if text[m]), marks[0])
-    return ConfigError(f"{mark.name}:{mark.line + 1}:{mark.column + 1}", text[mark],
-                       f"valid YAML ({', '.join(filter(None, (err.context, err.problem)))})")
 
 
 def compose(overrides: Iterable[str] = (), source: ConfigSource = ConfigSource()) -> DictConfig:
@@ -339,14 +62,14 @@ def compose_setup(overrides: Iterable[str] = (), source: ConfigSource = ConfigSo
     overrides = list(overrides)
     check_overrides(overrides, source)
     try:
-        cfg = _hydra_compose(overrides, source)
+        cfg = hydra_compose(overrides, source)
         try:
             setup = build(cfg)
         except ConfigError as err:
             raise _blamed_on_a_typed_key(err, cfg, overrides, source) from None
     except (HydraException, OmegaConfBaseException) as err:    # e.g. an interpolation that cannot resolve
         key = getattr(err, "full_key", None)
-        value = _typed_value(overrides, key) if key else None
+        value = typed_value(overrides, key) if key else None
         if value is None:
             key, value = "override", " ".join(overrides)
         raise ConfigError(key, value, str(err).splitlines()[0]) from None
@@ -359,7 +82,7 @@ def _blamed_on_a_typed_key(err: ConfigError, cfg: DictConfig, overrides: Sequenc
     override without which the config builds: only a value the user gave is refused. Said as the default
     it contradicts where that is a config key of its own, else (a tableau the typed coefficient is part of)
     in the original's words. Left as it is where no single override is to blame."""
-    typed = {o.key_or_group: o for o in _parsed(overrides) if not o.key_or_group.startswith("hydra")}
+    typed = {o.key_or_group: o for o in parsed_overrides(overrides) if not o.key_or_group.startswith("hydra")}
     if err.key in typed:
         return err
     # A typed value before a group choice: in plan=convergence plan.T=0.1, T is what the study's steps miss.
@@ -368,7 +91,7 @@ def _blamed_on_a_typed_key(err: ConfigError, cfg: DictConfig, overrides: Sequenc
     if culprit is None:
         return err
     key, value = culprit.key_or_group, culprit.value()
-    default = OmegaConf.select(cfg, err.key, default=_ABSENT) is not _ABSENT and not key.startswith(f"{err.key}.")
+    default = OmegaConf.select(cfg, err.key, default=ABSENT) is not ABSENT and not key.startswith(f"{err.key}.")
     if not default:
         return ConfigError(key, value, err.allowed)
     if err.key == "integrator":
@@ -381,7 +104,7 @@ def _blamed_on_a_typed_key(err: ConfigError, cfg: DictConfig, overrides: Sequenc
 def _builds(overrides: Sequence[str], source: ConfigSource) -> bool:
     try:
         check_overrides(overrides, source)
-        build(_hydra_compose(overrides, source))
+        build(hydra_compose(overrides, source))
     except (ConfigError, HydraException, OmegaConfBaseException):
         return False
     return True
@@ -392,7 +115,7 @@ def _integrators_that_fit(system: System, source: ConfigSource) -> list[str]:
     fitting = []
     for option in group_options("integrator", source):
         try:
-            make_integrator(as_python(_composed_groups((f"integrator={option}",), source).integrator)).check_fits(system)
+            make_integrator(as_python(composed_groups((f"integrator={option}",), source).integrator)).check_fits(system)
         except ConfigError:
             continue
         fitting.append(option)
@@ -414,9 +137,7 @@ def as_python(node):
 
 def build_system(cfg) -> System:
     cfg = dict(as_python(cfg))
-    name = cfg.pop("name", None)
-    if name not in SYSTEMS:
-        raise ConfigError("system.name", name, f"one of {sorted(SYSTEMS)}")
+    name = choice("system.name", cfg.pop("name", None), SYSTEMS, f"one of {sorted(SYSTEMS)}")
     cls = SYSTEMS[name]
     declared = check_parameter_types(cls)
     cfg = cls.settle_defaults(cfg)
@@ -427,113 +148,13 @@ def build_system(cfg) -> System:
     unknown = sorted(set(cfg) - set(cls.parameter_names()))
     if unknown:
         raise ConfigError(f"system.{unknown[0]}", cfg[unknown[0]], f"a parameter of {name}: {cls.parameter_names()}")
-    cfg = {k: _typed(f"system.{cls.config_key(k)}", v, declared[k]) for k, v in cfg.items()}
+    cfg = {k: typed(f"system.{cls.config_key(k)}", v, declared[k]) for k, v in cfg.items()}
     try:
         system = cls(**cfg)
         system.check()
     except ConfigError as err:
         raise err.under("system") from None
     return system
-
-
-def _finite(v) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-
-
-def _formula_text(v) -> bool:
-    return isinstance(v, str) or _finite(v)
-
-
-def _as_text(v) -> str:
-    return v if isinstance(v, str) else repr(v)
-
-
-def _initial_entry(v) -> bool:
-    return isinstance(v, str) or _finite(v)
-
-
-def _as_initial(v):
-    """A number stays a number (float: a deterministic start, as before); a text is a formula."""
-    return v if isinstance(v, str) else float(v)
-
-
-def _formulas(v, depth: int) -> bool:
-    """A non-empty list of formulas, or (depth 2) of formulas and lists of formulas."""
-    inner = (lambda x: _formula_text(x) or _formulas(x, 1)) if depth == 2 else _formula_text
-    return isinstance(v, (list, tuple)) and len(v) > 0 and all(inner(x) for x in v)
-
-
-def _formula_or_list(v):
-    if v is None:
-        return None
-    return _as_text(v) if _formula_text(v) else tuple(_as_text(x) for x in v)
-
-
-# Parameter types a system may declare -> (accepts, converts, what is allowed). Integers become floats:
-# `system.q0=2` arrives as an int, and an integer initial state is one jax.jacfwd (Newton) refuses.
-_PARAMETER_TYPES = {
-    "float": (_finite, float, "a finite number"),
-    "float | tuple[float, ...]": (
-        lambda v: _finite(v) or (isinstance(v, (list, tuple)) and len(v) > 0 and all(_finite(x) for x in v)),
-        lambda v: float(v) if _finite(v) else tuple(float(x) for x in v),
-        "a finite number, or a list of finite numbers (one per coordinate)"),
-    "tuple[tuple[float, ...], ...] | None": (
-        lambda v: v is None or (isinstance(v, (list, tuple)) and len(v) > 0 and all(
-            isinstance(row, (list, tuple)) and len(row) > 0 and all(_finite(x) for x in row) for row in v)),
-        lambda v: None if v is None else tuple(tuple(float(x) for x in row) for row in v),
-        "a matrix as a list of rows of finite numbers, or null"),
-    "tuple[float, ...] | None": (
-        lambda v: v is None or (isinstance(v, (list, tuple)) and len(v) > 0 and all(_finite(x) for x in v)),
-        lambda v: None if v is None else tuple(float(x) for x in v), "a list of finite numbers, or null"),
-    # A formula system's (systems.formula): a formula is text, or a number YAML read (F: 0) as its text.
-    "Formula": (_formula_text, _as_text, "a formula (text)"),
-    "tuple[Formula, ...]": (lambda v: _formulas(v, 1), lambda v: tuple(_as_text(x) for x in v),
-                            "a list of formulas (texts)"),
-    "Formula | tuple[Formula, ...] | None": (
-        lambda v: v is None or _formula_text(v) or _formulas(v, 1), _formula_or_list,
-        "a formula, a list of formulas (one per degree of freedom), or null"),
-    "tuple[Formula | tuple[Formula, ...], ...] | None": (
-        lambda v: v is None or _formulas(v, 2), lambda v: None if v is None else tuple(_formula_or_list(x) for x in v),
-        "a list with a formula (or a list of formulas, one per degree of freedom) per noise, or null"),
-    # A formula system's initial state (systems.formula): each entry a number, or a formula of the random variables
-    # xi1.., u1.. and the parameters (its initial law).
-    "float | Formula | tuple[float | Formula, ...]": (
-        lambda v: _initial_entry(v) or (isinstance(v, (list, tuple)) and len(v) > 0 and all(map(_initial_entry, v))),
-        lambda v: _as_initial(v) if _initial_entry(v) else tuple(map(_as_initial, v)),
-        "a number or a formula (an initial law in xi1, xi2, .., u1, u2, ..), or a list of those (one per coordinate)"),
-    "tuple[float | Formula, ...] | None": (
-        lambda v: v is None or (isinstance(v, (list, tuple)) and len(v) > 0 and all(map(_initial_entry, v))),
-        lambda v: None if v is None else tuple(map(_as_initial, v)),
-        "a list of numbers or formulas (an initial law in xi1, xi2, .., u1, u2, ..), or null"),
-    # Gathered by a formula system's gather_parameters (systems.formula), never typed in: numbers or lists of them.
-    "tuple[tuple[str, float | tuple[float, ...]], ...]": (
-        lambda v: isinstance(v, tuple) and all(isinstance(k, str) and (_finite(x) or (
-            isinstance(x, tuple) and len(x) > 0 and all(_finite(y) for y in x))) for k, x in v),
-        lambda v: v, "named finite numbers or lists of finite numbers"),
-    "int": (lambda v: isinstance(v, int) and not isinstance(v, bool), int, "an integer"),
-    "bool": (lambda v: isinstance(v, bool), bool, "true or false"),
-    "str": (lambda v: isinstance(v, str), str, "a string"),
-}
-
-
-def check_parameter_types(cls) -> dict[str, str]:
-    """Each parameter's declared type, as its key in _PARAMETER_TYPES; an annotation outside it is the system
-    author's error, named as such (TypeError) before any value is typed."""
-    declared = {f.name: f.type if isinstance(f.type, str) else inspect.formatannotation(f.type)
-                for f in dataclasses.fields(cls)}
-    for name, annotation in declared.items():
-        if annotation not in _PARAMETER_TYPES:
-            raise TypeError(f"{cls.__name__}.{name} is annotated {annotation!r}: a system parameter's annotation is one "
-                            f"of {sorted(_PARAMETER_TYPES)} (the types a config value is checked and converted to)")
-    return declared
-
-
-def _typed(key: str, value, declared: str):
-    """A system parameter checked against its declared type (before the system's own domain checks)."""
-    accepts, convert, allowed = _PARAMETER_TYPES[declared]
-    if not accepts(value):
-        raise ConfigError(key, value, allowed)
-    return convert(value)
 
 
 def build_integrator(cfg) -> Integrator:
@@ -554,15 +175,18 @@ def build(cfg: DictConfig) -> BuiltConfig:
     system = build_system(cfg.system)
     integrator = build_integrator(as_python(cfg.integrator))
     integrator.check_fits(system)
-    kind = cfg.plan.get("kind", "ensemble")
-    if kind not in PLAN_KINDS:
-        raise ConfigError("plan.kind", kind, f"one of {list(PLAN_KINDS)}")
+    plan = budget.fit_to_memory(system, integrator, _plan_fitted_to(cfg.plan, system, integrator))
+    _check_run_options(cfg)
+    return BuiltConfig(system, integrator, plan)
+
+
+def _plan_fitted_to(node, system, integrator) -> Plan | ConvergencePlan:
+    """The plan of its config node (an ensemble, or a convergence study by ``plan.kind``), refused where the
+    system and the integrator cannot run it."""
+    kind = choice("plan.kind", node.get("kind", "ensemble"), PLAN_KINDS)
     if kind == "convergence":
-        study = ConvergencePlan.from_mapping(as_python(cfg.plan)).fitted_to(system, integrator)
-        plan = budget.settle(system, integrator, study)
-        _check_run_options(cfg)
-        return BuiltConfig(system, integrator, plan)
-    plan = Plan.from_mapping(as_python(cfg.plan))
+        return ConvergencePlan.from_mapping(as_python(node)).fitted_to(system, integrator)
+    plan = Plan.from_mapping(as_python(node))
     if integrator.noise_kind == "three_point":
         # The three-point law is not a Brownian path: there is no finer grid to sum, nothing to clip.
         if plan.brownian_refine != 1:
@@ -572,9 +196,7 @@ def build(cfg: DictConfig) -> BuiltConfig:
             raise ConfigError("plan.truncate", plan.truncate,
                               f"null with the weak integrator {integrator.name} (three-point increments)")
     observable_functions(system, plan.observables)   # refuses an unknown observable name
-    plan = budget.settle(system, integrator, plan)
-    _check_run_options(cfg)
-    return BuiltConfig(system, integrator, plan)
+    return plan
 
 
 # The longest name of a file or directory the file systems take (Linux's NAME_MAX: ext4, xfs, btrfs, tmpfs, NFS).
@@ -582,18 +204,14 @@ NAME_MAX = 255
 
 
 def _check_run_options(cfg: DictConfig) -> None:
-    output_root = cfg.get("output_root")
-    if not (isinstance(output_root, str) and output_root.strip()):
-        raise ConfigError("output_root", output_root, "a directory (a non-empty path)")
+    output_root = text("output_root", cfg.get("output_root"), "a directory (a non-empty path)")
     longest = max(len(name.encode("utf-8", "surrogateescape")) for name in Path(output_root).parts)
     if longest > NAME_MAX:      # else the first look at the run directory fails: "File name too long"
         raise ConfigError("output_root", output_root, f"a directory whose names are each at most {NAME_MAX} bytes, "
                           f"the file system's limit (one has {longest})")
     executor.spec_of(as_python(cfg.executor))
-    if cfg.get("progress", "auto") not in PROGRESS:
-        raise ConfigError("progress", cfg.progress, f"one of {list(PROGRESS)}")
-    if cfg.get("cache", "reuse") not in CACHE_POLICIES:
-        raise ConfigError("cache", cfg.cache, f"one of {list(CACHE_POLICIES)}")
+    choice("progress", cfg.get("progress", "auto"), PROGRESS)
+    choice("cache", cfg.get("cache", "reuse"), CACHE_POLICIES)
 
 
 # --- the run's pieces as config nodes: what sgi_run's Python API (sgi_run.api) runs ---------------------------
@@ -604,9 +222,9 @@ def group_node(group: str, option: str, changes: Mapping, source: ConfigSource =
     allowed = group_options(group, source)
     if option not in allowed:
         raise ConfigError(group, option, f"one of {allowed}")
-    node = as_python(_composed_groups((f"{group}={option}",), source)[group])
+    node = as_python(composed_groups((f"{group}={option}",), source)[group])
     for key, value in changes.items():
-        if f"{group}.{key}" in _SET_BY_GROUP:
+        if f"{group}.{key}" in SET_BY_GROUP:
             raise ConfigError(f"{group}.{key}", value, f"set by the {group} group: choose {group}=<option>, "
                                                        f"one of {allowed}")
         if key not in node:
@@ -653,7 +271,7 @@ def run_config(system: System, integrator: Integrator, plan: Plan | ConvergenceP
                **options) -> DictConfig:
     """The run config of these objects: config.yaml's top-level keys (``output_root``, ``progress``,
     ``cache``) changed by ``options``, its groups' nodes those of the objects. Not validated (``build`` is)."""
-    base = as_python(_composed_groups(()))
+    base = as_python(composed_groups(()))
     for key, value in options.items():
         if key not in base or key in GROUPS:
             raise ConfigError(key, value, f"a run option: one of {sorted(set(base) - set(GROUPS))}")
@@ -672,7 +290,7 @@ def config_hash(cfg) -> str:
     content = {k: as_python(cfg[k]) for k in cfg if k not in _NOT_HASHED}
     # auto as the number it settles to
     if isinstance(content.get("plan"), dict) and "kind" not in content["plan"]:
-        content["plan"] = settle_defaults(content["plan"])
+        content["plan"] = resolve_auto_keys(content["plan"])
     if isinstance(content.get("system"), dict) and content["system"].get("name") in SYSTEMS:
         name = content["system"]["name"]
         content["system"] = SYSTEMS[name].settle_defaults(content["system"])

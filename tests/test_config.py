@@ -165,7 +165,8 @@ def test_a_system_parameter_annotated_with_a_type_no_config_value_has_is_a_clear
     the parameter, its annotation and the annotations allowed (not a bare KeyError), set in the config or not."""
     import dataclasses
 
-    from sgi_run.config import _PARAMETER_TYPES, build_system
+    from sgi_run.config import build_system
+    from sgi_run.system_parameters import PARAMETER_TYPES
     from sgi_run.systems import SYSTEMS, Kubo
 
     contributed = dataclasses.make_dataclass("Contributed", [("phase", annotation, dataclasses.field(default=1j))],
@@ -176,16 +177,17 @@ def test_a_system_parameter_annotated_with_a_type_no_config_value_has_is_a_clear
         with pytest.raises(TypeError) as err:
             build_system(cfg)
         assert str(err.value) == (f"Contributed.phase is annotated {shown!r}: a system parameter's annotation is one of "
-                                  f"{sorted(_PARAMETER_TYPES)} (the types a config value is checked and converted to)")
+                                  f"{sorted(PARAMETER_TYPES)} (the types a config value is checked and converted to)")
 
 
 def test_every_system_declares_parameter_types_a_config_value_has():
     """What the TypeError above guards against, checked for every registered system at once."""
-    from sgi_run.config import _PARAMETER_TYPES, check_parameter_types
+    from sgi_run.config import check_parameter_types
+    from sgi_run.system_parameters import PARAMETER_TYPES
     from sgi_run.systems import SYSTEMS
 
     for cls in SYSTEMS.values():
-        assert set(check_parameter_types(cls).values()) <= set(_PARAMETER_TYPES), cls
+        assert set(check_parameter_types(cls).values()) <= set(PARAMETER_TYPES), cls
 
 
 def test_convergence_studies_that_cannot_be_done_are_refused(monkeypatch):
@@ -397,8 +399,9 @@ def test_extreme_parameters_are_refused_or_give_no_reference_never_a_traceback(s
     whose reference values are finite numbers or None (none known), never an OverflowError from
     omega^2 = 1e600 or a ZeroDivisionError from a Boltzmann weight that underflows. (The system alone:
     compose and the run's build at each value would take half a minute.)"""
-    from sgi_run.config import _composed_groups, build_system, as_python
-    defaults = as_python(_composed_groups((f"system={system_option}",)).system)
+    from sgi_run.composition import composed_groups
+    from sgi_run.config import build_system, as_python
+    defaults = as_python(composed_groups((f"system={system_option}",)).system)
     floats = [k for k, v in defaults.items() if isinstance(v, float) or (
         isinstance(v, list) and v and all(isinstance(x, float) for x in v))]
     for key in floats:

@@ -16,7 +16,8 @@ from hypothesis import strategies as st
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
 import sgi_run
-from sgi_run.config import GROUPS, ConfigSource, _hydra_compose, compose, expand_sweeps, group_options
+from sgi_run.composition import hydra_compose
+from sgi_run.config import GROUPS, ConfigSource, compose, expand_sweeps, group_options
 
 
 
@@ -64,7 +65,7 @@ def _keys(node, prefix=""):
 
 @functools.cache
 def _keys_of(choice: tuple[str, ...]) -> list[str]:
-    cfg = _hydra_compose(choice)
+    cfg = hydra_compose(choice)
     keys = sorted(set(_keys(OmegaConf.masked_copy(cfg, [k for k in cfg if k != "hydra"]))))
     # List entries (tableau rows) are overridden by their list's key: Hydra has no index syntax.
     return [k for k in keys if not any(part.isdigit() for part in k.split("."))]

@@ -54,6 +54,7 @@ from jax.flatten_util import ravel_pytree
 
 from sgi_run.core import linalg
 from sgi_run.core.errors import require
+from sgi_run.core.fields import choice, integer, real
 from sgi_run.core.linalg import inverse_operator, solve
 
 DEFAULT_TOL = 1e-12
@@ -259,26 +260,24 @@ class SolverOptions:
     def check(self, fixed_point_form: bool = True) -> None:
         """Refuse (one line) what cannot run; ``fixed_point_form``: every equation the integrator
         solves is a fixed point x = g(x) (else some is a root, which has no fixed-point iteration)."""
-        number = lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
         methods = list(METHODS if fixed_point_form else METHODS[:2])
-        require("integrator.solver", self.method, self.method in methods,
-                f"one of {methods}" + ("" if fixed_point_form else " (its equations are roots, not fixed points)"))
-        require("integrator.tol", self.tol, number(self.tol) and MIN_TOL <= self.tol < 1,
-                f"a tolerance: a number in [{MIN_TOL:.3g}, 1) (float64 round-off and up)")
-        require("integrator.max_iter", self.max_iter,
-                isinstance(self.max_iter, int) and not isinstance(self.max_iter, bool)
-                and 1 <= self.max_iter <= MAX_ITER_LIMIT, f"an integer in [1, {MAX_ITER_LIMIT}]")
+        choice("integrator.solver", self.method, methods,
+               f"one of {methods}" + ("" if fixed_point_form else " (its equations are roots, not fixed points)"))
+        real("integrator.tol", self.tol, f"a tolerance: a number in [{MIN_TOL:.3g}, 1) (float64 round-off and up)",
+             at_least=MIN_TOL, below=1)
+        integer("integrator.max_iter", self.max_iter, f"an integer in [1, {MAX_ITER_LIMIT}]",
+                at_least=1, at_most=MAX_ITER_LIMIT)
         require("integrator.iterations", self.iterations, self.iterations is None or self.method == "fixed_point",
                 f"null with solver {self.method} (untested iterations are for solver=fixed_point)")
-        require("integrator.iterations", self.iterations, self.iterations is None or (
-                    isinstance(self.iterations, int) and not isinstance(self.iterations, bool)
-                    and 1 <= self.iterations <= (self.max_iter if isinstance(self.max_iter, int) else MAX_ITER_LIMIT)),
-                f"null (test the stopping rule after every iteration) or an integer from 1 to integrator.max_iter "
-                f"({self.max_iter}): that many iterations before the rule is first tested")
-        require("integrator.norm", self.norm, self.norm in NORMS, f"one of {list(NORMS)}")
-        require("integrator.on_fail", self.on_fail, self.on_fail in ON_FAIL,
-                "nan (an unconverged solve ends its path, counted non-finite) or count (keep the last iterate; "
-                "the step is counted unconverged)")
+        if self.iterations is not None:
+            integer("integrator.iterations", self.iterations,
+                    f"null (test the stopping rule after every iteration) or an integer from 1 to integrator.max_iter "
+                    f"({self.max_iter}): that many iterations before the rule is first tested",
+                    at_least=1, at_most=self.max_iter)
+        choice("integrator.norm", self.norm, NORMS)
+        choice("integrator.on_fail", self.on_fail, ON_FAIL,
+               "nan (an unconverged solve ends its path, counted non-finite) or count (keep the last iterate; "
+               "the step is counted unconverged)")
 
     def in_components(self, tree):
         """A step's state in the form its iterates are fastest in: for fixed-point iteration, its small vectors as

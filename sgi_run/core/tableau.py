@@ -15,6 +15,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from sgi_run.core.errors import ConfigError
+from sgi_run.core.fields import is_number, real
 
 _BINARY = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
            ast.Div: operator.truediv, ast.Pow: operator.pow}
@@ -24,10 +25,8 @@ _FUNCTIONS = {"sqrt": math.sqrt}
 
 def evaluate(expr, params: Mapping[str, float], key: str) -> float:
     """Value of one coefficient: a number, or an arithmetic string over ``params``."""
-    if isinstance(expr, (int, float)) and not isinstance(expr, bool):
-        if not math.isfinite(expr):
-            raise ConfigError(key, expr, "a finite coefficient")
-        return float(expr)
+    if is_number(expr):
+        return real(key, expr, "a finite coefficient")
     if not isinstance(expr, str):
         raise ConfigError(key, expr, "a number or an arithmetic expression string")
 

@@ -1,6 +1,6 @@
 """The memory budget of a run: what it holds at its peak, and a plan settled to fit the memory there is.
 
-``settle`` is the one call: it settles ``plan.shard_size: auto`` for the device and the host's memory
+``fit_to_memory`` is the one call: it settles ``plan.shard_size: auto`` for the device and the host's memory
 (``engine.device.auto_shard_size``) and for the largest array XLA indexes right (``ARRAY_ELEMENTS_MAX``),
 then refuses, before any compute, a plan that still cannot fit, with one ``ConfigError`` line naming the
 plan key to change (or the integrator, when one path alone does not fit). The host's limit is
@@ -25,7 +25,7 @@ _UNITS = {"": 1, "B": 1, "KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40,
           "GB": 10**9, "TB": 10**12}
 
 
-def settle(system, integrator, plan: Plan | ConvergencePlan) -> Plan | ConvergencePlan:
+def fit_to_memory(system, integrator, plan: Plan | ConvergencePlan) -> Plan | ConvergencePlan:
     """The plan with ``shard_size: auto`` settled for the memory there is; refused where it cannot fit."""
     limit = memory_limit()     # read once: the shard is fitted to and checked against the same number
     plan = fit_shard_size(system, integrator, plan, host_bytes=limit[0])

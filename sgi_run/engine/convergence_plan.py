@@ -7,13 +7,12 @@ that need the system and the integrator and settles ``reference: auto``.
 from __future__ import annotations
 
 import dataclasses
-import math
-
-import numpy as np
+from typing import ClassVar
 
 from sgi_run.core import noise
 from sgi_run.core.errors import ConfigError, require
-from sgi_run.engine.plan import MAX_INDEX, Plan, _ratio, _whole_ratio, check_sharding, plan_fields
+from sgi_run.core.fields import choice, integer, list_of, real
+from sgi_run.engine.plan import MAX_INDEX, Plan, _ratio, _whole_ratio, check_sharding, check_truncate, read_plan
 
 ERRORS = ("strong", "weak")
 INVARIANTS = ("none", "declared")
@@ -44,32 +43,32 @@ class ConvergencePlan:
     bootstrap: int = 200            # path resamples for the CI of the fitted order (0: no CI)
     kind: str = "convergence"
     shards: int | str = "auto"      # as an ensemble's: paths are run in shards, each checkpointed
-    shard_size: int | str = 10000   # "auto": settled for the device (budget.settle)
+    shard_size: int | str = 10000   # "auto": settled for the device (budget.fit_to_memory)
     checkpoint_every: int = 0       # a shard saves its progress every this many coarse steps (0: when finished)
     truncate: float | str | None = None   # null, a bound on |dW|, or log_dt: each level truncated after summing
     resolvable_se: float = 2.0      # the order is fitted on the errors above this many SEs (3 x 1.96: the project's choice, not in paper 004)
     invariants: str = "none"        # declared: each level's largest drift of every invariant the system declares
+
+    DESCRIBED_AS: ClassVar[str] = "convergence plan"
+    BUNDLED_OPTION: ClassVar[str] = "convergence"
 
     def __post_init__(self):
         self.check()
         object.__setattr__(self, "dts", tuple(sorted((float(d) for d in self.dts), reverse=True)))
 
     def check(self) -> None:
-        is_int = lambda v: isinstance(v, (int, np.integer)) and not isinstance(v, bool)
-        is_num = lambda v: isinstance(v, (int, float, np.number)) and not isinstance(v, bool) and math.isfinite(v)
         require("plan.kind", self.kind, self.kind == "convergence", "'convergence'")
-        require("plan.T", self.T, is_num(self.T) and self.T > 0, "a number > 0")
-        dts = list(self.dts) if isinstance(self.dts, (list, tuple)) else None
-        require("plan.dts", self.dts,
-                dts is not None and len(dts) >= 2, "a list of at least two step sizes (an order is a slope)")
+        real("plan.T", self.T, "a number > 0", above=0)
+        dts = list(list_of("plan.dts", self.dts, "a list of at least two step sizes (an order is a slope)", at_least=2))
         # Two paths at least: every error carries a Monte Carlo standard error. Independent samples
         # (three-point increments) use paths of their own per step size and for the reference.
         most = MAX_INDEX // (len(dts) + 1)
-        require("plan.paths", self.paths, is_int(self.paths) and 2 <= self.paths < most,
-                f"an integer in [2, 2^32 / (len(dts) + 1) = {most}) (samples are addressed by 32-bit path indices)")
+        integer("plan.paths", self.paths,
+                f"an integer in [2, 2^32 / (len(dts) + 1) = {most}) (samples are addressed by 32-bit path indices)",
+                at_least=2, below=most)
         for dt in dts:
             # A null step size is shown in its list.
-            require("plan.dts", self.dts if dt is None else dt, is_num(dt) and dt > 0, "step sizes > 0")
+            real("plan.dts", self.dts if dt is None else dt, "step sizes > 0", above=0)
         for dt in dts:
             require("plan.dts", dt, _whole_ratio(self.T, dt) is not None, f"step sizes that divide T = {self.T}")
         require("plan.dts", sorted(dts, reverse=True), len(set(dts)) == len(dts), "distinct step sizes")
@@ -78,15 +77,15 @@ class ConvergencePlan:
             # One Brownian path per sample is drawn on the finest grid and summed onto the others.
             require("plan.dts", dt, _whole_ratio(dt, finest) is not None,
                     f"whole multiples of the finest step {finest}")
-        require("plan.error", self.error, self.error in ERRORS, f"one of {list(ERRORS)}")
-        require("plan.reference", self.reference, self.reference in REFERENCES, f"one of {list(REFERENCES)}")
-        require("plan.reference_refine", self.reference_refine,
-                is_int(self.reference_refine) and self.reference_refine >= 2,
-                "an integer >= 2 (the fine reference step is min(dts) / reference_refine)")
+        choice("plan.error", self.error, ERRORS)
+        choice("plan.reference", self.reference, REFERENCES)
+        integer("plan.reference_refine", self.reference_refine,
+                "an integer >= 2 (the fine reference step is min(dts) / reference_refine)", at_least=2)
         require("plan.observable", self.observable, isinstance(self.observable, str), "an observable name")
-        require("plan.seed", self.seed, is_int(self.seed) and 0 <= self.seed < 2**32, "an integer in [0, 2^32)")
-        require("plan.bootstrap", self.bootstrap, is_int(self.bootstrap) and 0 <= self.bootstrap <= MAX_BOOTSTRAP,
-                f"an integer in [0, {MAX_BOOTSTRAP}] (resamples of the fitted order's 95% interval)")
+        integer("plan.seed", self.seed, "an integer in [0, 2^32)", at_least=0, below=2**32)
+        integer("plan.bootstrap", self.bootstrap,
+                f"an integer in [0, {MAX_BOOTSTRAP}] (resamples of the fitted order's 95% interval)",
+                at_least=0, at_most=MAX_BOOTSTRAP)
         require("plan.paths", self.paths, self.bootstrap == 0 or self.paths >= MIN_BOOTSTRAP_PATHS,
                 f"at least {MIN_BOOTSTRAP_PATHS} paths for the fitted order's bootstrap interval "
                 f"(plan.bootstrap={self.bootstrap}), or plan.bootstrap=0 for no interval")
@@ -95,17 +94,15 @@ class ConvergencePlan:
             # The levels run in lock-step over the coarsest step: each takes a whole number of steps in it.
             require("plan.dts", dt, _whole_ratio(coarsest, dt) is not None,
                     f"step sizes that divide the coarsest, {coarsest}")
-        require("plan.truncate", self.truncate, self.truncate is None or (is_num(self.truncate) and self.truncate > 0)
-                or (self.truncate in noise.TRUNCATION_RULES and coarsest < 1),
-                f"null, a number > 0 (the bound on |dW|) or a rule {list(noise.TRUNCATION_RULES)} (with every dt < 1)")
+        check_truncate(self.truncate, f"null, a number > 0 (the bound on |dW|) or a rule {list(noise.TRUNCATION_RULES)} "
+                       "(with every dt < 1)", rule_allowed=coarsest < 1)
         check_sharding(self)
-        require("plan.invariants", self.invariants, self.invariants in INVARIANTS,
-                f"one of {list(INVARIANTS)} (declared: the largest drift of each invariant the system declares)")
-        require("plan.resolvable_se", self.resolvable_se, is_num(self.resolvable_se) and self.resolvable_se > 0,
-                "a number > 0 (an error enters the fitted order when it exceeds this many standard errors)")
-        require("plan.checkpoint_every", self.checkpoint_every,
-                is_int(self.checkpoint_every) and self.checkpoint_every >= 0,
-                "an integer >= 0 (coarse steps between a shard's progress checkpoints; 0: none)")
+        choice("plan.invariants", self.invariants, INVARIANTS,
+               f"one of {list(INVARIANTS)} (declared: the largest drift of each invariant the system declares)")
+        real("plan.resolvable_se", self.resolvable_se,
+             "a number > 0 (an error enters the fitted order when it exceeds this many standard errors)", above=0)
+        integer("plan.checkpoint_every", self.checkpoint_every,
+                "an integer >= 0 (coarse steps between a shard's progress checkpoints; 0: none)", at_least=0)
 
     # --- the checks that need the system and the integrator -------------------------------------
     def fitted_to(self, system, integrator) -> ConvergencePlan:
@@ -162,4 +159,4 @@ class ConvergencePlan:
 
     @classmethod
     def from_mapping(cls, cfg) -> ConvergencePlan:
-        return cls(**plan_fields(cls, cfg, "convergence plan", "convergence"))
+        return read_plan(cls, cfg)

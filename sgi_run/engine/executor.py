@@ -32,6 +32,7 @@ import time
 from collections.abc import Callable, Iterator
 
 from sgi_run.core.errors import ConfigError, require
+from sgi_run.core.fields import auto_or, integer, is_integer, real, text
 from sgi_run.engine.cores import share
 
 NAMES = ("local", "dask", "slurm")
@@ -42,18 +43,13 @@ _ADDRESS_SCHEMES = ("tcp://", "tls://", "ucx://", "inproc://")
 
 
 # --- the config group, validated ---------------------------------------------------------------------
-def _is_int(v) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
-
-
 # A scheduler that has not answered in ten minutes will not: past this, a wrong address would hang the run.
 CONNECT_TIMEOUT_MAX = 600
 
 
 def _check_connect_timeout(v) -> None:
-    number = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-    require("executor.connect_timeout", v, number and 0 < v <= CONNECT_TIMEOUT_MAX,
-            f"a number of seconds > 0 and at most {CONNECT_TIMEOUT_MAX} (ten minutes)")
+    real("executor.connect_timeout", v, f"a number of seconds > 0 and at most {CONNECT_TIMEOUT_MAX} (ten minutes)",
+         above=0, at_most=CONNECT_TIMEOUT_MAX)
 
 
 # sbatch --time's formats: minutes, minutes:seconds, hours:minutes:seconds, days-hours, days-hours:minutes,
@@ -62,7 +58,7 @@ _WALLTIME = re.compile(r"\d+(:\d+){0,2}|\d+-\d+(:\d+){0,2}")
 
 
 def _is_walltime(v) -> bool:
-    return (isinstance(v, str) or _is_int(v)) and _WALLTIME.fullmatch(str(v)) is not None
+    return (isinstance(v, str) or is_integer(v)) and _WALLTIME.fullmatch(str(v)) is not None
 
 
 # SLURM sizes memory in KiB at the least (dask-jobqueue's job script fails on less).
@@ -88,9 +84,8 @@ class Local:
     shards_at_once: int | str = "auto"
 
     def check(self) -> None:
-        require("executor.shards_at_once", self.shards_at_once,
-                self.shards_at_once == "auto" or (_is_int(self.shards_at_once) and self.shards_at_once >= 1),
-                "'auto' (one per core on a CPU, one on an accelerator) or an integer >= 1")
+        auto_or(integer, "executor.shards_at_once", self.shards_at_once,
+                "'auto' (one per core on a CPU, one on an accelerator) or an integer >= 1", at_least=1)
 
     @property
     def thread_count(self) -> int:
@@ -118,11 +113,8 @@ class Dask:
         require("executor.address", self.address, self.address is None or (
             isinstance(self.address, str) and self.address.startswith(_ADDRESS_SCHEMES)),
             f"null (start a LocalCluster) or a scheduler address: {'|'.join(_ADDRESS_SCHEMES)}host:port")
-        require("executor.workers", self.workers,
-                self.workers == "auto" or (_is_int(self.workers) and self.workers >= 1),
-                "'auto' (one per core) or an integer >= 1")
-        require("executor.threads_per_worker", self.threads_per_worker,
-                _is_int(self.threads_per_worker) and self.threads_per_worker >= 1, "an integer >= 1")
+        auto_or(integer, "executor.workers", self.workers, "'auto' (one per core) or an integer >= 1", at_least=1)
+        integer("executor.threads_per_worker", self.threads_per_worker, "an integer >= 1", at_least=1)
         _check_connect_timeout(self.connect_timeout)
 
     @property
@@ -148,13 +140,11 @@ class Slurm:
     connect_timeout: float = 5.0
 
     def check(self) -> None:
-        text = lambda v: isinstance(v, str) and v.strip() != ""
-        require("executor.queue", self.queue, text(self.queue),
-                "the SLURM partition the workers' jobs go to (e.g. queue=compute)")
-        require("executor.account", self.account, self.account is None or text(self.account), "null or a SLURM account")
+        text("executor.queue", self.queue, "the SLURM partition the workers' jobs go to (e.g. queue=compute)")
+        if self.account is not None:
+            text("executor.account", self.account, "null or a SLURM account")
         for key in ("jobs", "cores", "processes"):
-            require(f"executor.{key}", getattr(self, key), _is_int(getattr(self, key)) and getattr(self, key) >= 1,
-                    "an integer >= 1")
+            integer(f"executor.{key}", getattr(self, key), "an integer >= 1", at_least=1)
         require("executor.processes", self.processes, self.cores % self.processes == 0,
                 f"a divisor of cores = {self.cores} (each worker process gets the same number of cores)")
         require("executor.memory", self.memory, _job_memory_bytes(self.memory) >= _MEMORY_MIN,
@@ -162,10 +152,10 @@ class Slurm:
         require("executor.walltime", self.walltime, _is_walltime(self.walltime),
                 "a SLURM time limit: minutes, minutes:seconds, hours:minutes:seconds, days-hours, days-hours:minutes "
                 "or days-hours:minutes:seconds, e.g. 01:00:00")
-        require("executor.job_extra", self.job_extra, all(text(x) for x in self.job_extra),
+        require("executor.job_extra", self.job_extra, all(isinstance(x, str) and x.strip() for x in self.job_extra),
                 "a list of #SBATCH options, e.g. ['--gres=gpu:1']")
-        require("executor.interface", self.interface, self.interface is None or text(self.interface),
-                "null or a network interface, e.g. ib0")
+        if self.interface is not None:
+            text("executor.interface", self.interface, "null or a network interface, e.g. ib0")
         _check_connect_timeout(self.connect_timeout)
 
     def cluster_options(self) -> dict:

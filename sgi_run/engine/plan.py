@@ -4,11 +4,13 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Sequence
+from typing import ClassVar
 
 import numpy as np
 
 from sgi_run.core import noise
 from sgi_run.core.errors import ConfigError, require
+from sgi_run.core.fields import auto_or, integer, is_integer, is_real, list_of, real
 
 # A ratio within this relative distance of an integer counts as that integer (round-off of dt).
 _GRID_RTOL = 1e-9
@@ -37,31 +39,32 @@ DEFAULT_KEEP_PATHS = 10
 DEFAULT_OUTPUT_DT = 1.0
 
 
-def _is_number(v) -> bool:
-    return isinstance(v, (int, float, np.number)) and not isinstance(v, bool) and math.isfinite(v)
-
-
 def check_sharding(plan) -> None:
     """``plan.shards`` and ``plan.shard_size``, checked alike for an ensemble and a convergence study."""
-    is_int = lambda v: isinstance(v, (int, np.integer)) and not isinstance(v, bool)
-    require("plan.shards", plan.shards, plan.shards == "auto" or (is_int(plan.shards) and 1 <= plan.shards <= plan.paths),
-            f"'auto' or an integer in [1, paths = {plan.paths}]")
-    require("plan.shard_size", plan.shard_size,
-            plan.shard_size == "auto" or (is_int(plan.shard_size) and plan.shard_size >= 1),
-            "'auto' (chosen for the device: engine.device) or an integer >= 1")
+    auto_or(integer, "plan.shards", plan.shards, f"'auto' or an integer in [1, paths = {plan.paths}]",
+            at_least=1, at_most=plan.paths)
+    auto_or(integer, "plan.shard_size", plan.shard_size,
+            "'auto' (chosen for the device: engine.device) or an integer >= 1", at_least=1)
+
+
+def check_truncate(truncate, allowed: str, rule_allowed: bool = True) -> None:
+    """``plan.truncate``: null, a bound on |dW| (a number > 0) or a rule's name (where ``rule_allowed``)."""
+    if truncate is None or (rule_allowed and truncate in noise.TRUNCATION_RULES):
+        return
+    real("plan.truncate", truncate, allowed, above=0)
 
 
 def auto_keep_paths(paths):
     """``keep_paths: auto``: DEFAULT_KEEP_PATHS paths, or all of them when there are fewer ('auto' while
     paths is not a number: the paths check refuses that)."""
-    return min(DEFAULT_KEEP_PATHS, paths) if isinstance(paths, (int, np.integer)) and not isinstance(paths, bool) else "auto"
+    return min(DEFAULT_KEEP_PATHS, paths) if is_integer(paths) else "auto"
 
 
 def auto_output_dt(dt, T):
     """``output_dt: auto``: DEFAULT_OUTPUT_DT where it is on the grid (a whole multiple of dt dividing T),
     else the largest whole number of steps not above it that divides T's steps ('auto' while dt and T are
     not a grid: their own checks refuse that)."""
-    steps = _whole_ratio(T, dt) if _is_number(dt) and _is_number(T) and dt > 0 and T > 0 else None
+    steps = _whole_ratio(T, dt) if is_real(dt) and is_real(T) and dt > 0 and T > 0 else None
     if steps is None or steps >= MAX_INDEX:
         return "auto"
     if _whole_ratio(DEFAULT_OUTPUT_DT, dt) is not None and _whole_ratio(T, DEFAULT_OUTPUT_DT) is not None:
@@ -71,7 +74,7 @@ def auto_output_dt(dt, T):
     return max(d for d in divisors if d <= most) * float(dt)
 
 
-def settle_defaults(plan: dict) -> dict:
+def resolve_auto_keys(plan: dict) -> dict:
     """An ensemble plan's mapping with its ``auto`` keep_paths and output_dt settled (the config hash
     hashes these numbers, so runs made when the plan file spelled 10 and 1.0 keep their hash)."""
     settled = dict(plan)
@@ -92,7 +95,7 @@ class Plan:
     keep_paths: int | str = 0              # "auto": settled to min(DEFAULT_KEEP_PATHS, paths)
     seed: int = 0
     shards: int | str = "auto"
-    shard_size: int | str = 10000    # "auto": settled for the device (budget.settle)
+    shard_size: int | str = 10000    # "auto": settled for the device (budget.fit_to_memory)
     brownian_refine: int = 1
     truncate: float | str | None = None      # null, a bound on |dW|, or a rule (core.noise: log_dt)
     snapshots: tuple[float, ...] = ()   # output times at which every path's whole state is stored
@@ -112,20 +115,17 @@ class Plan:
         object.__setattr__(self, "snapshots", tuple(self.snapshots or ()))
         if self.time_average is not None:
             object.__setattr__(self, "time_average", tuple(self.time_average))
-        for key, value in settle_defaults({"keep_paths": self.keep_paths, "paths": self.paths,
+        for key, value in resolve_auto_keys({"keep_paths": self.keep_paths, "paths": self.paths,
                                            "output_dt": self.output_dt, "dt": self.dt, "T": self.T}).items():
             object.__setattr__(self, key, value)
         self.check()
 
     def check(self) -> None:
-        is_int = lambda v: isinstance(v, (int, np.integer)) and not isinstance(v, bool)
-        is_num = lambda v: isinstance(v, (int, float, np.number)) and not isinstance(v, bool) and math.isfinite(v)
-        require("plan.paths", self.paths, is_int(self.paths) and 1 <= self.paths < MAX_INDEX,
-                "an integer in [1, 2^32) (paths are addressed by 32-bit indices)")
-        require("plan.dt", self.dt, is_num(self.dt) and self.dt > 0, "a number > 0")
-        require("plan.T", self.T, is_num(self.T) and self.T > 0, "a number > 0")
-        require("plan.brownian_refine", self.brownian_refine,
-                is_int(self.brownian_refine) and self.brownian_refine >= 1, "an integer >= 1")
+        integer("plan.paths", self.paths, "an integer in [1, 2^32) (paths are addressed by 32-bit indices)",
+                at_least=1, below=MAX_INDEX)
+        real("plan.dt", self.dt, "a number > 0", above=0)
+        real("plan.T", self.T, "a number > 0", above=0)
+        integer("plan.brownian_refine", self.brownian_refine, "an integer >= 1", at_least=1)
         steps = _ratio(self.T, self.dt)
         require("plan.dt", self.dt, steps * self.brownian_refine < MAX_INDEX,
                 f"at least plan.T / 2^32 = {self.T / (MAX_INDEX / self.brownian_refine):.3g}, or a smaller plan.T or "
@@ -134,33 +134,30 @@ class Plan:
                 f"{' of ' + str(self.brownian_refine) + ' fine steps' if self.brownian_refine > 1 else ''})")
         require("plan.T", self.T, _whole_ratio(self.T, self.dt) is not None,
                 f"a whole multiple of plan.dt = {self.dt} (or a plan.dt that divides it)")
-        require("plan.output_dt", self.output_dt, is_num(self.output_dt) and self.output_dt > 0
+        require("plan.output_dt", self.output_dt, is_real(self.output_dt) and self.output_dt > 0
                 and _whole_ratio(self.output_dt, self.dt) is not None, f"a whole multiple of plan.dt = {self.dt}")
         require("plan.output_dt", self.output_dt, _whole_ratio(self.T, self.output_dt) is not None,
                 f"a divisor of plan.T = {self.T} (T must be a whole number of output intervals)")
-        require("plan.observables", self.observables,
-                len(self.observables) >= 1 and all(isinstance(n, str) for n in self.observables)
-                and len(set(self.observables)) == len(self.observables),
-                "a non-empty list of distinct observable names (each is one dataset of the run's file)")
-        require("plan.keep_paths", self.keep_paths, is_int(self.keep_paths) and 0 <= self.keep_paths <= self.paths,
-                f"an integer in [0, paths = {self.paths}]")
-        require("plan.seed", self.seed, is_int(self.seed) and 0 <= self.seed < 2**32, "an integer in [0, 2^32)")
+        list_of("plan.observables", self.observables,
+                "a non-empty list of distinct observable names (each is one dataset of the run's file)",
+                item=lambda name: isinstance(name, str), at_least=1, distinct=True)
+        integer("plan.keep_paths", self.keep_paths, f"an integer in [0, paths = {self.paths}]",
+                at_least=0, at_most=self.paths)
+        integer("plan.seed", self.seed, "an integer in [0, 2^32)", at_least=0, below=2**32)
         check_sharding(self)
-        require("plan.truncate", self.truncate, self.truncate is None or (is_num(self.truncate) and self.truncate > 0)
-                or self.truncate in noise.TRUNCATION_RULES,
-                f"null (untruncated), a number > 0 (the bound on |dW|) or a rule: {list(noise.TRUNCATION_RULES)}")
+        check_truncate(self.truncate, "null (untruncated), a number > 0 (the bound on |dW|) or a rule: "
+                       f"{list(noise.TRUNCATION_RULES)}")
         require("plan.truncate", self.truncate, not isinstance(self.truncate, str) or self.dt < 1,
                 "a rule with dt < 1 (log_dt bounds |dW| by sqrt(4 |ln dt| dt), 0 at dt = 1), or null or a number")
-        require("plan.checkpoint_every", self.checkpoint_every,
-                is_int(self.checkpoint_every) and self.checkpoint_every >= 0,
-                "an integer >= 0 (output times between a shard's progress checkpoints; 0: none)")
+        integer("plan.checkpoint_every", self.checkpoint_every,
+                "an integer >= 0 (output times between a shard's progress checkpoints; 0: none)", at_least=0)
         require("plan.snapshots", self.snapshots,
-                all(is_num(t) for t in self.snapshots) and len(set(self.snapshots)) == len(self.snapshots)
+                all(is_real(t) for t in self.snapshots) and len(set(self.snapshots)) == len(self.snapshots)
                 and all(self.output_index(t) is not None for t in self.snapshots),
                 f"a list of distinct output times (multiples of output_dt = {self.output_dt} in [0, T = {self.T}])")
         require("plan.time_average", self.time_average, self.time_average is None or (
                 len(self.time_average) == 2
-                and all(is_num(t) and self.output_index(t) is not None for t in self.time_average)
+                and all(is_real(t) and self.output_index(t) is not None for t in self.time_average)
                 and self.time_average[0] <= self.time_average[1]),
                 f"null or [start, end]: output times (multiples of output_dt = {self.output_dt} in [0, T = {self.T}]), "
                 "start <= end")
@@ -205,7 +202,7 @@ class Plan:
     @property
     def shard_count(self) -> int:
         if self.shards == "auto" and self.shard_size == "auto":
-            raise ValueError("plan.shard_size is 'auto': settle it for the device first (budget.settle)")
+            raise ValueError("plan.shard_size is 'auto': settle it for the device first (budget.fit_to_memory)")
         return math.ceil(self.paths / self.shard_size) if self.shards == "auto" else int(self.shards)
 
     @property
@@ -217,15 +214,20 @@ class Plan:
         first = shard * self.paths_per_shard
         return first, max(0, min(self.paths_per_shard, self.paths - first))
 
+    # Its name in a refusal, and the bundled plan option (conf/plan/) a plan file of one's own takes its keys from.
+    DESCRIBED_AS: ClassVar[str] = "ensemble plan"
+    BUNDLED_OPTION: ClassVar[str] = "default"
+
     @classmethod
     def from_mapping(cls, cfg) -> Plan:
-        return cls(**plan_fields(cls, cfg, "ensemble plan", "default"))
+        return read_plan(cls, cfg)
 
 
-def plan_fields(cls, cfg, what: str, bundled: str) -> dict:
-    """The keyword arguments of the plan ``cls`` (``what``: its name in a refusal) from its config node; a key it
-    does not have is refused, and so are keys it needs that are missing (a plan file of one's own that sets only
-    ``paths``), naming the bundled option ``bundled`` it can take them from."""
+def read_plan(cls, cfg):
+    """The plan ``cls`` (``Plan`` or ``ConvergencePlan``) of its config node; a key it does not have is refused, and
+    so are keys it needs that are missing (a plan file of one's own that sets only ``paths``), naming the bundled
+    option (``cls.BUNDLED_OPTION``) it can take them from."""
+    what, bundled = cls.DESCRIBED_AS, cls.BUNDLED_OPTION
     cfg, fields = dict(cfg), dataclasses.fields(cls)
     known = [f.name for f in fields]
     for key, value in cfg.items():
@@ -236,4 +238,4 @@ def plan_fields(cls, cfg, what: str, bundled: str) -> dict:
         raise ConfigError(f"plan.{missing[0]}", None, f"a plan that sets {', '.join(missing)} (keys of the {what} "
                           f"with no default; a plan file takes the keys it does not set from plan={bundled} where it "
                           f"starts with 'defaults: [{bundled}, _self_]')")
-    return {k: (list(v) if isinstance(v, Sequence) and not isinstance(v, str) else v) for k, v in cfg.items()}
+    return cls(**{k: (list(v) if isinstance(v, Sequence) and not isinstance(v, str) else v) for k, v in cfg.items()})

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import math
 from typing import Any
 from collections.abc import Mapping
 
 from sgi_run.core.errors import ConfigError
+from sgi_run.core.fields import real
 from sgi_run.integrators.base import Integrator
 from sgi_run.integrators.explicit_srk import ExplicitSRK, SERKTableau
 from sgi_run.integrators.langevin_splitting import LangevinSplitting, LangevinSplittingTableau
@@ -46,8 +46,7 @@ def make_integrator(cfg: Mapping) -> Integrator:
     if not isinstance(params, Mapping):
         raise ConfigError("integrator.parameters", params, "a mapping of parameter names to numbers")
     for name, value in params.items():
-        if not (isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)):
-            raise ConfigError(f"integrator.parameters.{name}", value, "a finite number")
+        real(f"integrator.parameters.{name}", value)
     if not isinstance(cfg.get("tableau"), Mapping):
         raise ConfigError("integrator.tableau", cfg.get("tableau"), f"the {family} coefficients, a mapping")
     tableau = tableau_cls.from_config(cfg["tableau"], dict(params))

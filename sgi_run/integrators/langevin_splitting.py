@@ -40,6 +40,7 @@ import jax.numpy as jnp
 
 from sgi_run.core import solvers
 from sgi_run.core.errors import ConfigError
+from sgi_run.core.fields import boolean, choice
 from sgi_run.integrators.base import ImplicitIntegrator, SolverStats
 from sgi_run.systems import SYSTEMS
 from sgi_run.systems.langevin import ConstrainedLangevinSystem, LangevinSystem
@@ -60,11 +61,9 @@ class LangevinSplittingTableau:
     @classmethod
     def from_config(cls, spec, params, key="integrator.tableau") -> LangevinSplittingTableau:
         spec = dict(spec)
-        if spec.get("friction") not in FRICTIONS:
-            raise ConfigError(f"{key}.friction", spec.get("friction"), f"one of {list(FRICTIONS)}")
+        choice(f"{key}.friction", spec.get("friction"), FRICTIONS)
         for flag in ("force_damped", "constrained"):
-            if not isinstance(spec.get(flag), bool):
-                raise ConfigError(f"{key}.{flag}", spec.get(flag), "true or false")
+            boolean(f"{key}.{flag}", spec.get(flag))
         unknown = sorted(set(spec) - {"friction", "force_damped", "constrained"})
         if unknown:
             raise ConfigError(f"{key}.{unknown[0]}", spec[unknown[0]], "friction, force_damped, constrained")

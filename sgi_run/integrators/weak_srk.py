@@ -24,7 +24,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from sgi_run.core.errors import ConfigError
+from sgi_run.core.fields import integer
 from sgi_run.core.tableau import coefficient_array
 from sgi_run.integrators.base import Integrator, SolverStats, combine
 
@@ -39,8 +39,7 @@ def weak_order_conditions(A0, B0, A1, B1, alpha, beta, order: int) -> dict[str, 
     condition is labelled with the elementary differential it governs. RS1, RS2 and SRKw2 satisfy
     all of them exactly; SRKw1 only the order-1 ones (its :math:`\alpha^Td_0 = \lambda`).
     """
-    if not (isinstance(order, int) and not isinstance(order, bool) and order in (1, 2)):
-        raise ConfigError("integrator.tableau.weak_order", order, "1 or 2 (the orders stated here for one noise)")
+    integer("integrator.tableau.weak_order", order, "1 or 2 (the orders stated here for one noise)", at_least=1, at_most=2)
     e = np.ones(len(alpha))
     c0, d0, c1, d1 = A0 @ e, B0 @ e, A1 @ e, B1 @ e
     conditions = [

@@ -15,6 +15,7 @@ import numpy as np
 
 from sgi_run.core import lie
 from sgi_run.core.errors import require
+from sgi_run.core.fields import integer
 from sgi_run.core.space import Leaf, StateSpace
 from sgi_run.systems.lie_poisson import LiePoissonSystem
 
@@ -29,10 +30,9 @@ class Manakov(LiePoissonSystem):
     ic_seed: int = 0
 
     def check(self):
-        require("n", self.n, isinstance(self.n, int) and not isinstance(self.n, bool) and self.n >= 3,
-                "an integer >= 3 (so(n))")
+        integer("n", self.n, "an integer >= 3 (so(n))", at_least=3)
         require("noise_amplitude", self.noise_amplitude, self.noise_amplitude >= 0, "a number >= 0")
-        require("ic_seed", self.ic_seed, isinstance(self.ic_seed, int) and self.ic_seed >= 0, "an integer >= 0")
+        integer("ic_seed", self.ic_seed, "an integer >= 0", at_least=0)
 
     @property
     def noises(self) -> int:

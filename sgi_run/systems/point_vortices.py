@@ -19,6 +19,7 @@ import numpy as np
 
 from sgi_run.core import lie
 from sgi_run.core.errors import require
+from sgi_run.core.fields import boolean
 from sgi_run.core.space import Leaf, StateSpace
 from sgi_run.systems.lie_poisson import LiePoissonSystem
 
@@ -57,7 +58,7 @@ class PointVortices(LiePoissonSystem):
             require(key, getattr(self, key), np.ndim(getattr(self, key)) == 1 and np.size(getattr(self, key)) == n,
                     f"{n} angles (one per vortex, radians)")
         require("noise_amplitude", self.noise_amplitude, self.noise_amplitude >= 0, "a number >= 0")
-        require("noise_shared", self.noise_shared, isinstance(self.noise_shared, bool), "true or false")
+        boolean("noise_shared", self.noise_shared)
         gap = self._closest(np.asarray(self.unit_vectors()))
         require("colatitudes", self.colatitudes, gap >= COLLISION,
                 f"vortices that do not start in collision (1 - cos of the smallest angle is {gap:.3g} < {COLLISION:g})")
