@@ -2,25 +2,54 @@
 
 Integrator YAML files hold their coefficients as numbers or short arithmetic strings
 (``"5/6 - sqrt(3)/3"``, ``"lam/2"``) over the method's named parameters. This module turns them
-into float64 numpy arrays with a small, safe expression evaluator (numbers, parameter names,
-``+ - * / **``, ``sqrt``), and offers the residual check used to verify order conditions.
+into float64 numpy arrays by the grammar of ``core.expressions`` (numbers, parameter names, ``pi``,
+``+ - * / **``, its functions), evaluated in float64 operation by operation as Python computes it (``math``'s
+functions), and offers the residual check used to verify order conditions.
 """
 from __future__ import annotations
 
-import ast
 import math
 import operator
 from collections.abc import Mapping
 
 import numpy as np
 
+from sgi_run.core import expressions
 from sgi_run.core.errors import ConfigError
+from sgi_run.core.expressions import FUNCTIONS, MAX_LENGTH, Refused
 from sgi_run.core.fields import is_number, real
 
-_BINARY = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
-           ast.Div: operator.truediv, ast.Pow: operator.pow}
-_UNARY = {ast.USub: operator.neg, ast.UAdd: operator.pos}
-_FUNCTIONS = {"sqrt": math.sqrt}
+_BINARY = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv, "**": operator.pow}
+_FUNCTIONS = {"sin": math.sin, "cos": math.cos, "tan": math.tan, "exp": math.exp, "log": math.log, "sqrt": math.sqrt,
+              "tanh": math.tanh, "sinh": math.sinh, "cosh": math.cosh, "abs": abs, "atan2": math.atan2}
+_CONSTANTS = {"pi": math.pi}
+assert _FUNCTIONS.keys() == FUNCTIONS.keys() and _CONSTANTS.keys() == set(expressions.CONSTANTS)
+
+
+class _FloatArithmetic(expressions.Arithmetic):
+    """Each node a Python float, each operation rounded as Python rounds it: a coefficient is the float64 its
+    text computes step by step (``5/6 - sqrt(3)/3``), not the float64 nearest its exact value."""
+
+    def __init__(self, params: Mapping[str, float]):
+        self.params = params
+
+    def number(self, value):
+        return float(value)
+
+    def name(self, name):
+        return float(self.params[name]) if name in self.params else None
+
+    def constant(self, name):
+        return _CONSTANTS[name]
+
+    def negative(self, operand):
+        return -operand
+
+    def binary(self, operator, left, right):
+        return _BINARY[operator](left, right)
+
+    def call(self, function, arguments):
+        return _FUNCTIONS[function](*arguments)
 
 
 def evaluate(expr, params: Mapping[str, float], key: str) -> float:
@@ -29,30 +58,16 @@ def evaluate(expr, params: Mapping[str, float], key: str) -> float:
         return real(key, expr, "a finite coefficient")
     if not isinstance(expr, str):
         raise ConfigError(key, expr, "a number or an arithmetic expression string")
-
-    def walk(node):
-        if isinstance(node, ast.Expression):
-            return walk(node.body)
-        if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)):
-            return float(node.value)
-        if isinstance(node, ast.Name) and node.id in params:
-            return float(params[node.id])
-        if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
-            return _BINARY[type(node.op)](walk(node.left), walk(node.right))
-        if isinstance(node, ast.UnaryOp) and type(node.op) in _UNARY:
-            return _UNARY[type(node.op)](walk(node.operand))
-        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
-                and node.func.id in _FUNCTIONS and len(node.args) == 1):
-            return _FUNCTIONS[node.func.id](walk(node.args[0]))
-        raise ConfigError(key, expr, f"arithmetic over numbers, sqrt() and the parameters {sorted(params)}")
-
+    if len(expr) > MAX_LENGTH:
+        raise ConfigError(key, expr[:40] + "...", f"an arithmetic expression of at most {MAX_LENGTH} characters")
     try:
-        value = walk(ast.parse(expr, mode="eval"))
-    except (SyntaxError, ValueError, OverflowError, ZeroDivisionError, RecursionError) as err:
-        if isinstance(err, ConfigError):
-            raise
+        value = expressions.build(expressions.syntax_tree(expr), _FloatArithmetic(params))
+    except Refused:
+        raise ConfigError(key, expr, f"arithmetic over numbers, pi, the functions {', '.join(FUNCTIONS)} and the "
+                                     f"parameters {sorted(params)}") from None
+    except (SyntaxError, ValueError, TypeError, OverflowError, ZeroDivisionError, RecursionError) as err:
         raise ConfigError(key, expr, f"a valid arithmetic expression with a finite value ({type(err).__name__})") from None
-    if not math.isfinite(value):
+    if not isinstance(value, float) or not math.isfinite(value):    # a complex power, (-1)**0.5, is no coefficient
         raise ConfigError(key, expr, "a finite coefficient")
     return value
 

@@ -73,7 +73,7 @@ class LangevinSystem(CanonicalSystem):
     dof: ClassVar[int] = 1
     noises: ClassVar[int] = 1
 
-    # Made floats at construction; a formula system keeps the texts of its initial law (formula.py).
+    # Made floats at construction; a formula system keeps the texts of its initial law (systems.formula).
     _float_fields: ClassVar[tuple[str, ...]] = ("mass", "q0", "p0")
 
     def __post_init__(self):

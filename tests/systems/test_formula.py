@@ -1,4 +1,4 @@
-"""Systems written as formulas in the config (sgi_run/systems/formula.py): the parser's whitelist and the
+"""Systems written as formulas in the config (sgi_run/systems/formula/): the parser's whitelist and the
 formula systems' numbers against the built-in systems they restate."""
 import pickle
 
