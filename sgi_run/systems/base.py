@@ -36,7 +36,7 @@ class System:
     # Config keys whose field has another name (config key -> field): the key's own name is a method of the class
     # (a formula system's ``potential`` text beside the ``potential(q)`` every Langevin system has). A refusal names
     # the key (``config_key``), which is what the user typed.
-    KEYS: ClassVar[Mapping[str, str]] = {}
+    KEY_TO_FIELD: ClassVar[Mapping[str, str]] = {}
 
     @property
     def space(self) -> StateSpace:
@@ -89,8 +89,8 @@ class System:
 
     @classmethod
     def config_key(cls, field: str) -> str:
-        """The config key of a field (its own name, unless ``KEYS`` renames it)."""
-        return {f: k for k, f in cls.KEYS.items()}.get(field, field)
+        """The config key of a field (its own name, unless ``KEY_TO_FIELD`` renames it)."""
+        return {f: k for k, f in cls.KEY_TO_FIELD.items()}.get(field, field)
 
     @classmethod
     def parameter_names(cls) -> list[str]:

@@ -10,7 +10,7 @@ from typing import ClassVar
 import jax
 import jax.numpy as jnp
 
-from sgi_run.core.errors import require
+from sgi_run.core.fields import integer
 from sgi_run.systems.formula.initial import CHECKED_DRAWS
 from sgi_run.systems.formula.parameters import Compiled, gathered
 from sgi_run.systems.formula.parse import state_symbols
@@ -21,7 +21,7 @@ class _Formulas:
     asked for once as the system is built (so a formula is refused before any compute) and kept beside the fields:
     derived from them, so equality, hashing and pickling (``__reduce__``) see the texts alone.
 
-    A formula's text is a field named apart from its config key (``System.KEYS``) where the key's own name is the
+    A formula's text is a field named apart from its config key (``System.KEY_TO_FIELD``) where the key's own name is the
     base class's method (a Langevin system's ``potential(q)``, a canonical one's ``noise_forcing(q, p)``, a
     Lie-Poisson one's ``algebra``): the base's derived physics then calls the formula system's methods as it
     calls a built-in's."""
@@ -29,7 +29,7 @@ class _Formulas:
     open_parameters: ClassVar[bool] = True
     # A key that belongs to a sibling config name (config key -> what to use instead): refused by name, before
     # it is read as a parameter (a list of formulas is no parameter's value).
-    ELSEWHERE: ClassVar[Mapping[str, str]] = {}
+    MISPLACED_KEYS: ClassVar[Mapping[str, str]] = {}
 
     @classmethod
     def gather_parameters(cls, config: Mapping) -> dict:
@@ -54,7 +54,7 @@ class _Formulas:
         return self._compiled.values
 
     def _check_dof(self):
-        require("dof", self.dof, isinstance(self.dof, int) and 1 <= self.dof <= 1000, "an integer from 1 to 1000")
+        integer("dof", self.dof, "an integer from 1 to 1000", at_least=1, at_most=1000)
 
     @property
     def coordinates(self) -> tuple[str, ...]:

@@ -27,7 +27,7 @@ class FormulaSystem(_Formulas, CanonicalSystem):
     given as a key itself."""
 
     config_name: ClassVar[str] = "custom"
-    KEYS: ClassVar[Mapping[str, str]] = {"noise_forcing": "noise_forcing_formulas"}
+    KEY_TO_FIELD: ClassVar[Mapping[str, str]] = {"noise_forcing": "noise_forcing_formulas"}
 
     H: Formula = "(p**2 + q**2)/2"
     noise: tuple[Formula, ...] = ("0.1*p",)

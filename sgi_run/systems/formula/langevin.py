@@ -29,8 +29,8 @@ class LangevinFormulaSystem(_Formulas, LangevinSystem):
     from quadrature of the formula, as the built-ins' do; None where the quadrature does not converge."""
 
     config_name: ClassVar[str] = "custom_langevin"
-    KEYS: ClassVar[Mapping[str, str]] = {"potential": "potential_formula"}
-    ELSEWHERE: ClassVar[Mapping[str, str]] = {
+    KEY_TO_FIELD: ClassVar[Mapping[str, str]] = {"potential": "potential_formula"}
+    MISPLACED_KEYS: ClassVar[Mapping[str, str]] = {
         "constraints": "system=custom_constrained_langevin for a constrained system (custom_langevin is flat space: "
                        "svia, svib, svic)"}
 
@@ -98,8 +98,8 @@ class ConstrainedLangevinFormulaSystem(LangevinFormulaSystem, ConstrainedLangevi
     ``check``. No Boltzmann-Gibbs reference (the measure on the manifold needs its volume element)."""
 
     config_name: ClassVar[str] = "custom_constrained_langevin"
-    KEYS: ClassVar[Mapping[str, str]] = LangevinFormulaSystem.KEYS | {"constraints": "constraint_formulas"}
-    ELSEWHERE: ClassVar[Mapping[str, str]] = {}
+    KEY_TO_FIELD: ClassVar[Mapping[str, str]] = LangevinFormulaSystem.KEY_TO_FIELD | {"constraints": "constraint_formulas"}
+    MISPLACED_KEYS: ClassVar[Mapping[str, str]] = {}
 
     potential_formula: Formula = "q3"
     dof: int = 3

@@ -52,7 +52,7 @@ class LiePoissonFormulaSystem(_Formulas, LiePoissonSystem):
     fits so3 and se3 without it). Observables: ``H``, the Casimirs, and each coordinate by its symbol."""
 
     config_name: ClassVar[str] = "custom_lie_poisson"
-    KEYS: ClassVar[Mapping[str, str]] = {"algebra": "algebra_name"}
+    KEY_TO_FIELD: ClassVar[Mapping[str, str]] = {"algebra": "algebra_name"}
 
     algebra_name: str = "so3"
     h: Formula = "pi1**2/4 + pi2**2/2 + 3*pi3**2/4"

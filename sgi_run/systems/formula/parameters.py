@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import dataclasses
 import keyword
-import math
 import re
 from collections.abc import Callable, Mapping, Sequence
 
 from sgi_run.core.errors import ConfigError, require
 from sgi_run.core.expressions import CONSTANTS, FUNCTIONS
+from sgi_run.core.fields import is_real
 from sgi_run.systems.formula.initial import RANDOM, InitialLaw
 from sgi_run.systems.formula.parse import free_names, jax_function, parse
 
@@ -34,10 +34,6 @@ def as_parameters(parameters) -> tuple[tuple[str, float | tuple[float, ...]], ..
     """The field ``parameters`` as it is kept (hashed): (name, number or tuple of numbers) pairs, a list given from
     Python (the config's are tuples already) as a tuple."""
     return tuple((name, as_floats(value)) for name, value in parameters)
-
-
-def finite(value) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def parameter_symbols(name: str, value) -> list[str]:
@@ -74,23 +70,23 @@ class Converted:
 
 def gathered(cls, config: Mapping) -> dict:
     """The config's keys that are not fields of ``cls``, gathered into ``parameters`` (each a finite number or a
-    list of finite numbers); a key that belongs to a sibling config name (``cls.ELSEWHERE``) or names a field apart
-    from its key (``cls.KEYS``) refused by name."""
-    for key, instead in cls.ELSEWHERE.items():
+    list of finite numbers); a key that belongs to a sibling config name (``cls.MISPLACED_KEYS``) or names a field apart
+    from its key (``cls.KEY_TO_FIELD``) refused by name."""
+    for key, instead in cls.MISPLACED_KEYS.items():
         if key in config:
             raise ConfigError(key, config[key], instead)
-    for key, field in cls.KEYS.items():
+    for key, field in cls.KEY_TO_FIELD.items():
         if field in config:
             raise ConfigError(field, config[field], f"the key {key} (system.{key}), not {field}")
-    config = {cls.KEYS.get(k, k): v for k, v in config.items()}
+    config = {cls.KEY_TO_FIELD.get(k, k): v for k, v in config.items()}
     fields = {f.name for f in dataclasses.fields(cls)}
     if "parameters" in config:
         raise ConfigError("parameters", config["parameters"],
                           "the parameters as keys of their own (system.beta: 0.5), not a mapping")
     named = {k: v for k, v in config.items() if k not in fields}
     for name, value in named.items():
-        vector = isinstance(value, (list, tuple)) and 1 <= len(value) <= MAX_VECTOR and all(map(finite, value))
-        require(name, value, finite(value) or vector,
+        vector = isinstance(value, (list, tuple)) and 1 <= len(value) <= MAX_VECTOR and all(map(is_real, value))
+        require(name, value, is_real(value) or vector,
                 f"a finite number, or a list of 1 to {MAX_VECTOR} finite numbers (a parameter a formula uses: "
                 f"a list's are {name}1, {name}2, ...)")
     kept = {k: v for k, v in config.items() if k in fields}
