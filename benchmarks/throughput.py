@@ -6,7 +6,7 @@ all, one markdown table each, 10^5 paths): ``kubo`` (sgi-run heun and midpoint a
 ``van_der_pol`` (every canonical integrator in conf/integrator/ against diffrax Heun),
 ``langevin_double_well`` (SVIA/B/C against diffrax Heun), ``spherical_pendulum`` (CSVIA/B/C; CSVIA's
 SHAKE in closed form and by Newton), ``circle_pendulum`` (CSVIA/B/C, Newton SHAKE for two
-constraints) and ``heavy_top`` (paper 001's stochastic heavy top, I = diag(4, 2, 1): TMK and IM/TRAP
+constraints) and ``heavy_top`` (Luesink et al.'s (2023) stochastic heavy top, I = diag(4, 2, 1): TMK and IM/TRAP
 applied directly against diffrax Heun on eq. 39, 10^3 steps, one timed run each, with each method's
 largest Casimir drift at T).
 

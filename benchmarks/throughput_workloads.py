@@ -297,7 +297,7 @@ WORKLOADS = {
     "van_der_pol": (dict(nu=0.001, sigma=0.05, q0=1.0, p0=1.0), 0.02, 100,
                     "SDE dq = p dt, dp = (-q + nu (1 - q²) p) dt + sigma dW (additive noise: Itô = Stratonovich)",
                     "vdp-"),
-    # Paper 003's protocols (Fig. 2.1: h = 0.25; Fig. 2.2: h = 0.1) at c = 1, 200 steps: throughput,
+    # Bou-Rabee & Owhadi's (2007) protocols (Fig. 2.1: h = 0.25; Fig. 2.2: h = 0.1) at c = 1, 200 steps: throughput,
     # not the figures (conf/system/*.yaml; experiments/bou_rabee_owhadi/).
     "langevin_double_well": (dict(c=1.0, beta=1.0), 0.25, 200,
                              "Langevin dq = p dt, dp = (q - q³ - c p) dt + sqrt(2c/beta) dW", "dw-"),
@@ -308,12 +308,12 @@ WORKLOADS = {
     # Issue 11 (Speed): the non-integrable top of Luesink et al. (2023) Sec. 5 (I = diag(4, 2, 1), chi = e3,
     # alpha = (0.01, 0.02, 0.03), pi0 = gamma0 = (-1, 1, 0)/sqrt(2): the system's defaults), 10^3 steps.
     "heavy_top": (dict(inertia=(4.0, 2.0, 1.0), alpha=(0.01, 0.02, 0.03)), 0.01, 1000,
-                  "Stratonovich SDE (paper 001 eq. 39) dpi = (pi x omega + chi x gamma) dt + pi x alpha∘dW, "
+                  "Stratonovich SDE (Luesink et al. 2023 eq. 39) dpi = (pi x omega + chi x gamma) dt + pi x alpha∘dW, "
                   "dgamma = gamma x omega dt + gamma x alpha∘dW, omega = I^-1 pi, chi = e3", "top-"),
-    # Issue 12 (Speed): paper 004's stochastic rigid body (I = diag(2, 1, 2/3), noise 0.1 x_i^2 on each axis,
+    # Issue 12 (Speed): Ephrati et al.'s (2024) stochastic rigid body (I = diag(2, 1, 2/3), noise 0.1 x_i^2 on each axis,
     # x0 = (sin 1.1, 0, cos 1.1): the system's defaults) at the paper's h = 2^-8, 10^3 steps.
     "rigid_body": (dict(), 2.0**-8, 1000,
-                   "Stratonovich SDE (paper 004 section 6.1) dx = x x I^-1 x dt - 0.1 sum_i x_i (e_i x x)∘dW^i", "rb-"),
+                   "Stratonovich SDE (Ephrati et al. 2024 section 6.1) dx = x x I^-1 x dt - 0.1 sum_i x_i (e_i x x)∘dW^i", "rb-"),
 }
 # Observables conserved by a workload's SDE (Casimirs): their largest change over paths at T is reported.
 CONSERVED = {"heavy_top": ("C1", "C2"), "rigid_body": ("C2",)}
@@ -370,7 +370,7 @@ def build_entries(args) -> list[Entry]:
                     sgi_entry(top, "tmk", options={"solver": "fixed_point"}, max_repeats=1),
                     *(sgi_entry(top, i, max_repeats=1) for i in ("lp_midpoint", "lp_trapezoidal", "lgvi_cayley"))]
     if "rigid_body" in args.workload:
-        # IsoMP and the Cayley LGVI against paper 001's methods on the same system, and diffrax Heun on its
+        # IsoMP and the Cayley LGVI against Luesink et al.'s (2023) methods on the same system, and diffrax Heun on its
         # vector SDE.
         body = make_workload("rigid_body", args.paths, args.steps)
         entries += [diffrax_entry(body, "unsafe", reference=True),

@@ -89,7 +89,7 @@ def test_an_unwritable_output_root_is_one_line(tmp_path):
 
 @pytest.mark.slow
 def test_a_run_in_which_every_path_failed_says_so_and_exits_1(tmp_path):
-    """SVIB at c h = 7.5 > 2 blows up (paper 003): every path is non-finite by t = 3. Said loudly, exit 1,
+    """SVIB at c h = 7.5 > 2 blows up (Bou-Rabee & Owhadi 2007): every path is non-finite by t = 3. Said loudly, exit 1,
     also when the same command finds the run in the cache."""
     args = ("system=langevin_double_well", "integrator=svib", "system.c=30", "plan.dt=0.25", "plan.T=5",
             "plan.paths=40")

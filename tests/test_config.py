@@ -278,7 +278,7 @@ def test_the_largest_paper_experiment_fits_in_1_gib(monkeypatch):
     assert max(cfg.plan.paths for cfg in compose_runs(exp, "paper").values()) == 10**7
 
 
-# --- Lie-Poisson systems (paper 001): the bad inputs, through compose as a user types them --------
+# --- Lie-Poisson systems (Luesink et al. 2023): the bad inputs, through compose as a user types them --------
 @pytest.mark.parametrize("overrides, message", [
     (["system=sine_euler", "integrator=tmk", "system.n=4"], "system.n=4 is not allowed: an odd integer >= 3"),
     (["system=sine_euler", "integrator=tmk", "system.n=1"], "system.n=1 is not allowed: an odd integer >= 3"),

@@ -2,16 +2,16 @@ r"""Lie algebras as small objects: bracket, pairing, coadjoint action, exact exp
 
 Every algebra is defined from one operator, the coadjoint action :math:`\mathrm{ad}^*_\sigma\mu`,
 fixed by :math:`\langle\mathrm{ad}^*_\sigma\mu,\eta\rangle = \langle\mu,[\sigma,\eta]\rangle` for the
-algebra's own pairing (paper 001 section 2): the Lie-Poisson drift is
+algebra's own pairing (Luesink et al. 2023 section 2): the Lie-Poisson drift is
 :math:`F(\mu) = \mathrm{ad}^*_{\nabla h(\mu)}\mu`, and ``coadjoint_exp(sigma, mu)`` is
 :math:`e^{A(\sigma)}\mu` with :math:`A(\sigma)\mu = \mathrm{ad}^*_\sigma\mu`, the exact flow of
-:math:`\dot\mu = \mathrm{ad}^*_\sigma\mu` for unit time (the TMK update; paper 001's Lemma 4.1 and Algorithm 1 print the other sign, see docs/papers/luesink_2023.md).
+:math:`\dot\mu = \mathrm{ad}^*_\sigma\mu` for unit time (the TMK update; Luesink et al.'s (2023) Lemma 4.1 and Algorithm 1 print the other sign, see docs/papers/luesink_2023.md).
 Elements and duals are kept in the algebra's own form, never through a dense basis:
 
 - ``SO3``: vectors of R^3, :math:`[\xi,\eta] = \xi\times\eta`, dot pairing, Rodrigues' exponential
   and the Cayley map; Casimir :math:`|\pi|^2`.
 - ``SE3``: pairs :math:`(\xi, b)` of R^3 (semidirect so(3) x R^3), duals :math:`(\pi,\gamma)`; the
-  closed-form exponential (paper 001 section 5); Casimirs :math:`\pi\cdot\gamma`, :math:`|\gamma|^2`.
+  closed-form exponential (Luesink et al. 2023 section 5); Casimirs :math:`\pi\cdot\gamma`, :math:`|\gamma|^2`.
 - ``MatrixAlgebra``: so(n) (real antisymmetric) or su(N) (complex skew-Hermitian, traceless) as
   n x n matrices, :math:`[A, B] = AB - BA`, pairing :math:`\mathrm{Re\,tr}(A^\dagger B)`, exponential by
   ``eigh`` of the Hermitian :math:`iA`; Casimirs :math:`\mathrm{tr}((i\mu)^k)` (su(N)), :math:`\mathrm{tr}(\mu^{2k})` (so(n)).
@@ -20,7 +20,7 @@ Elements and duals are kept in the algebra's own form, never through a dense bas
 ``matrix_form``: whether the algebra has a matrix representation ``to_matrix`` (a Lie algebra
 isomorphism onto matrices, with ``from_matrix`` its inverse) in which the coadjoint action is the
 commutator, :math:`M(\mathrm{ad}^*_s\mu) = [M(\mu), M(s)]`: so(3) by ``hat``, so(n) and su(N) as they
-are, products block by block; what the isospectral methods (paper 004) integrate. se(3) has none.
+are, products block by block; what the isospectral methods (Ephrati et al. 2024) integrate. se(3) has none.
 Such an algebra also gives ``isospectral_terms(p, x)``: the commutator :math:`[P, X]` and the product
 :math:`PXP` of :math:`P = M(p)`, :math:`X = M(x)`, in its own coordinates (the isospectral midpoint map's two
 terms; so(3) as vectors, without forming a matrix).
@@ -149,7 +149,7 @@ class SE3:
         return cross(pi, xi) + cross(gamma, b), cross(gamma, xi)
 
     def coadjoint_exp(self, s, mu):
-        """exp(ad*_(xi, b)) (pi, gamma) = (R^T (pi + gamma x V b), R^T gamma), R = exp(hat xi) (paper 001 section 5),
+        """exp(ad*_(xi, b)) (pi, gamma) = (R^T (pi + gamma x V b), R^T gamma), R = exp(hat xi) (Luesink et al. 2023 section 5),
         V = I + bb hat(xi) + c hat(xi)^2, as vector arithmetic (``hat_polynomial``)."""
         (xi, b), (pi, gamma) = s, mu
         a, bb, c = _rotation_coefficients(inner(xi, xi))

@@ -12,7 +12,7 @@ Kinds (``NOISE_KINDS``), each an array of shape ``(rows, m)`` per step, ``m`` = 
 * ``gaussian_pair``: rows ``(\Delta W, \Delta Z)`` with
   :math:`\Delta Z = \int_{t_k}^{t_{k+1}} (W(s) - W(t_k))\,ds = \tfrac12\Delta t^{3/2}(\chi + \eta/\sqrt3)`,
   so :math:`\mathrm{Var}\,\Delta Z = \Delta t^3/3`, :math:`\mathrm{Cov}(\Delta W, \Delta Z) = \Delta t^2/2`
-  (the joint law E1 needs; not in paper 000). The :math:`\chi` of ``gaussian`` and ``gaussian_pair`` are the same draw,
+  (the joint law E1 needs; not in Kraus & Tyranowski (2021)). The :math:`\chi` of ``gaussian`` and ``gaussian_pair`` are the same draw,
   so E1 and a Gaussian method see the same Brownian path.
 * ``three_point``: :math:`\hat I = \pm\sqrt{3\Delta t}` with probability 1/6 each, 0 with 2/3.
 
@@ -33,7 +33,7 @@ import jax.numpy as jnp
 from jax.extend.random import threefry2x32_p
 
 NOISE_KINDS = {"gaussian": 1, "gaussian_pair": 2, "three_point": 1}
-# Truncation rules besides a fixed bound: "log_dt" is papers 002 (eq. 55) and 004 (section 4.2):
+# Truncation rules besides a fixed bound: "log_dt" is Gay-Balmaz & Wu (2024), eq. (55), and Ephrati et al. (2024), section 4.2:
 # A = sqrt(2 l |ln dt| dt) with l = 2, i.e. dW / sqrt(dt) clipped to sqrt(4 |ln dt|).
 TRUNCATION_RULES = ("log_dt",)
 LOG_DT_ELL = 2
@@ -43,7 +43,7 @@ _INIT_STREAM, _NOISE_STREAM = 0, 1
 
 def truncation_bound(rule, dt: float) -> float | None:
     r"""The bound A of :math:`|\Delta W|` at step ``dt``: None (untruncated), a number (a fixed bound,
-    paper 000 eq. 3.41) or ``"log_dt"``: :math:`A = \sqrt{2\ell\,|\ln \Delta t|\,\Delta t}`, l = 2."""
+    Kraus & Tyranowski (2021) eq. 3.41) or ``"log_dt"``: :math:`A = \sqrt{2\ell\,|\ln \Delta t|\,\Delta t}`, l = 2."""
     if rule is None or not isinstance(rule, str):
         return rule
     if rule not in TRUNCATION_RULES:

@@ -14,7 +14,7 @@ Stopping rules. Newton and chord: the residual at the new iterate is small,
 :math:`\|r(x)\| \le \mathrm{tol}\,(1 + \|x\|)`. Fixed point: the update is small,
 :math:`\|x_{k+1} - x_k\| \le \mathrm{tol}\,\max(1, \|x_0\|)`, or it *stagnates*: the update stopped
 decreasing while within ``ROUND_OFF_ULPS`` ulps of the iterate, which is as converged as the iteration
-gets (paper 004's absolute 1e-15 is unreachable when entries are large); a stagnation exit is
+gets (Ephrati et al.'s (2024) absolute 1e-15 is unreachable when entries are large); a stagnation exit is
 reported, not failed (an update that stops shrinking far above round-off is a failure). Not earlier: a
 solve stopped where the contraction of its last two updates put the iterate within an ulp of the fixed
 point (one iteration fewer) left a residual of one sign, and over the 2.56 x 10^5 steps of Ephrati et al.'s

@@ -5,7 +5,7 @@ Every path of a study carries its state at every step size (the *levels*), a ref
 strong errors, the running supremum over time of each level's squared distance to the reference.
 The engine's ``Simulator`` advances them in lock-step over the coarsest step: one coarse step draws
 the increments of the finest grid in it, every level sums them onto its own grid (``noise.coarsen``,
-truncated per level after summing, papers 002 and 004) and takes its steps, comparing with the
+truncated per level after summing, Gay-Balmaz & Wu (2024) and Ephrati et al. (2024)) and takes its steps, comparing with the
 reference at each of its step times. The levels take their steps in one program (a scan over the
 levels, a loop of each level's own count of steps, its step size an argument), so the method's step
 is compiled once for every level, not once per level. So a study has shards, checkpoints, solver counts and a memory
@@ -81,7 +81,7 @@ class ConvergenceResult:
 
     def sup_fit(self) -> tuple[np.ndarray, float, str]:
         """The sup-in-time errors' resolvable points, their fitted order (no bootstrap) and its note; a strong
-        study only (paper 002's e_sup: the sup-in-time error of its Theorem 6.1)."""
+        study only (Gay-Balmaz & Wu's (2024) e_sup: the sup-in-time error of its Theorem 6.1)."""
         resolvable, order, _, note = _fit(self.dts, self.sup_error, self.sup_se, None, 0, 0, self.resolvable_se)
         return resolvable, order, note
 

@@ -46,7 +46,7 @@ class ConvergencePlan:
     shard_size: int | str = 10000   # "auto": settled for the device (budget.fit_to_memory)
     checkpoint_every: int = 0       # a shard saves its progress every this many coarse steps (0: when finished)
     truncate: float | str | None = None   # null, a bound on |dW|, or log_dt: each level truncated after summing
-    resolvable_se: float = 2.0      # the order is fitted on the errors above this many SEs (3 x 1.96: the project's choice, not in paper 004)
+    resolvable_se: float = 2.0      # the order is fitted on the errors above this many SEs (3 x 1.96: the project's choice, not in Ephrati et al. (2024))
     invariants: str = "none"        # declared: each level's largest drift of every invariant the system declares
 
     DESCRIBED_AS: ClassVar[str] = "convergence plan"

@@ -12,7 +12,7 @@ Expectations over :math:`\xi` are exact sums for the three-point law and Gauss-H
 quadrature for Gaussians (a tensor grid over :math:`(\chi,\eta)` for the pair
 :math:`(\Delta W,\Delta Z)`). The matrix :math:`M(\xi)` is read off the integrator's own step
 (applied to the unit vectors), so this checks the implementation, not a re-derivation
-(not in paper 000: the project's exact reference for the linear Kubo problem of its Figures 4.1-4.2).
+(not in Kraus & Tyranowski (2021): the project's exact reference for the linear Kubo problem of its Figures 4.1-4.2).
 """
 from __future__ import annotations
 

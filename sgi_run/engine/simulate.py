@@ -16,7 +16,7 @@ count, mean and variance.
 Observables are the system's named functions of the state, plus ``<name>_change`` for each:
 its change since t = 0 on the same path, :math:`g(z_t) - g(z_0)`. Its mean is the drift of
 :math:`E(g)` with the *paired* standard error, far smaller than that of the difference of two
-means when the initial ensemble is random (paper 000, Figure 4.11).
+means when the initial ensemble is random (Kraus & Tyranowski 2021, Figure 4.11).
 
 A system that declares invariants (``System.invariants``) has their drift recorded whatever the observables: each
 path carries the running sup of :math:`|I(z_k) - I(z_0)|` over every step beside its state, and each output time

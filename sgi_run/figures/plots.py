@@ -223,7 +223,7 @@ def figure(exp, data: dict[str, RunData], table: list[dict], fidelity: str):
 def _widen_for_legends(fig, axes) -> None:
     """Widen the figure by what the panels' legends stick out beyond its right edge (and a margin), every axes
     keeping its place and size in inches. tight_layout does not always leave a legend its room: beside a 3-D
-    panel in the right column of a grid (paper 002 Figs 6, 8, 11) it stretched the 3-D axes over the room meant
+    panel in the right column of a grid (Gay-Balmaz & Wu 2024 Figs 6, 8, 11) it stretched the 3-D axes over the room meant
     for the legend, which the PNG then cut off."""
     renderer = fig.canvas.get_renderer()
     ends = [ax.get_legend().get_window_extent(renderer).x1 for ax in axes if ax.get_legend()]

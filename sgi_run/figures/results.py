@@ -127,7 +127,7 @@ class RunData:
 
     def diverged_at(self, series: Series, mean_above: float = 1e6) -> float:
         """The first output time where some path is non-finite or |E| (of ``series``, one of this
-        run's curves) exceeds ``mean_above`` (the project's rule for paper 003's figures: the run is declared diverged
+        run's curves) exceeds ``mean_above`` (the project's rule for Bou-Rabee & Owhadi's (2007) figures: the run is declared diverged
         there); infinity when it never is."""
         nonfinite = self.nonfinite if self.nonfinite is not None else np.zeros(len(series.t), int)
         with np.errstate(invalid="ignore"):

@@ -89,7 +89,7 @@ def _nanargmax(x: np.ndarray) -> int:
     return int(np.argmax(np.where(np.isnan(x), np.inf, x)))
 
 
-# --- the heavy top's effective potential from a run's momenta (paper 002 section 8, Figs 3, 10, 13) -------
+# --- the heavy top's effective potential from a run's momenta (Gay-Balmaz & Wu 2024 section 8, Figs 3, 10, 13) -------
 POTENTIAL_STATISTICS = ("argmin", "min", "root_low", "root_high", "depth", "min_curvature", "E_prime")
 
 
@@ -140,10 +140,10 @@ def potential_statistic(v, e_prime: float, statistic: str, window=(0.2, 1.0)) ->
     return float(optimize.brentq(lambda x: float(v(x)) - e_prime, a, b, xtol=1e-14))
 
 
-# --- the rigid body on its momentum sphere (paper 002 sections 6.1 and 7, Figs 1, 2) ----------------------
+# --- the rigid body on its momentum sphere (Gay-Balmaz & Wu 2024 sections 6.1 and 7, Figs 1, 2) ----------------------
 def sphere_points(radius: float, n_theta: int, n_phi: int):
     """(theta (n_theta,), phi (n_phi,), points (n_theta, n_phi, 3)): a polar-azimuthal mesh of the sphere of
-    ``radius``, both poles and both ends of [0, 2 pi] included (paper 002 Fig. 14; 91 x 181 is the project's choice)."""
+    ``radius``, both poles and both ends of [0, 2 pi] included (Gay-Balmaz & Wu 2024 Fig. 14; 91 x 181 is the project's choice)."""
     theta, phi = np.linspace(0.0, np.pi, n_theta), np.linspace(0.0, 2 * np.pi, n_phi)
     t, p = np.meshgrid(theta, phi, indexing="ij")
     return theta, phi, radius * np.stack([np.sin(t) * np.cos(p), np.sin(t) * np.sin(p), np.cos(t)], axis=-1)
@@ -151,7 +151,7 @@ def sphere_points(radius: float, n_theta: int, n_phi: int):
 
 def sphere_energy(system, radius: float, n_theta: int = 121, n_phi: int = 241):
     """(theta, phi, E) on a mesh of the momentum sphere |Pi| = radius, E the run's own ``system.hamiltonian``
-    (never retyped): its level sets are the energy contours of paper 002 Figs 1, 2."""
+    (never retyped): its level sets are the energy contours of Gay-Balmaz & Wu (2024) Figs 1, 2."""
     import jax
 
     theta, phi, points = sphere_points(radius, n_theta, n_phi)
@@ -178,7 +178,7 @@ SELECTION_RULES = ("least_energy_change", "farthest_crossing")
 
 @dataclasses.dataclass(frozen=True)
 class Selection:
-    """Which kept path a rule picks (paper 002 Fig. 1), and among how many qualifying paths."""
+    """Which kept path a rule picks (Gay-Balmaz & Wu 2024 Fig. 1), and among how many qualifying paths."""
     rule: str
     path: int | None        # the picked kept path; None when no kept path qualifies
     qualifying: int         # the kept paths that satisfy the rule's condition
@@ -199,7 +199,7 @@ class Selection:
 
 def select_path(run: RunData, rule: str, orbit: RunData | None = None, view: str = "pi", energy: str = "H",
                 end: float | None = None) -> Selection:
-    """The project's reading of paper 002 Fig. 1's choice among the run's kept paths over the output times up to ``end`` (default: all):
+    """The project's reading of Gay-Balmaz & Wu (2024) Fig. 1's choice among the run's kept paths over the output times up to ``end`` (default: all):
     ``least_energy_change``, among the paths whose energy never falls below the separatrix, the one with the
     least max_t |E - E0| ("keeps close to the deterministic path"); ``farthest_crossing``, among the paths whose
     energy does fall below it (crossing the separatrix: the axis of rotation changes), the one farthest from the
@@ -246,8 +246,8 @@ def ensemble_spread(run: RunData, at: float, view: str = "pi") -> float | None:
     return float(np.sum(gaps) / (n * (n - 1))) if n > 1 else math.nan
 
 
-# --- the solvability of the rigid body's implicit equations (paper 002 eqs. (54), (62), (63), Fig. 14) -----------------
-SOLVABILITY_GRID = (91, 181)    # polar x azimuthal points (paper 002 Fig. 14; the project's grid)
+# --- the solvability of the rigid body's implicit equations (Gay-Balmaz & Wu 2024 eqs. (54), (62), (63), Fig. 14) -----------------
+SOLVABILITY_GRID = (91, 181)    # polar x azimuthal points (Gay-Balmaz & Wu 2024 Fig. 14; the project's grid)
 
 
 def valid_increments(increments) -> bool:
@@ -293,7 +293,7 @@ SOLVABILITY_NEEDS = "half_step_momenta(system, pi, dt, dw) (lgvi_cayley has)"
 
 
 def solvability_map(run: RunData, spec: list, radius: float = 1.0, grid=SOLVABILITY_GRID) -> SolvabilityMap:
-    """Paper 002's Figure 14 from the run's own integrator and system: for the fixed truncated increments
+    """Gay-Balmaz & Wu's (2024) Figure 14 from the run's own integrator and system: for the fixed truncated increments
     ``spec`` (``increment_vector``) and the run's dt, the step's implicit equations solved by the integrator's
     own ``half_step_momenta`` at every momentum of a polar x azimuthal mesh of the sphere |Pi| = ``radius``
     (vmapped), computed once per run, increments, radius and grid."""

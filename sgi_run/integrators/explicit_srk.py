@@ -1,5 +1,5 @@
 r"""Explicit stochastic Runge-Kutta methods for one Stratonovich noise, Burrage "SERK" form
-(paper 000's comparison methods, coefficients not in paper 000; Heun, R2, E1). One implementation; methods are tableaux.
+(Kraus & Tyranowski's (2021) comparison methods, coefficients not in Kraus & Tyranowski (2021); Heun, R2, E1). One implementation; methods are tableaux.
 
 With drift :math:`a = X` and noise field :math:`b = Y_1`:
 

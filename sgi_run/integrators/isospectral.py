@@ -1,4 +1,4 @@
-r"""The stochastic isospectral midpoint method, IsoMP (paper 004, eq. (26)), on
+r"""The stochastic isospectral midpoint method, IsoMP (Ephrati et al. 2024, eq. (26)), on
 any Lie-Poisson system whose algebra has a matrix form (``core.lie``: so(3) by ``hat``, so(n), su(N),
 products block by block).
 
@@ -21,7 +21,7 @@ isospectral flow's instability off the algebra blows the Manakov run up): with :
 :math:`[\tilde\Psi, \tilde X] = C - C^*` and :math:`\tilde\Psi\tilde X\tilde\Psi = \tfrac12(Q - Q^*)`,
 :math:`Q = C\tilde\Psi`. Its tolerance is relative to :math:`\max|X_n|` and it stops at its round-off floor
 (the engine's fixed-point solver: ``tol``, ``max_iter``, stagnation exit). The increments are the
-engine's: paper 004's truncated ones with ``plan.truncate=log_dt`` (paper 004 sections 4.2 and 6; each level of a
+engine's: Ephrati et al.'s (2024) truncated ones with ``plan.truncate=log_dt`` (Ephrati et al. 2024 sections 4.2 and 6; each level of a
 convergence study truncated after summing).
 """
 from __future__ import annotations
@@ -52,7 +52,7 @@ class IsospectralScheme(LiePoissonScheme):
 
 @dataclasses.dataclass(frozen=True)
 class IsospectralIntegrator(LiePoissonIntegrator):
-    """Paper 001's Lie-Poisson family's noise, unknowns and solver naming; its own step."""
+    """Luesink et al.'s (2023) Lie-Poisson family's noise, unknowns and solver naming; its own step."""
     family: ClassVar[str] = "isospectral"
     solver: str = "fixed_point"
 
@@ -84,7 +84,7 @@ class IsospectralIntegrator(LiePoissonIntegrator):
             commutator, sandwich = algebra.isospectral_terms(psi, x)
             return jax.tree.map(lambda x_n, c, s: x_n + theta * c + theta**2 * s, x_n, commutator, sandwich), commutator
 
-        # X_n+1 = X_n + 2 theta [Psi, X~] with Psi and the commutator at the solution X~ (paper 004 eq. (26)), not
+        # X_n+1 = X_n + 2 theta [Psi, X~] with Psi and the commutator at the solution X~ (Ephrati et al. 2024 eq. (26)), not
         # the last iteration's (at the iterate before it: one evaluation fewer, 10-20% of an Euler-Zeitlin step):
         # that commutator is off by the last update, always the same way, and over the 2.56 x 10^5 steps of
         # Ephrati et al.'s Figure 6 the Manakov spectrum drifted 4.1e-13 instead of 1.1e-14.

@@ -1,4 +1,4 @@
-r"""Splitting integrators for Langevin systems of Bou-Rabee & Owhadi (paper 003).
+r"""Splitting integrators for Langevin systems of Bou-Rabee & Owhadi (Bou-Rabee & Owhadi 2007).
 One implementation; the six methods SVIA/B/C and CSVIA/B/C are data (``conf/integrator/*.yaml``).
 
 Per coordinate j, with :math:`x_j = ch/m_j`, :math:`F = -\nabla U` and :math:`\eta \sim N(0, I)`
@@ -17,7 +17,7 @@ with the tableau choosing
 * ``force_damped``: :math:`w = \lambda` (SVIC: the force is damped, "BOA") or :math:`w = 1`
   (SVIA, eq. 1.2/4.1 with the garbled noise term read as in docs/papers/bou_rabee_owhadi.md: the force is not damped, "OBA").
 
-Flat (``constrained: false``, paper 003 Fig. 2.1): :math:`p_{k+1} = p^*`, :math:`q_{k+1} = q_k + h M^{-1}p_{k+1}`
+Flat (``constrained: false``, Bou-Rabee & Owhadi (2007) Fig. 2.1): :math:`p_{k+1} = p^*`, :math:`q_{k+1} = q_k + h M^{-1}p_{k+1}`
 (symplectic Euler: force at the old q, drift with the new p).
 
 Constrained (``constrained: true``; paper eq. 2.2-2.3 and 6.2-6.3) on
@@ -48,7 +48,7 @@ from sgi_run.systems.langevin import ConstrainedLangevinSystem, LangevinSystem
 FRICTIONS = ("exact_ou", "euler")
 SHAKE_SOLVERS = ("auto", "newton")
 # Newton SHAKE stops at |g(q)| <= tol (1 + |h mu|): the constraint must hold to round-off (the project's
-# check of paper 003 Fig. 2.2: 1e-12 after 2000 steps), and at quadratic convergence the extra iteration this costs is cheap.
+# check of Bou-Rabee & Owhadi (2007) Fig. 2.2: 1e-12 after 2000 steps), and at quadratic convergence the extra iteration this costs is cheap.
 SHAKE_TOL = 1e-14
 
 
@@ -154,7 +154,7 @@ class LangevinSplitting(ImplicitIntegrator):
 
 
 def shake_rattle_sphere(q, p_star, dt, mass=1.0):
-    r"""The SHAKE steps of paper 003 eqs. 2.2-2.3 on the unit sphere, mass m. With :math:`A = q + hp^*/m` and :math:`s = h\mu/m`,
+    r"""The SHAKE steps of Bou-Rabee & Owhadi (2007) eqs. 2.2-2.3 on the unit sphere, mass m. With :math:`A = q + hp^*/m` and :math:`s = h\mu/m`,
     the constraint :math:`|A + sq|^2 = 1` is the quadratic
     :math:`|q|^2s^2 + 2(A\cdot q)s + |A|^2 - 1 = 0`; its root that vanishes as h -> 0, in
     cancellation-free form, is :math:`s = (1 - |A|^2)/((A\cdot q) + \sqrt D)`,

@@ -1,5 +1,5 @@
 r"""Mean-square Lagrange-d'Alembert partitioned stochastic Runge-Kutta methods
-(paper 000, Def. 3.3, eq. 3.15). One implementation; methods are tableaux.
+(Kraus & Tyranowski 2021, Def. 3.3, eq. 3.15). One implementation; methods are tableaux.
 
 Stages, with the Hamiltonian parts evaluated at :math:`(Q_j, P_j)`:
 

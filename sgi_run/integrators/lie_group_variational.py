@@ -1,4 +1,4 @@
-r"""The stochastic Lie-group variational integrator with the Cayley retraction (paper 002, Prop. 3.1 and
+r"""The stochastic Lie-group variational integrator with the Cayley retraction (Gay-Balmaz & Wu 2024, Prop. 3.1 and
 eqs. (54), (57), (58), (60), (62), (63)) on SO(3) (the rigid body, so(3)*) and SO(3) x R^3 (the heavy
 top, se(3)*), written with this package's generator: :math:`\sigma(\bar\mu) = \Delta t\,\nabla h(\bar\mu) +
 \sum_i\overline{\Delta W^i}\nabla h_i(\bar\mu)`, an element :math:`(\sigma_\xi, \sigma_b)` of the algebra.
@@ -6,7 +6,7 @@ top, se(3)*), written with this package's generator: :math:`\sigma(\bar\mu) = \D
 With :math:`X = \Delta t\,\xi = \tfrac12\sigma_\xi(\bar\mu)` and the dual right-trivialised Cayley derivative
 :math:`M_\pm(X)P = [d_{\pm X}\mathrm{cay}^{-1}]^*P = P \pm \tfrac12 X\times P + q\,(X\cdot P)X`, one step solves
 :math:`M_+A = \Pi_n`, :math:`M_+B = M_-A - \sigma_b\times\tilde\Gamma` for :math:`S = A + B`, i.e. (closed form of
-paper 002 eqs. (54), (60)) :math:`S = M_+^{-1}[(I + Q)\Pi_n - \sigma_b\times\tilde\Gamma]`, :math:`Q = \mathrm{cay}(-X)`,
+Gay-Balmaz & Wu (2024) eqs. (54), (60)) :math:`S = M_+^{-1}[(I + Q)\Pi_n - \sigma_b\times\tilde\Gamma]`, :math:`Q = \mathrm{cay}(-X)`,
 :math:`\tilde\Gamma = Q\Gamma_n`, :math:`\bar\mu = (S/2, \tilde\Gamma)`: a fixed point in the three numbers X
 (the paper's contraction (64)). Then, since :math:`M_-M_+^{-1} = Q` for every q,
 
@@ -17,7 +17,7 @@ paper 002 eqs. (54), (60)) :math:`S = M_+^{-1}[(I + Q)\Pi_n - \sigma_b\times\til
 (twice cay(X), not cay(2X)). Every iterate keeps :math:`|\Pi|` (rigid body), :math:`|\Gamma|`,
 :math:`\Pi\cdot\Gamma` and :math:`R\Pi` exactly, whatever the solve does.
 
-The two variants of q are data: ``paper`` :math:`q = -\tfrac14`, what paper 002 prints and the only one
+The two variants of q are data: ``paper`` :math:`q = -\tfrac14`, what Gay-Balmaz & Wu (2024) prints and the only one
 that conserves the deterministic energy exactly (App. 10.1); ``exact`` :math:`q = +\tfrac14`, the true dual of
 the Cayley derivative, the only one that is a Lie-Poisson map (Prop. 4.4). The increments are the engine's:
 ``plan.truncate=log_dt`` is the paper's :math:`D_{\Delta t} = \sqrt{4|\ln\Delta t|\Delta t}` (55).
@@ -157,8 +157,8 @@ class CayleyLGVI(LiePoissonIntegrator):
 
     def half_step_momenta(self, system, pi, dt, dw) -> HalfStepMomenta:
         """The rigid body's (A, B) of eqs. (62) for one step from momentum ``pi`` with fixed increments ``dw``:
-        :math:`M_+A = \\Pi`, :math:`M_+B = M_-A` at the X the step's own solve converges to (paper 002 eqs. (54), (62), (63); the step
-        itself needs only S = A + B), with that solve's iterations and converged flag. Paper 002's Figure 14
+        :math:`M_+A = \\Pi`, :math:`M_+B = M_-A` at the X the step's own solve converges to (Gay-Balmaz & Wu 2024 eqs. (54), (62), (63); the step
+        itself needs only S = A + B), with that solve's iterations and converged flag. Gay-Balmaz & Wu's (2024) Figure 14
         maps :math:`\\|(A, B)\\|` over the sphere to show the equations are solvable with A, B bounded."""
         if not isinstance(system.algebra, lie.SO3):
             raise ConfigError("integrator", self.name, f"a rigid body (so(3)*) for the half-step momenta (A, B) of "

@@ -1,4 +1,4 @@
-r"""Lie-Poisson integrators (paper 001, sections 2-4): one family, three solves of the same
+r"""Lie-Poisson integrators (Luesink et al. 2023, sections 2-4): one family, three solves of the same
 equation :math:`d\mu = F(\mu)\,dt + \sum_i G_i(\mu)\circ dW^i`, generic over the system's algebra.
 
 - ``tmk`` (the paper's trapezoidal Munthe-Kaas method): solve for the algebra element
@@ -6,7 +6,7 @@ equation :math:`d\mu = F(\mu)\,dt + \sum_i G_i(\mu)\circ dW^i`, generic over the
   :math:`\bar\mu = \tfrac12(\mu_n + e^{A(\sigma)}\mu_n)`, then :math:`\mu_{n+1} = e^{A(\sigma)}\mu_n`,
   :math:`A(\sigma)\mu = \mathrm{ad}^*_\sigma\mu` (the "+" exponent). Every iterate lies on the
   coadjoint orbit, so Casimirs are kept to round-off whatever the solve does; by default the chord
-  method with its Jacobian at :math:`\sigma = 0`, restarted from 0 every step (paper 001 section 4, the chord method).
+  method with its Jacobian at :math:`\sigma = 0`, restarted from 0 every step (Luesink et al. 2023 section 4, the chord method).
 - ``midpoint`` (IM applied directly): :math:`\mu_{n+1} = \mu_n + \Delta t F(\bar\mu) + \sum_i\Delta W^i G_i(\bar\mu)`,
   :math:`\bar\mu = \tfrac12(\mu_n + \mu_{n+1})`; by default fixed-point iteration.
 - ``trapezoidal`` (TRAP applied directly): :math:`\mu_{n+1} = \mu_n + \tfrac12[\Delta t(F(\mu_n) + F(\mu_{n+1}))
@@ -122,5 +122,5 @@ class LiePoissonIntegrator(ImplicitIntegrator):
                 return _add(mu, between(start, end))
             sol = self.solve.fixed_point(next_of, mu)
             mu_next = sol.x
-        # The space's projection (identity but where the geometry needs one: the reality condition of paper 001's sine-Euler, section 6).
+        # The space's projection (identity but where the geometry needs one: the reality condition of Luesink et al.'s (2023) sine-Euler, section 6).
         return system.space.project(system.state(linalg.join_vectors(mu_next))), SolverStats.none().add(sol)

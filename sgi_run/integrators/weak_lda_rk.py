@@ -1,4 +1,4 @@
-r"""Weak Lagrange-d'Alembert stochastic Runge-Kutta methods (paper 000, Def. 3.7, eq. 3.42;
+r"""Weak Lagrange-d'Alembert stochastic Runge-Kutta methods (Kraus & Tyranowski 2021, Def. 3.7, eq. 3.42;
 SRKw1, SRKw2). One implementation; methods are tableaux.
 
 Drift stages :math:`Z^{(0)}_i` and, for each noise :math:`l = 1..m`, noise stages :math:`Z^{(l)}_i`,
@@ -25,7 +25,7 @@ solve in its unknowns alone, any other is evaluated explicitly. The tableau alon
 ties :math:`Z^{(1)}_1` to :math:`Z^{(0)}_4`, whose :math:`b^{(0)}` row ties it back). A field that
 does not depend on the state (additive noise, read off the system's jaxpr) ties no stage to
 another, so its stages are never needed: with additive noise SRKw2 is four sequential 2N solves
-(:math:`a^{(0)}` is lower triangular in paper 000's eq. 3.49) and SRKw1 one. No per-method code.
+(:math:`a^{(0)}` is lower triangular in Kraus & Tyranowski's (2021) eq. 3.49) and SRKw1 one. No per-method code.
 
 Every tableau is checked on construction against the Lagrange-d'Alembert conditions (3.43) and
 the weak order conditions of its declared ``weak_order`` (for one noise; ``weak_srk``).

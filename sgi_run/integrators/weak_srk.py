@@ -1,5 +1,5 @@
 r"""Explicit weak stochastic Runge-Kutta methods of Rößler (2007) for one Stratonovich noise
-(Tables 5.2/5.3 there, paper 000's comparison methods, coefficients not in paper 000; RS1, RS2). One implementation; methods are tableaux.
+(Tables 5.2/5.3 there, Kraus & Tyranowski's (2021) comparison methods, coefficients not in Kraus & Tyranowski (2021); RS1, RS2). One implementation; methods are tableaux.
 
 With drift :math:`a = X`, noise field :math:`b = Y_1` and the three-point variable :math:`\hat I`:
 

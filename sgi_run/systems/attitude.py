@@ -23,9 +23,9 @@ ROTATION_TOL = 1e-12
 
 @dataclasses.dataclass(frozen=True)
 class AttitudeCarrier(LiePoissonSystem):
-    """A body on SO(3) whose state may also carry its attitude R (body to space; paper 002): with ``R0`` set the
+    """A body on SO(3) whose state may also carry its attitude R (body to space; Gay-Balmaz & Wu (2024)): with ``R0`` set the
     state is the momentum leaves and ``R``, which only the Lie-group variational integrator evolves (its
-    reconstruction); without it, the momentum alone, as papers 001 and 004 integrate it."""
+    reconstruction); without it, the momentum alone, as Luesink et al. (2023) and Ephrati et al. (2024) integrate it."""
     R0: tuple[tuple[float, ...], ...] | None = None
 
     momentum_leaves: ClassVar[tuple[str, ...]]

@@ -1,4 +1,4 @@
-r"""Stochastic forced Hamiltonian systems in canonical coordinates (paper 000, eq. 1.1).
+r"""Stochastic forced Hamiltonian systems in canonical coordinates (Kraus & Tyranowski 2021, eq. 1.1).
 
 .. math::
     dq = \partial_p H\,dt + \sum_i \partial_p h_i \circ dW^i,\qquad

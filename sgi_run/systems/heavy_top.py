@@ -1,4 +1,4 @@
-"""The stochastic heavy top on se(3)* (papers 001 and 002), with its Euler-angle diagnostics."""
+"""The stochastic heavy top on se(3)* (Luesink et al. (2023) and Gay-Balmaz & Wu (2024)), with its Euler-angle diagnostics."""
 from __future__ import annotations
 
 import dataclasses
@@ -14,7 +14,7 @@ from sgi_run.systems.attitude import ROTATION_TOL, AttitudeCarrier, require_vect
 
 
 def euler_angles(r):
-    r"""z-x-z Euler angles :math:`(\phi, \theta, \psi)` of :math:`R = R_z(\phi)R_x(\theta)R_z(\psi)` (paper 002
+    r"""z-x-z Euler angles :math:`(\phi, \theta, \psi)` of :math:`R = R_z(\phi)R_x(\theta)R_z(\psi)` (Gay-Balmaz & Wu 2024
     section 8; its printed R has a sign typo in entry (2,1), corrected here): :math:`\theta = \arccos R_{33}`, :math:`\phi = \mathrm{atan2}(R_{13}, -R_{23})`,
     :math:`\psi = \mathrm{atan2}(R_{31}, R_{32})`, both mod :math:`2\pi`."""
     theta = jnp.arccos(jnp.clip(r[2, 2], -1.0, 1.0))
@@ -23,31 +23,31 @@ def euler_angles(r):
     return phi, theta, psi
 
 
-# Where Euler-angle diagnostics divide by sin(theta) they use at least this (the project's guard: theta comes near 0 in paper 002's case 3).
+# Where Euler-angle diagnostics divide by sin(theta) they use at least this (the project's guard: theta comes near 0 in Gay-Balmaz & Wu's (2024) case 3).
 SIN_THETA_MIN = 1e-8
 
 
 def effective_potential(theta, p_psi, p_phi, i1: float, mgh: float):
     r""":math:`V(\theta; p_\psi, p_\phi) = \frac{(p_\phi - p_\psi\cos\theta)^2}{2I_1\sin^2\theta} + Mgh\cos\theta`
-    of the symmetric heavy top (paper 002 section 8, Figs 3, 10, 13), with :math:`\sin\theta` at least ``SIN_THETA_MIN``."""
+    of the symmetric heavy top (Gay-Balmaz & Wu 2024 section 8, Figs 3, 10, 13), with :math:`\sin\theta` at least ``SIN_THETA_MIN``."""
     s = jnp.maximum(jnp.abs(jnp.sin(theta)), SIN_THETA_MIN)
     return (p_phi - p_psi * jnp.cos(theta)) ** 2 / (2 * i1 * s**2) + mgh * jnp.cos(theta)
 
 
 @dataclasses.dataclass(frozen=True)
 class HeavyTop(AttitudeCarrier):
-    r"""The stochastic heavy top on se(3)* (paper 001 section 5, eq. (39); paper 002
+    r"""The stochastic heavy top on se(3)* (Luesink et al. 2023 section 5, eq. (39); Gay-Balmaz & Wu (2024)
     section 8): state :math:`(\pi, \gamma)`, :math:`h = k\,\pi\cdot I^{-1}\pi + s\,\chi\cdot\gamma`
-    with ``kinetic_factor`` k = 1/2 and ``gravity_sign`` s = -1 (paper 001: eq. (39) is authoritative;
-    paper 002 has s = +1 and :math:`\chi = mga`). Casimirs :math:`C_1 = \pi\cdot\gamma`, :math:`C_2 = |\gamma|^2`.
+    with ``kinetic_factor`` k = 1/2 and ``gravity_sign`` s = -1 (Luesink et al. 2023: eq. (39) is authoritative;
+    Gay-Balmaz & Wu (2024) has s = +1 and :math:`\chi = mga`). Casimirs :math:`C_1 = \pi\cdot\gamma`, :math:`C_2 = |\gamma|^2`.
 
-    Noise Hamiltonians by ``noise_case`` (``NOISE_CASES``; mg = :math:`|\chi|`, paper 002's :math:`|a| = 1`):
-    ``alpha`` (paper 001) :math:`\alpha\cdot\pi`; paper 002's table: ``det`` none (one zero noise),
+    Noise Hamiltonians by ``noise_case`` (``NOISE_CASES``; mg = :math:`|\chi|`, Gay-Balmaz & Wu's (2024) :math:`|a| = 1`):
+    ``alpha`` (Luesink et al. 2023) :math:`\alpha\cdot\pi`; Gay-Balmaz & Wu's (2024) table: ``det`` none (one zero noise),
     ``piz`` (case 1) :math:`k\pi_z`, ``gz`` (case 2) :math:`mgk\gamma_z`, ``normpi2`` (2') :math:`k|\pi|^2`,
     ``gxgy`` (case 3) :math:`mgk_1\gamma_x, mgk_2\gamma_y`, ``pixpiy`` (3') :math:`k_1\pi_x, k_2\pi_y`.
 
     With the attitude (``R0``, :math:`\gamma_0 = R_0^\top e_z` required): the body axis in space
-    :math:`Re_3`, the z-x-z Euler angles and their rates from :math:`\omega = I^{-1}\pi` (paper 002 section 8; the
+    :math:`Re_3`, the z-x-z Euler angles and their rates from :math:`\omega = I^{-1}\pi` (Gay-Balmaz & Wu 2024 section 8; the
     :math:`\sin\theta` division guarded at 1e-8, the project's choice), :math:`p_\psi = \pi_z`, :math:`p_\phi = \pi\cdot\gamma`,
     :math:`E' = E - p_\psi^2/(2I_3)` and the effective potential at the current angle."""
     inertia: float | tuple[float, ...] = (4.0, 4.0, 1.0)
@@ -72,7 +72,7 @@ class HeavyTop(AttitudeCarrier):
         require("inertia", self.inertia, all(i > 0 for i in self.inertia), "three numbers > 0")
         require("gravity_sign", self.gravity_sign, self.gravity_sign in (-1.0, 1.0), "-1 or 1")
         require("noise_case", self.noise_case, self.noise_case in self.NOISE_CASES,
-                f"one of {list(self.NOISE_CASES)} (paper 001: alpha; paper 002's table: the others)")
+                f"one of {list(self.NOISE_CASES)} (Luesink et al. 2023: alpha; Gay-Balmaz & Wu's (2024) table: the others)")
         if self.R0 is not None:
             expected = np.asarray(self.R0).T @ np.array([0.0, 0.0, 1.0])
             require("gamma0", self.gamma0, np.abs(np.asarray(self.gamma0) - expected).max() <= ROTATION_TOL,
@@ -111,7 +111,7 @@ class HeavyTop(AttitudeCarrier):
     def noise_hamiltonians(self, mu):
         pi, gamma = mu
         a, b, c = self.noise_coefficients()
-        # Only the terms a case has: the step stays what it was for paper 001's alpha.pi.
+        # Only the terms a case has: the step stays what it was for Luesink et al.'s (2023) alpha.pi.
         terms = [w @ x for w, x in ((a, pi), (b, gamma)) if w.any()] + ([c * jnp.dot(pi, pi)] if c.any() else [])
         return sum(terms) if terms else jnp.zeros(len(c))
 
@@ -119,7 +119,7 @@ class HeavyTop(AttitudeCarrier):
         return jnp.asarray(self.pi0, dtype=jnp.float64), jnp.asarray(self.gamma0, dtype=jnp.float64)
 
     def euler_diagnostics(self, z) -> dict:
-        """Euler angles, their rates and the conjugate momenta of a state with its attitude (paper 002 section 8, eq. (61))."""
+        """Euler angles, their rates and the conjugate momenta of a state with its attitude (Gay-Balmaz & Wu 2024 section 8, eq. (61))."""
         pi, gamma = self.dual(z)
         phi, theta, psi = euler_angles(self.attitude(z))
         omega = pi / jnp.asarray(self.inertia)

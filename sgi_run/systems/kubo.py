@@ -1,4 +1,4 @@
-r"""Damped Kubo oscillator (paper 000, section 4.1).
+r"""Damped Kubo oscillator (Kraus & Tyranowski 2021, section 4.1).
 
 :math:`H = h/\beta = \tfrac12(p^2 + q^2)`, :math:`F = -\nu p`, :math:`f = -\beta\nu p`, so the
 noise field is :math:`\beta` times the drift field and every path is the deterministic damped
@@ -19,7 +19,7 @@ from sgi_run.systems.canonical import CanonicalSystem
 
 @dataclasses.dataclass(frozen=True)
 class Kubo(CanonicalSystem):
-    """The damped Kubo oscillator (paper 000 section 4.1): noise strength ``beta``, damping ``nu``, start
+    """The damped Kubo oscillator (Kraus & Tyranowski 2021 section 4.1): noise strength ``beta``, damping ``nu``, start
     ``(q0, p0)`` (``system=kubo``)."""
 
     # Linear with multiplicative noise and a fixed start: every method's step is z' = M(xi) z, so the

@@ -1,11 +1,11 @@
-r"""Langevin systems of Bou-Rabee & Owhadi (paper 003, eq. 1.1).
+r"""Langevin systems of Bou-Rabee & Owhadi (Bou-Rabee & Owhadi 2007, eq. 1.1).
 
 .. math::
     dq = M^{-1}p\,dt,\qquad dp = -\nabla U(q)\,dt - c\,M^{-1}p\,dt + \sigma\,dW,
     \qquad \sigma = \sqrt{2c/\beta},
 
 with diagonal mass :math:`M` and one noise per coordinate. The config takes the friction ``c`` and
-the inverse temperature ``beta``; :math:`\sigma` is derived (paper 003 eq. 1.1; its Figs 2.1 and 2.2 are read as varying
+the inverse temperature ``beta``; :math:`\sigma` is derived (Bou-Rabee & Owhadi 2007 eq. 1.1; its Figs 2.1 and 2.2 are read as varying
 ``c`` at fixed ``beta``, so fixing :math:`\sigma` instead would move the reference line).
 
 Written canonically, so every canonical integrator (midpoint, Heun, ...) runs on the flat systems
@@ -69,7 +69,7 @@ class LangevinSystem(CanonicalSystem):
     q0: float | tuple[float, ...] = 0.0
     p0: float | tuple[float, ...] = 0.0
 
-    # One noise per coordinate (the sum over i printed in paper 003's eq. 1.2 is spurious): noises = dof.
+    # One noise per coordinate (the sum over i printed in Bou-Rabee & Owhadi's (2007) eq. 1.2 is spurious): noises = dof.
     dof: ClassVar[int] = 1
     noises: ClassVar[int] = 1
 
@@ -92,7 +92,7 @@ class LangevinSystem(CanonicalSystem):
 
     @property
     def sigma(self) -> float:
-        """Diffusion constant sqrt(2 c / beta) (paper 003 eq. 1.1: beta = 2c / sigma^2)."""
+        """Diffusion constant sqrt(2 c / beta) (Bou-Rabee & Owhadi 2007 eq. 1.1: beta = 2c / sigma^2)."""
         return math.sqrt(2 * self.c / self.beta)
 
     @property
@@ -134,7 +134,7 @@ class LangevinSystem(CanonicalSystem):
 
     def observables(self):
         """H, each coordinate, ``two_H`` = 2H (what the paper plots, Figs 2.1 and 2.2) and
-        ``kinetic_temperature`` = 2 K / d = p.M^{-1}p / d (the "instantaneous temperature" of paper 003 section 2)."""
+        ``kinetic_temperature`` = 2 K / d = p.M^{-1}p / d (the "instantaneous temperature" of Bou-Rabee & Owhadi (2007) section 2)."""
         named = super().observables()
         named["two_H"] = lambda z: 2 * self.energy(z)
         named["kinetic_temperature"] = lambda z: 2 * self.kinetic_energy(*self.split(z)) / self.kinetic_dimension
@@ -253,7 +253,7 @@ class LangevinHarmonic(LangevinSystem):
     # --- exact stationary law of each splitting scheme (not in the paper) ------------------------------------
     def splitting_linear_map(self, scheme: str, dt: float) -> tuple[np.ndarray, np.ndarray]:
         r"""(A, b) of the scheme's one step :math:`x_{k+1} = A x_k + b\,\eta_k`, :math:`x = (q, p)`,
-        :math:`\eta \sim N(0, 1)`, written from paper 003's flat schemes, eqs. 1.2/4.1 and 4.2 (mass m, x = ch/m, a = e^{-x}):
+        :math:`\eta \sim N(0, 1)`, written from Bou-Rabee & Owhadi's (2007) flat schemes, eqs. 1.2/4.1 and 4.2 (mass m, x = ch/m, a = e^{-x}):
 
         * ``svia``: :math:`p' = a p - h\omega^2 q + s\eta`, :math:`s^2 = m(1 - a^2)/\beta`
         * ``svib``: :math:`p' = (1 - x) p - h\omega^2 q + \sqrt{2ch/\beta}\,\eta`
@@ -305,7 +305,7 @@ class LangevinHarmonic(LangevinSystem):
 @dataclasses.dataclass(frozen=True)
 class ConstrainedLangevinSystem(LangevinSystem):
     r"""Langevin dynamics on the manifold :math:`\Sigma = \{q : g(q) = 0\}`, :math:`g: \mathbb R^n \to
-    \mathbb R^k` (paper 003 section 6, eq. 6.1-6.3): the constraint force :math:`G^\top\lambda`,
+    \mathbb R^k` (Bou-Rabee & Owhadi 2007 section 6, eq. 6.1-6.3): the constraint force :math:`G^\top\lambda`,
     :math:`G = \partial g/\partial q`, keeps q on :math:`\Sigma` and p on the cotangent space
     :math:`G M^{-1} p = 0`. The noise is ambient: one per coordinate of :math:`\mathbb R^n` (pitfall 11).
 
@@ -318,7 +318,7 @@ class ConstrainedLangevinSystem(LangevinSystem):
 
     structure: ClassVar[str] = "constrained"
     constraints: ClassVar[int] = 1
-    # The unit sphere |q| = 1 has a closed-form SHAKE solve (of paper 003 eqs. 2.2-2.3), which the integrators use.
+    # The unit sphere |q| = 1 has a closed-form SHAKE solve (of Bou-Rabee & Owhadi (2007) eqs. 2.2-2.3), which the integrators use.
     unit_sphere: ClassVar[bool] = False
 
     def constraint(self, q):
@@ -371,7 +371,7 @@ class SphericalPendulum(ConstrainedLangevinSystem):
     on :math:`|q| = 1`, :math:`U = q_3` exactly as printed (so it hangs at :math:`-e_3`, pitfall 9),
     3-dimensional ambient noise (pitfall 11), uniform mass (the paper's is 1).
 
-    The constrained integrators use the closed-form SHAKE solve of paper 003 eqs. 2.2-2.3 here (``unit_sphere``).
+    The constrained integrators use the closed-form SHAKE solve of Bou-Rabee & Owhadi (2007) eqs. 2.2-2.3 here (``unit_sphere``).
     :math:`H = \tfrac12|p - (p\cdot q)q/|q|^2|^2/m + q_3` (pitfall 10), kinetic temperature over d = 2.
     Default start: at rest at the bottom, :math:`2H_0 = -2`."""
 
@@ -385,18 +385,18 @@ class SphericalPendulum(ConstrainedLangevinSystem):
 
     def check(self):
         require("mass", self.mass, np.ndim(self.mass) == 0 or len(set(self.mass)) == 1,
-                "one number: a uniform mass (the closed-form SHAKE solve on the sphere, paper 003 section 6, assumes M = m I)")
+                "one number: a uniform mass (the closed-form SHAKE solve on the sphere, Bou-Rabee & Owhadi (2007) section 6, assumes M = m I)")
         super().check()
 
     def constraint(self, q):
         return jnp.atleast_1d(q @ q - 1)
 
     def tangent_momentum(self, q, p):
-        # The general projection reduces to this for M = m I; written out, it is paper 003's formula for the sphere (section 6).
+        # The general projection reduces to this for M = m I; written out, it is Bou-Rabee & Owhadi's (2007) formula for the sphere (section 6).
         return p - (jnp.dot(p, q) / jnp.dot(q, q)) * q
 
     def constraint_residual(self, states) -> np.ndarray:
-        """Per path, max(| |q| - 1 |, |q . p|) of a snapshot: the constraint's two residuals (paper 003 section 6),
+        """Per path, max(| |q| - 1 |, |q . p|) of a snapshot: the constraint's two residuals (Bou-Rabee & Owhadi 2007 section 6),
         each at most 1e-12 in the project's check of Fig. 2.2."""
         q = np.stack([states[f"q{i}"] for i in (1, 2, 3)])
         p = np.stack([states[f"p{i}"] for i in (1, 2, 3)])

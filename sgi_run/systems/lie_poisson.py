@@ -1,9 +1,9 @@
-r"""Stochastic Lie-Poisson systems (papers 001, 002, 004), written once as their physics.
+r"""Stochastic Lie-Poisson systems (Luesink et al. 2023, Gay-Balmaz & Wu 2024, Ephrati et al. 2024), written once as their physics.
 
 .. math::
     d\mu = \mathrm{ad}^*_{\nabla h(\mu)}\mu\,dt + \sum_i \mathrm{ad}^*_{\nabla h_i(\mu)}\mu \circ dW^i
 
-(left-invariant, paper 001 eqs. (7), (15)). A system gives its algebra (``core.lie``), ``hamiltonian(mu)``,
+(left-invariant, Luesink et al. (2023) eqs. (7), (15)). A system gives its algebra (``core.lie``), ``hamiltonian(mu)``,
 ``noise_hamiltonians(mu)`` (m values), the initial state and how its state's leaves form the algebra's
 dual element (``dual``/``state``); the drift :math:`F` and the noise action
 :math:`\sum_i G_i\,dW^i = \mathrm{ad}^*_{\nabla\langle dW, h\rangle}\mu` (one coadjoint action, never a
@@ -94,7 +94,7 @@ class LiePoissonSystem(System):
         return self.hamiltonian(self.dual(z))
 
     def spectrum(self, z):
-        """The sorted eigenvalues of the Hermitian i M(mu) (the eigenvalue diagnostic of paper 004 Figs 4, 6, 8, 10; M the algebra's matrix
+        """The sorted eigenvalues of the Hermitian i M(mu) (the eigenvalue diagnostic of Ephrati et al. (2024) Figs 4, 6, 8, 10; M the algebra's matrix
         form, block by block for a product): kept by isospectral methods to round-off."""
         blocks = self.algebra.to_matrix(self.dual(z))
         blocks = blocks if isinstance(blocks, tuple) else (blocks,)

@@ -1,4 +1,4 @@
-r"""The stochastic Manakov (generalised rigid body) system on so(n) (paper 004 section 6.2),
+r"""The stochastic Manakov (generalised rigid body) system on so(n) (Ephrati et al. 2024 section 6.2),
 as its physics: :math:`X` a real n x n antisymmetric matrix,
 :math:`H_0 = \tfrac12\mathrm{tr}((\mathcal I^{-1}X)^TX) = \sum_{i<j}X_{ij}^2/d_{ij}` with :math:`d_{ij}` the
 1-based row-major index of (i, j) in the strict upper triangle (eq. (36): the moments 1 .. n(n-1)/2,
@@ -22,7 +22,7 @@ from sgi_run.systems.lie_poisson import LiePoissonSystem
 
 @dataclasses.dataclass(frozen=True)
 class Manakov(LiePoissonSystem):
-    """The stochastic Manakov system on so(``n``) (paper 004 section 6.2): ``noise_amplitude``, the random start's
+    """The stochastic Manakov system on so(``n``) (Ephrati et al. 2024 section 6.2): ``noise_amplitude``, the random start's
     seed ``ic_seed`` (``system=manakov``)."""
 
     n: int = 10

@@ -1,4 +1,4 @@
-r"""Stochastic point vortices on the sphere, :math:`\mathfrak{su}(2)^n` (paper 004 section 6.3),
+r"""Stochastic point vortices on the sphere, :math:`\mathfrak{su}(2)^n` (Ephrati et al. 2024 section 6.3),
 as their physics: vortex i is :math:`X_i = \check x_i = \sum_k x_{ik}s_k`,
 :math:`s_k = -\tfrac{i}{2}\sigma_k` (the Pauli matrices; :math:`[\check a, \check b] = (a\times b)^\vee`), a
 unit vector :math:`x_i` on the sphere. Hamiltonian (eq. (38) in its scale-invariant cosine form; the printed one squares the norms)
@@ -6,7 +6,7 @@ unit vector :math:`x_i` on the sphere. Hamiltonian (eq. (38) in its scale-invari
 :math:`c_{ij} = \mathrm{Re\,tr}(X_i^*X_j)/(\|X_i\|\|X_j\|)`. Noise (eq. (39), garbled in print, read as three shared noise Hamiltonians): the rigid-body noise on every
 vortex, :math:`\nabla_{X_i}H_k = a\,x_{ik}s_k`, i.e. :math:`H_k = \tfrac a4\sum_i x_{ik}^2`, k = 1, 2, 3, shared
 by all vortices (``noise_shared``), or one triple per vortex. Integrated in the 2 x 2 representation (the
-isospectral methods depend on the representation; paper 004 uses this one). Initial positions are not in the paper (the project's choice): four generic
+isospectral methods depend on the representation; Ephrati et al. (2024) uses this one). Initial positions are not in the paper (the project's choice): four generic
 unit vectors by colatitude and longitude. Two vortices closer than ``COLLISION`` (1 - c_ij) are a
 collision: refused at t = 0, and a path that reaches one ends non-finite (counted), never integrated
 through the singularity.
@@ -41,7 +41,7 @@ def matrices(v):
 
 @dataclasses.dataclass(frozen=True)
 class PointVortices(LiePoissonSystem):
-    """Stochastic point vortices on the sphere (paper 004 section 6.3): one circulation per vortex
+    """Stochastic point vortices on the sphere (Ephrati et al. 2024 section 6.3): one circulation per vortex
     (``circulations``), ``noise_amplitude``, one noise for all of them or one each (``noise_shared``)
     (``system=point_vortices``)."""
 

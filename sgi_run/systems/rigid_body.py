@@ -1,4 +1,4 @@
-"""The free rigid body on so(3)* (papers 002 and 004)."""
+"""The free rigid body on so(3)* (Gay-Balmaz & Wu (2024) and Ephrati et al. (2024))."""
 from __future__ import annotations
 
 import dataclasses
@@ -15,10 +15,10 @@ from sgi_run.systems.attitude import AttitudeCarrier, require_vector
 
 @dataclasses.dataclass(frozen=True)
 class RigidBody(AttitudeCarrier):
-    r"""The free rigid body on so(3)* (paper 004 section 6.1, paper 002 sections 6.1 and 7): momentum
-    :math:`\pi`, :math:`h = \tfrac12\pi\cdot I^{-1}\pi`. Noise ``quadratic`` (paper 004):
-    :math:`h_i = \tfrac{a}{2}\pi_i^2`, so :math:`\nabla h_i = a\,\pi_i e_i`; ``linear`` (paper 002):
-    :math:`h_i = a\,e_i\cdot\pi`; ``vector`` (paper 002's commuting case of Theorem 6.1): one noise
+    r"""The free rigid body on so(3)* (Ephrati et al. 2024 section 6.1, Gay-Balmaz & Wu (2024) sections 6.1 and 7): momentum
+    :math:`\pi`, :math:`h = \tfrac12\pi\cdot I^{-1}\pi`. Noise ``quadratic`` (Ephrati et al. 2024):
+    :math:`h_i = \tfrac{a}{2}\pi_i^2`, so :math:`\nabla h_i = a\,\pi_i e_i`; ``linear`` (Gay-Balmaz & Wu 2024):
+    :math:`h_i = a\,e_i\cdot\pi`; ``vector`` (Gay-Balmaz & Wu's (2024) commuting case of Theorem 6.1): one noise
     :math:`h_1 = a\,\chi\cdot\pi`, :math:`\chi` = ``noise_vector``. Casimir :math:`|\pi|^2`. With the attitude
     (``R0``): the spatial momentum :math:`J = R\pi` (Noether; ``J1``..``J3``)."""
     inertia: float | tuple[float, ...] = (2.0, 1.0, 2.0 / 3.0)
@@ -61,7 +61,7 @@ class RigidBody(AttitudeCarrier):
         return jnp.asarray(self.pi0, dtype=jnp.float64)
 
     def observables(self) -> dict[str, Callable]:
-        """Also ``sin2pi_sum`` = sin 2 pi x1 + sin 2 pi x2 + sin 2 pi x3, the weak test function of paper 004
+        """Also ``sin2pi_sum`` = sin 2 pi x1 + sin 2 pi x2 + sin 2 pi x3, the weak test function of Ephrati et al. (2024)
         (Figure 5 right, after Brehier-Cohen-Jahnke); with the attitude, ``J`` = R pi and its
         components."""
         named = super().observables() | {"sin2pi_sum": lambda z: jnp.sum(jnp.sin(2 * jnp.pi * self.dual(z)))}

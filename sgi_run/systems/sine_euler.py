@@ -1,4 +1,4 @@
-"""The stochastic sine-Euler equations: Zeitlin's truncation on su(N) in the Zeitlin basis (paper 001)."""
+"""The stochastic sine-Euler equations: Zeitlin's truncation on su(N) in the Zeitlin basis (Luesink et al. 2023)."""
 from __future__ import annotations
 
 import dataclasses
@@ -17,7 +17,7 @@ from sgi_run.systems.lie_poisson import LiePoissonSystem
 
 
 class ZeitlinBasis:
-    r"""The Zeitlin basis of su(N), N odd (paper 001 section 6): modes m in [-K, K]^2 \ {0}, K = (N-1)/2,
+    r"""The Zeitlin basis of su(N), N odd (Luesink et al. 2023 section 6): modes m in [-K, K]^2 \ {0}, K = (N-1)/2,
     :math:`T_m = J_m/(2i\varepsilon)`, :math:`J_m = e^{-i\varepsilon m_1m_2} g^{m_1} h^{m_2}` with
     :math:`g = \mathrm{diag}(e^{2i\varepsilon k})`, h the cyclic shift, :math:`\varepsilon = 2\pi/N`;
     :math:`[T_m, T_n] = c(m, n)\,T_{m+n}`, :math:`\mathrm{tr}(T_mT_n) = -\tfrac{N}{4\varepsilon^2}\delta_{m+n}`.
@@ -50,7 +50,7 @@ class ZeitlinBasis:
 
 @dataclasses.dataclass(frozen=True)
 class SineEuler(LiePoissonSystem):
-    r"""The stochastic sine-Euler equations, Zeitlin's truncation on su(N) (paper 001 section 6),
+    r"""The stochastic sine-Euler equations, Zeitlin's truncation on su(N) (Luesink et al. 2023 section 6),
     as the N x N skew-Hermitian vorticity matrix W. Equation (S6.37) is
     :math:`dW = [dP, W]`, :math:`dP = \sum_n(\omega_n/|n|^2\,dt + \sum_i\zeta_{i,n}\circ dW^i)T_n`; with this
     package's pairing that is the Lie-Poisson equation of :math:`h = -\tfrac{N}{8\varepsilon^2}\sum_m|\omega_m|^2/|m|^2`

@@ -1,4 +1,4 @@
-r"""Van der Pol oscillator with additive noise (paper 000, section 4.2, eq. 4.6).
+r"""Van der Pol oscillator with additive noise (Kraus & Tyranowski 2021, section 4.2, eq. 4.6).
 
 :math:`H = \tfrac12(p^2 + q^2)`, :math:`F = \nu(1 - q^2)p`, :math:`h = -\sigma q`, :math:`f = 0`:
 
@@ -21,14 +21,14 @@ from sgi_run.systems.canonical import CanonicalSystem
 
 # Milstein & Tretyakov (2007), the paper's ref. [90]: a 2nd-order weak quasi-symplectic method at
 # T_ref = 10^4, dt = 0.05, 4x10^6 paths, for nu = 0.001, sigma = 0.05. A Monte Carlo number
-# (uncertainty of order 1e-3: paper 000 section 4.2 quotes it from its ref. [90]), not an exact mean.
+# (uncertainty of order 1e-3: Kraus & Tyranowski (2021) section 4.2 quotes it from its ref. [90]), not an exact mean.
 REFERENCE_ERGODIC_ENERGY = 2.3165
 REFERENCE_PARAMETERS = {"nu": 0.001, "sigma": 0.05}
 
 
 @dataclasses.dataclass(frozen=True)
 class VanDerPol(CanonicalSystem):
-    """The Van der Pol oscillator with additive noise (paper 000 section 4.2, eq. 4.6): forcing ``nu``, noise
+    """The Van der Pol oscillator with additive noise (Kraus & Tyranowski 2021 section 4.2, eq. 4.6): forcing ``nu``, noise
     ``sigma``, start ``(q0, p0)`` (``system=van_der_pol``)."""
 
     nu: float = 0.001

@@ -1,7 +1,7 @@
 r"""Particles of the Vlasov equation with collisions, as stochastic forced Hamiltonian systems
-(paper 000, section 4.3).
+(Kraus & Tyranowski 2021, section 4.3).
 
-Sign convention for both (paper 000 section 4.3, as read in docs/papers/kraus_tyranowski_2021.md): :math:`H = \tfrac12|V|^2 - \phi(X)` and the electric
+Sign convention for both (Kraus & Tyranowski 2021 section 4.3, as read in docs/papers/kraus_tyranowski_2021.md): :math:`H = \tfrac12|V|^2 - \phi(X)` and the electric
 field is :math:`E = -\nabla\phi`, so the acceleration is :math:`\dot V = -E = +\nabla\phi(X)`.
 Positions are never wrapped here: the implicit stages need continuous coordinates, and the
 potentials are periodic (period 1/2 in each variable), so wrap mod 1 only for histograms.
@@ -150,7 +150,7 @@ class VlasovLenardBernstein(CanonicalSystem):
     def gibbs_density_x(self, x):
         r"""x-marginal of the invariant (Gibbs) density (4.10) on [0, 1): :math:`e^{-b\sin4\pi x}/I_0(b)`.
 
-        (Paper 000 Figs 4.8/4.9 compare final-time histograms with this, the marginals of eq. 4.10, not with the initial law.)"""
+        (Kraus & Tyranowski 2021 Figs 4.8/4.9 compare final-time histograms with this, the marginals of eq. 4.10, not with the initial law.)"""
         from scipy.special import i0e
         b = self.gibbs_coupling
         # i0e(b) = exp(-b) I0(b) keeps large b finite.

@@ -1,8 +1,8 @@
-r"""The stochastic Euler-Zeitlin equations on su(N) (paper 004 section 6.4), written
+r"""The stochastic Euler-Zeitlin equations on su(N) (Ephrati et al. 2024 section 6.4), written
 as their physics on the Lie-Poisson base.
 
 The state is the N x N skew-Hermitian traceless matrix :math:`X = X^q/\hbar`, :math:`\hbar = 2/\sqrt{N^2-1}`
-(the project's reading of paper 004's units, documented in docs/papers/ephrati_2023.md): :math:`X^q` is the vorticity matrix in quflow's
+(the project's reading of Ephrati et al.'s (2024) units, documented in docs/papers/ephrati_2023.md): :math:`X^q` is the vorticity matrix in quflow's
 normalisation (O(1) coefficients for an O(1) vorticity function), :math:`X` the one the paper's formulas
 (40)-(44) use verbatim. The dynamics
 
@@ -18,9 +18,9 @@ are the Lie-Poisson equation of (this package's conventions: drift :math:`[X, \n
   \tfrac{c}{l(l+1)}c_{lm}T_{lm}`; ``constant`` noise: :math:`h_{lm} = \tfrac{c}{l(l+1)}c_{lm}`;
 
 with :math:`c_{lm} = \langle T_{lm}, X\rangle = \mathrm{Re\,tr}(T_{lm}^*X)` the coefficients in the real
-Hoppe-Yau basis (paper 004 section 6.4 and its refs. [41], [42]: Hoppe; Hoppe & Yau). ``HoppeYau`` holds that basis WITHOUT any dense basis: per diagonal
+Hoppe-Yau basis (Ephrati et al. 2024 section 6.4 and its refs. [41], [42]: Hoppe; Hoppe & Yau). ``HoppeYau`` holds that basis WITHOUT any dense basis: per diagonal
 m the real orthogonal eigenvector matrix :math:`V^{(m)}` of the Laplacian's symmetric tridiagonal block,
-and the O(N^3) transforms (not in paper 004; as in quflow) written in jax.numpy (jax.grad and vmap go through them). The
+and the O(N^3) transforms (not in Ephrati et al. (2024); as in quflow) written in jax.numpy (jax.grad and vmap go through them). The
 blocks of diagonals m and N - m (sizes N - m and m) share one N x N slot of a (N//2 + 1, N, N) tensor,
 so each transform is one batched matrix product (about N^3/2 multiply-adds, 8.5 MB of constants at N = 128).
 
@@ -64,7 +64,7 @@ def degrees(n: int) -> np.ndarray:
 
 
 def tridiagonal_block(n: int, m: int, dtype=float) -> tuple[np.ndarray, np.ndarray]:
-    """The Hoppe-Yau Laplacian on the m-th sub-diagonal (entries (k + m, k), k = 0..N-m-1; Hoppe & Yau, paper 004's ref. [42]):
+    """The Hoppe-Yau Laplacian on the m-th sub-diagonal (entries (k + m, k), k = 0..N-m-1; Hoppe & Yau, Ephrati et al.'s (2024) ref. [42]):
     diagonal :math:`d_k = -2(s(s+1) - (k+m-s)(k-s))`, off-diagonal
     :math:`e_k = \\sqrt{(k+m+1)(N-k-m-1)}\\sqrt{(k+1)(N-k-1)}`; eigenvalues :math:`-l(l+1)`, l = m..N-1."""
     s = dtype(n - 1) / 2
@@ -109,8 +109,8 @@ def block_eigenvectors(n: int, m: int) -> np.ndarray:
 
 
 class HoppeYau:
-    r"""The real Hoppe-Yau basis :math:`T_{lm}` of u(N) (paper 004 section 6.4) as per-diagonal eigenvector blocks,
-    and the fast transforms between N x N matrices and flat coefficient vectors (not in paper 004; as in quflow).
+    r"""The real Hoppe-Yau basis :math:`T_{lm}` of u(N) (Ephrati et al. 2024 section 6.4) as per-diagonal eigenvector blocks,
+    and the fast transforms between N x N matrices and flat coefficient vectors (not in Ephrati et al. (2024); as in quflow).
 
     ``forward(X)`` = :math:`\langle T_{lm}, X\rangle = \mathrm{Re\,tr}(T_{lm}^*X)` (for any complex X: the
     pairing with its skew-Hermitian part), ``backward(c)`` = :math:`\sum c_{lm}T_{lm}` (exactly
@@ -348,7 +348,7 @@ def _initial_matrix(n: int, lmax: int, rms: float, seed: int) -> np.ndarray:
 
 @dataclasses.dataclass(frozen=True)
 class ZeitlinEuler(LiePoissonSystem):
-    r"""Stochastic Euler-Zeitlin on su(N) (paper 004 section 6.4; module docstring for the physics): the
+    r"""Stochastic Euler-Zeitlin on su(N) (Ephrati et al. 2024 section 6.4; module docstring for the physics): the
     state ``X`` :math:`= X^q/\hbar`; drift :math:`[\Delta_N^{-1}X, X]` (40); noises :math:`(l, m)`,
     :math:`l = l_{\min}..N-1`, :math:`m = -l..l` in that order (``noises`` = :math:`\sum(2l+1)`); a fixed
     initial condition from ``ic_seed`` (the path key is not used). Observables: ``H`` (kinetic energy,
@@ -416,7 +416,7 @@ class ZeitlinEuler(LiePoissonSystem):
 
     def project(self, x):
         """Onto su(N): the skew-Hermitian part (an exact no-op on IsoMP's exactly skew iterates) less the
-        trace (round-off; the project's check of paper 004 Figure 10 wants it <= 1e-12 ||X||)."""
+        trace (round-off; the project's check of Ephrati et al. (2024) Figure 10 wants it <= 1e-12 ||X||)."""
         return self.algebra.project(x)
 
     # --- physics ----------------------------------------------------------------------------------------

@@ -14,7 +14,7 @@ from sgi_run.systems import Kubo
 from tests.engine.test_checkpoint import interrupted_then_resumed
 from tests.engine.test_simulate import BlowsUpAboveUnitEnergy
 
-# The heavy top's Casimirs C1 = pi.gamma, C2 = |gamma|^2 (paper 001 section 5): TMK keeps every iterate on the
+# The heavy top's Casimirs C1 = pi.gamma, C2 = |gamma|^2 (Luesink et al. 2023 section 5): TMK keeps every iterate on the
 # coadjoint orbit; the trapezoidal rule applied to the Lie-Poisson equation keeps neither.
 HEAVY_TOP = ["system=heavy_top", "plan.paths=30", "plan.T=2", "plan.dt=0.1", "plan.output_dt=0.5"]
 

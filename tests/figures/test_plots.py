@@ -396,7 +396,7 @@ def test_a_sphere_panel_is_3d_with_the_vector_on_the_shaded_sphere_of_its_initia
 
 
 def test_a_sphere_panel_names_its_vectors_by_the_papers_symbol():
-    """Paper 004 Figure 1 writes x for the rigid body's momentum (its view is named pi) and x_i for vortex i."""
+    """Ephrati et al. (2024) Figure 1 writes x for the rigid body's momentum (its view is named pi) and x_i for vortex i."""
     angle = np.linspace(0, 2 * np.pi, len(T))
     one = np.stack([np.cos(angle), np.sin(angle), np.zeros_like(T)], -1)
     curve = {"H": Series(T, np.ones_like(T), np.full_like(T, np.nan), None, kept=np.ones((1, len(T))))}

@@ -147,7 +147,7 @@ def test_matrix_forms_turn_coadjoint_actions_into_commutators():
 @pytest.mark.parametrize("system", [Manakov(n=4), PointVortices()], ids=lambda s: type(s).__name__)
 def test_the_lie_poisson_integrators_run_on_the_new_systems(make_integrator, system):
     """One system, every method that fits it: TMK keeps every Casimir, the tight midpoint rule the
-    quadratic ones (paper 001's integrators on paper 004's systems)."""
+    quadratic ones (Luesink et al.'s (2023) integrators on Ephrati et al.'s (2024) systems)."""
     casimirs = lambda states: {k: np.asarray(v) for k, v in jax.vmap(lambda z: system.algebra.casimirs(system.dual(z)))(states).items()}
     for name in ("tmk", "lp_midpoint"):
         states, stats = path(make_integrator(name), system, 2.0**-6, 300)

@@ -19,13 +19,13 @@ R0_TOP = ((1.0, 0.0, 0.0), (0.0, np.cos(THETA0), np.sin(THETA0)), (0.0, -np.sin(
 
 
 def rigid_body(amplitude=0.0, **changes):
-    """Paper 002's rigid body (Sec. 6.1, 7) with its attitude."""
+    """Gay-Balmaz & Wu's (2024) rigid body (Sec. 6.1, 7) with its attitude."""
     return RigidBody(**{"inertia": (1.0, 2.0, 3.0), "noise_kind": "linear", "noise_amplitude": amplitude,
                         "pi0": (-0.5878, 0.0, 0.8090), "R0": EYE, **changes})
 
 
 def heavy_top(case="det", **changes):
-    """Paper 002's heavy top (Sec. 8) with its attitude."""
+    """Gay-Balmaz & Wu's (2024) heavy top (Sec. 8) with its attitude."""
     return HeavyTop(**{"inertia": (0.1, 0.1, 1.0), "chi": (0.0, 0.0, 0.98), "gravity_sign": 1.0, "pi0": (0.0, 0.0, 1.0),
                        "gamma0": tuple(np.asarray(R0_TOP).T @ [0.0, 0.0, 1.0]), "R0": R0_TOP, "noise_case": case,
                        **changes})

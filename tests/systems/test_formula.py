@@ -665,7 +665,7 @@ def test_a_lie_poisson_initial_law():
 
 # --- product algebras (algebra: so3 x so3, lie.Product) --------------------------------------------------------------
 def _two_bodies():
-    """Two decoupled rigid bodies (paper 004's quadratic noise) on so3 x so3, and each as the built-in rigid_body."""
+    """Two decoupled rigid bodies (Ephrati et al.'s (2024) quadratic noise) on so3 x so3, and each as the built-in rigid_body."""
     from sgi_run.systems import RigidBody
     body = lambda k, inertia: f"(pi1_{k}**2/{inertia}1 + pi2_{k}**2/{inertia}2 + pi3_{k}**2/{inertia}3)/2"
     first, second = RigidBody(), RigidBody(inertia=(1.0, 2.0, 3.0), pi0=(0.0, 0.6, 0.8))

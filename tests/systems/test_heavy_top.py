@@ -1,4 +1,4 @@
-"""The heavy top: the derived drift and noise are paper 001's equation (39)."""
+"""The heavy top: the derived drift and noise are Luesink et al.'s (2023) equation (39)."""
 import jax.numpy as jnp
 import numpy as np
 import pytest

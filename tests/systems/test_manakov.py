@@ -1,4 +1,4 @@
-"""The Manakov system on so(n): the derived fields are paper 004's (36)-(37)."""
+"""The Manakov system on so(n): the derived fields are Ephrati et al.'s (2024) (36)-(37)."""
 import jax.numpy as jnp
 import numpy as np
 import pytest

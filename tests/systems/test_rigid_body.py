@@ -1,4 +1,4 @@
-"""The rigid body: the derived drift and noise are paper 004's vector SDE."""
+"""The rigid body: the derived drift and noise are Ephrati et al.'s (2024) vector SDE."""
 import jax.numpy as jnp
 import numpy as np
 import pytest

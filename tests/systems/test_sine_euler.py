@@ -1,4 +1,4 @@
-"""The sine-Euler equations: the derived matrix drift and noise are paper 001's (S6.37)."""
+"""The sine-Euler equations: the derived matrix drift and noise are Luesink et al.'s (2023) (S6.37)."""
 import jax.numpy as jnp
 import numpy as np
 import pytest

@@ -87,7 +87,7 @@ def agrees_with_exact(series: Series, *, k: float = 4.0) -> Measurement:
 def agrees_with_oracle(series: Series, *, k: float = 4.0) -> Measurement:
     """|E(t) - E_method(t)| <= k sigma(t) at every output time, where E_method is the method's own
     exact mean and sigma the standard error the oracle predicts for this many paths (the project's
-    criterion for paper 000 Figure 4.1). Where sigma is zero the two must agree to round-off."""
+    criterion for Kraus & Tyranowski (2021) Figure 4.1). Where sigma is zero the two must agree to round-off."""
     mean, sigma = series.require_oracle("agrees_with_oracle")
     err = np.abs(series.mean - mean)
     roundoff = 1e-12 * np.maximum(1.0, np.abs(mean))
@@ -101,7 +101,7 @@ def agrees_with_oracle(series: Series, *, k: float = 4.0) -> Measurement:
 @check_kind("mc_error_matches_oracle", quantity="max_t SE/E measured / predicted")
 def mc_error_matches_oracle(series: Series, *, rtol: float = 0.2) -> Measurement:
     """The measured max_t SE/E over the predicted max_t sigma/E_method (fourth-moment oracle) lies
-    in [1 - rtol, 1 + rtol] (the project's criterion for paper 000 Figure 4.1)."""
+    in [1 - rtol, 1 + rtol] (the project's criterion for Kraus & Tyranowski (2021) Figure 4.1)."""
     mean, sigma = series.require_oracle("mc_error_matches_oracle")
     with np.errstate(divide="ignore", invalid="ignore"):
         measured = np.nanmax(np.where(np.abs(series.mean) > 0, series.sem / np.abs(series.mean), np.nan))
@@ -221,7 +221,7 @@ def window_deviation_ratio(series: Series, *, other: Series, data: RunData, star
 @check_kind("change_between", quantity="E(end) - E(start)")
 def change_between(series: Series, *, start: float, end: float, min: float | None = None,
                    max: float | None = None) -> Measurement:
-    """E(end) - E(start) lies in [min, max] (e.g. a curve still rising: the project's criterion for paper 003 Fig. 2.1). The SE is
+    """E(end) - E(start) lies in [min, max] (e.g. a curve still rising: the project's criterion for Bou-Rabee & Owhadi (2007) Fig. 2.1). The SE is
     hypot(SE(start), SE(end)), an upper bound: on the same paths the two values are positively
     correlated."""
     band, i, j = Band(min, max), series.index_at(start), series.index_at(end)
@@ -234,7 +234,7 @@ def change_between(series: Series, *, start: float, end: float, min: float | Non
 @check_kind("settles_to_window", quantity="max_{t >= start} |E - plateau|")
 def settles_to_window(series: Series, *, start: float, plateau: list, max: float) -> Measurement:
     """From ``start`` on, E(t) stays within ``max`` of its plateau P (the time average over
-    ``plateau`` = [a, b]): max_{t >= start} |E(t) - P| (the project's criterion for paper 003 Fig. 2.1). The SE is that of E at the
+    ``plateau`` = [a, b]): max_{t >= start} |E(t) - P| (the project's criterion for Bou-Rabee & Owhadi (2007) Fig. 2.1). The SE is that of E at the
     worst time."""
     band, average = Band(None, max), window_average(series, *plateau)
     if average is None:
@@ -251,7 +251,7 @@ def max_abs_value(series: Series, *, data: RunData, min: float | None = None, ma
                   floor: float = 0.0) -> Measurement:
     """max |E(t)| over the output times in [start, end] (default: the whole run) lies in [min, max],
     e.g. the drift of an ``H_change`` curve. With ``relative_to_initial: H`` it is divided by
-    max(|E(H)(0)|, floor) (the project's criterion for paper 000 Figure 4.10: H_ref = max(H0, 0.5))."""
+    max(|E(H)(0)|, floor) (the project's criterion for Kraus & Tyranowski (2021) Figure 4.10: H_ref = max(H0, 0.5))."""
     band = Band(min, max)
     inside = (series.t >= start - 1e-9) & (series.t <= (series.t[-1] if end is None else end) + 1e-9)
     if end is not None and series.t[-1] < end - 1e-9:
@@ -313,7 +313,7 @@ def all_finite(series: Series, *, data: RunData, max: int = 0) -> Measurement:
 def nonfinite_fraction_at(series: Series, *, data: RunData, at: float | None = None, min: float | None = None,
                           max: float | None = None) -> Measurement:
     """The fraction of paths that are non-finite at one time (default: the final time) lies in [min, max]
-    (a method's blow-up, or a constraint solve with no solution, paper 003 Figs 2.1 / 2.2)."""
+    (a method's blow-up, or a constraint solve with no solution, Bou-Rabee & Owhadi (2007) Figs 2.1 / 2.2)."""
     band, i = Band(min, max), series.index_at(at)
     if i is None:
         return _skip(at, series, band)
@@ -324,7 +324,7 @@ def nonfinite_fraction_at(series: Series, *, data: RunData, at: float | None = N
 @check_kind("diverged_by", quantity="time the run is declared diverged")
 def diverged_by(series: Series, *, data: RunData, at: float, mean_above: float = 1e6) -> Measurement:
     """The run is declared diverged no later than ``at``: the first output time where some path is
-    non-finite or |E| exceeds ``mean_above`` (the project's divergence rule; not in paper 003); infinity when it never does."""
+    non-finite or |E| exceeds ``mean_above`` (the project's divergence rule; not in Bou-Rabee & Owhadi (2007)); infinity when it never does."""
     first = data.diverged_at(series, mean_above)
     return Measurement(first, None, None, Band(None, at),
                        "never" if math.isinf(first) else f"first non-finite path or |E| > {mean_above:g} at t={first:g}")

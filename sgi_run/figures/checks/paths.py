@@ -64,13 +64,13 @@ def path_deviation(series: Series, *, data: RunData, min: float | None = None, m
                    all_paths: bool = False, select: str | None = None, other: RunData | None = None) -> Measurement:
     """One realisation: max_t |x(t) - x(0)| along kept path ``path`` (or |x(t) - reference|; divided by
     |x(0)| with ``relative``), over the output times in [start, end] (default: the whole run), lies in
-    [min, max], e.g. the drift of a Casimir or of the energy (paper 001, Figs 4-9). A single path has no
+    [min, max], e.g. the drift of a Casimir or of the energy (Luesink et al. 2023, Figs 4-9). A single path has no
     Monte Carlo SE. A vector observable (e.g. ``spectrum``) counts its largest entry's departure,
-    relative to its largest |entry| at t = 0 (paper 004 Figs 4, 6, 8, 10, relative: max_k |lambda_k(t) - lambda_k(0)| / max|lambda(0)|).
-    With ``norm_of`` (a kept state view, e.g. ``pi``) x is that vector's length (||pi(t)| - |pi(0)||: paper 002
+    relative to its largest |entry| at t = 0 (Ephrati et al. 2024 Figs 4, 6, 8, 10, relative: max_k |lambda_k(t) - lambda_k(0)| / max|lambda(0)|).
+    With ``norm_of`` (a kept state view, e.g. ``pi``) x is that vector's length (||pi(t)| - |pi(0)||: Gay-Balmaz & Wu (2024)
     Fig. 1, on the sphere); with ``all_paths`` the largest over every kept path; with ``select`` (a rule of
     statistics.SELECTION_RULES, ``other`` the run whose kept path is the deterministic orbit) the path the rule
-    picks, a FAIL when none qualifies (paper 002 Fig. 1: the path that keeps closest to the deterministic energy)."""
+    picks, a FAIL when none qualifies (Gay-Balmaz & Wu 2024 Fig. 1: the path that keeps closest to the deterministic energy)."""
     band = Band(min, max)
     paths, note, skipped = _chosen_paths(series, data, "path_deviation", path, all_paths, select, other, end)
     if skipped or not paths:
@@ -98,7 +98,7 @@ def solver_statistic(series: Series, *, data: RunData, statistic: str, min: floa
                      max: float | None = None) -> Measurement:
     """What the run's implicit solves did, over all its paths and steps (``statistic``: one of
     results.SOLVER_STATISTICS: iterations per step, the most in one step, the unconverged path-steps or
-    their fraction) lies in [min, max] (paper 001's text: chord iterations against dt, TMK's non-convergence at
+    their fraction) lies in [min, max] (Luesink et al.'s (2023) text: chord iterations against dt, TMK's non-convergence at
     large dt). A count, no Monte Carlo SE."""
     value = data.solver_statistic(statistic)
     if math.isnan(value):
@@ -112,7 +112,7 @@ def path_deviation_ratio(series: Series, *, other: Series, min: float | None = N
                          reference: float | None = None, path: int = 0) -> Measurement:
     """One realisation of two runs (the same random numbers: same seed and path index): max_t |x(t) -
     x(0)| of this run over that of ``other`` lies in [min, max] (e.g. IM's Casimir drift at least 100x
-    TMK's, paper 001 Figs 4-5)."""
+    TMK's, Luesink et al. (2023) Figs 4-5)."""
     mine, _ = _deviation(series, "path_deviation_ratio", reference, path, 0.0, None)
     theirs, _ = _deviation(other, "path_deviation_ratio", reference, path, 0.0, None)
     a, b = float(np.max(mine)), float(np.max(theirs))
@@ -129,7 +129,7 @@ def path_difference(series: Series, *, other: Series, min: float | None = None, 
                     path: int = 0, end: float | None = None) -> Measurement:
     """Two runs, one realisation each: max_t |x(t) - x_other(t)| along kept path ``path`` of both, over
     their common output times up to ``end`` (SKIP when a run stops before it), lies in [min, max] (e.g. a
-    stochastic path departs visibly from the deterministic one, paper 004 Figure 1)."""
+    stochastic path departs visibly from the deterministic one, Ephrati et al. (2024) Figure 1)."""
     band = Band(min, max)
     if end is not None and builtins.min(series.t[-1], other.t[-1]) < end - 1e-9:
         return Measurement(math.nan, None, end, band, skipped=f"t={end:g} is beyond T={series.t[-1]:g}")
@@ -150,9 +150,9 @@ def path_extent(series: Series, *, data: RunData, statistic: str, min: float | N
                 select: str | None = None, other: RunData | None = None) -> Measurement:
     """One realisation: ``statistic`` (max, min, range = max - min, max_abs, min_abs) of x(t) along kept
     path ``path`` over the output times in [start, end] lies in [min, max] (e.g. gamma3 in [0, 0.94],
-    max |pi3| <= 1e-12: paper 001 Figs 1-3). With ``norm_of`` (a kept state view, e.g. ``pi``), x is
+    max |pi3| <= 1e-12: Luesink et al. (2023) Figs 1-3). With ``norm_of`` (a kept state view, e.g. ``pi``), x is
     that vector's Euclidean length |pi(t)| instead of the observable. A non-finite value fails every band. With
-    ``select`` the path a rule picks (see ``path_deviation``; a FAIL when none qualifies), e.g. paper 002 Fig. 1:
+    ``select`` the path a rule picks (see ``path_deviation``; a FAIL when none qualifies), e.g. Gay-Balmaz & Wu (2024) Fig. 1:
     the minimum energy of the path that crosses the separatrix."""
     band = Band(min, max)
     if statistic not in _STATISTICS:
@@ -202,12 +202,12 @@ def path_period(series: Series, *, min: float | None = None, max: float | None =
                        f"path {path}: {crossings.size - 1} periods, spread of single periods {spread:.3g}")
 
 
-# --- the rigid body's kept paths on its momentum sphere (paper 002 Figs 1, 2) ----------------------------
+# --- the rigid body's kept paths on its momentum sphere (Gay-Balmaz & Wu 2024 Figs 1, 2) ----------------------------
 @check_kind("path_selection", choices={"select": SELECTION_RULES}, unit="kept paths qualify")
 def path_selection(series: Series, *, data: RunData, select: str, other: RunData | None = None,
                    min: float | None = None, max: float | None = None, end: float | None = None) -> Measurement:
     """How many kept paths satisfy a selection rule's condition (statistics.SELECTION_RULES, over the output times
-    up to ``end``; SKIP when the run stops before it) lies in [min, max]: the project's criterion for paper 002 Fig. 1 (both paths
+    up to ``end``; SKIP when the run stops before it) lies in [min, max]: the project's criterion for Gay-Balmaz & Wu (2024) Fig. 1 (both paths
     exist among the candidates) and Fig. 2 (some member crossed the separatrix by t = 50, some never did). The
     detail names the path the rule picks (with ``other``, the deterministic orbit, for ``farthest_crossing``)."""
     band = Band(min, max)

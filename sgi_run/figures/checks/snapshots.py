@@ -54,7 +54,7 @@ def density_l1(series: Series, *, data: RunData, coordinate: str, at: float | No
                range: list, period: float | None = None, base: float = 0.05, k: float = 3.0) -> Measurement:
     """L1 distance between the normalised histogram of ``coordinate`` at snapshot time ``at`` and the
     exact density (a system method, e.g. ``gibbs_density_x``), bin by bin:
-    sum |hist - exact bin average| * width <= base + k sqrt(bins / paths) (paper 000, Figs 4.8/4.9)."""
+    sum |hist - exact bin average| * width <= base + k sqrt(bins / paths) (Kraus & Tyranowski 2021, Figs 4.8/4.9)."""
     x = data.samples(coordinate, at)
     if x is None:
         return _no_snapshot(at, Band(None, base))
@@ -82,7 +82,7 @@ def ks_test(series: Series, *, data: RunData, coordinate: str, at: float | None 
                        f"KS statistic {result.statistic:.3g} over {x.size} samples")
 
 
-# --- spectra of a snapshot (paper 004 Figure 2) ------------------------------------------------------
+# --- spectra of a snapshot (Ephrati et al. 2024 Figure 2) ------------------------------------------------------
 SPECTRUM_QUANTITIES = ("enstrophy", "energy")
 
 
@@ -101,7 +101,7 @@ def spectrum_fraction(series: Series, *, data: RunData, quantity: str, at: float
     """One path's state at snapshot time ``at`` (default: the last snapshot): the fraction of its
     ``quantity`` (``enstrophy``: S_l = sum_m omega_lm^2; ``energy``: E_l = S_l / (l(l+1))) in the degrees
     ``above`` < l <= ``at_most`` (either end open), from the system's ``enstrophy_spectrum(state) -> (S_l,
-    E_l)``, lies in [min, max] (paper 004 Figure 2: the cascade to small scales, the large-scale
+    E_l)``, lies in [min, max] (Ephrati et al. 2024 Figure 2: the cascade to small scales, the large-scale
     condensate). One realisation: no Monte Carlo SE. SKIP when the run stored no snapshot at ``at``."""
     band = Band(min, max)
     state = data.state(at, path)
@@ -119,7 +119,7 @@ def spectrum_fraction(series: Series, *, data: RunData, quantity: str, at: float
                        quantity=f"fraction of the {quantity} in {_degrees_text(above, at_most)}")
 
 
-# --- the heavy top's effective potential from a run's momenta (paper 002 section 8, Figs 3, 10, 13) -------
+# --- the heavy top's effective potential from a run's momenta (Gay-Balmaz & Wu 2024 section 8, Figs 3, 10, 13) -------
 @check_kind("effective_potential", choices={"statistic": POTENTIAL_STATISTICS}, quantity="statistic of V")
 def effective_potential(series: Series, *, data: RunData, statistic: str, at: float | None = 0.0,
                         minus_at: float | None = None, absolute: bool = False, min: float | None = None,
@@ -128,7 +128,7 @@ def effective_potential(series: Series, *, data: RunData, statistic: str, at: fl
     both from kept path ``path`` of the run at output time ``at`` (its observables p_psi, p_phi, E_prime):
     ``statistic`` (one of POTENTIAL_STATISTICS, see ``potential_statistic``) lies in [min, max]. With
     ``minus_at`` the value is the statistic at ``at`` minus the one at ``minus_at`` (its absolute value with
-    ``absolute: true``), e.g. |E'(20) - E'(0)| (paper 002 Figs 3, 10, 13). One realisation: no SE. SKIP when
+    ``absolute: true``), e.g. |E'(20) - E'(0)| (Gay-Balmaz & Wu 2024 Figs 3, 10, 13). One realisation: no SE. SKIP when
     the run has no output time ``at`` (or ``minus_at``)."""
     band = Band(min, max)
     window = tuple(window) if window else (0.2, 1.0)
@@ -154,7 +154,7 @@ _POTENTIAL_TEXT = {"argmin": "argmin_θ V(θ)", "min": "min_θ V(θ)", "root_low
                    "min_curvature": "min V''(θ) over the window", "E_prime": "E'"}
 
 
-# --- a statistic over every kept path (paper 002 Figs 6-13: the fraction of seeds that ...) ------------------
+# --- a statistic over every kept path (Gay-Balmaz & Wu 2024 Figs 6-13: the fraction of seeds that ...) ------------------
 PER_PATH = ("value", "change", "abs_change", "running_min", "running_max")
 ACROSS_PATHS = ("fraction_above", "fraction_below", "median")
 
@@ -166,7 +166,7 @@ def across_paths(series: Series, *, per_path: str, statistic: str, at: float | N
     x(at) - x(0) (``change``), |x(at) - x(0)| (``abs_change``), or the least/largest x over the output times in
     [start, at] (``running_min``/``running_max``). ``statistic``: the fraction of paths above or below
     ``threshold`` (binomial SE sqrt(p(1 - p)/n)) or the median (SE 1.2533 sd/sqrt(n), the normal approximation)
-    lies in [min, max] (the project's criteria for paper 002 Figs 6-13: e.g. |E'(20) - E'(0)| > 0.01 in 94% of 200 seeds, the median running min of
+    lies in [min, max] (the project's criteria for Gay-Balmaz & Wu (2024) Figs 6-13: e.g. |E'(20) - E'(0)| > 0.01 in 94% of 200 seeds, the median running min of
     theta). SKIP when the run stops before ``at``."""
     band = Band(min, max)
     series.require_kept("across_paths")          # refuses a run that keeps no paths
@@ -193,7 +193,7 @@ def across_paths(series: Series, *, per_path: str, statistic: str, at: float | N
                        f"{np.percentile(values, 95):.4g}], median {np.median(values):.4g}", quantity=quantity)
 
 
-# --- the rigid body's kept paths on its momentum sphere (paper 002 Figs 1, 2) ----------------------------
+# --- the rigid body's kept paths on its momentum sphere (Gay-Balmaz & Wu 2024 Figs 1, 2) ----------------------------
 def _times(value, empty: bool) -> bool:
     """Whether ``value`` is an output time or a non-empty list of them (or, with ``empty``, null)."""
     number = lambda v: isinstance(v, (int, float)) and not isinstance(v, bool)
@@ -215,8 +215,8 @@ def _largest_spread(data: RunData, times, view: str) -> tuple[float | None, str]
 def spread_check(series: Series, *, data: RunData, at: float | list, minus_at: float | list | None = None,
                  view: str = "pi", min: float | None = None, max: float | None = None) -> Measurement:
     """The ensemble's spread at output time ``at``, the mean pairwise Euclidean distance between the kept paths'
-    ``view`` (the project's measure: paper 002 gives no numbers for Fig. 2), minus the spread at ``minus_at``, lies in [min, max]. A list of times takes the
-    largest spread over them: the project's criterion for paper 002 Fig. 2, spread(5) < spread(20) < max(spread(40), spread(50)) (the
+    ``view`` (the project's measure: Gay-Balmaz & Wu (2024) gives no numbers for Fig. 2), minus the spread at ``minus_at``, lies in [min, max]. A list of times takes the
+    largest spread over them: the project's criterion for Gay-Balmaz & Wu (2024) Fig. 2, spread(5) < spread(20) < max(spread(40), spread(50)) (the
     spread saturates on the sphere). Kept paths of one run: no Monte Carlo SE. SKIP when a time is not an
     output time of the run."""
     band = Band(min, max)
@@ -232,7 +232,7 @@ def spread_check(series: Series, *, data: RunData, at: float | list, minus_at: f
                        quantity=quantity.replace("[", "max(").replace("]", ")"))
 
 
-# --- the solvability of the Cayley LGVI's implicit equations (paper 002 eqs. (54), (62), (63), Fig. 14) ----------------
+# --- the solvability of the Cayley LGVI's implicit equations (Gay-Balmaz & Wu 2024 eqs. (54), (62), (63), Fig. 14) ----------------
 SOLVABILITY_STATISTICS = ("norm_min", "norm_max", "max_abs_A", "max_abs_B", "max_iterations", "unconverged")
 
 
@@ -242,12 +242,12 @@ SOLVABILITY_STATISTICS = ("norm_min", "norm_max", "max_abs_A", "max_abs_B", "max
             needs_integrator_method=SOLVABILITY_NEEDS)
 def solvability(series: Series, *, data: RunData, statistic: str, increments: list, radius: float = 1.0,
                 min: float | None = None, max: float | None = None) -> Measurement:
-    """Paper 002's Figure 14 from the run's own integrator: the rigid body's implicit equations (62) solved for
+    """Gay-Balmaz & Wu's (2024) Figure 14 from the run's own integrator: the rigid body's implicit equations (62) solved for
     (A, B) at every point of the 91 x 181 mesh of the sphere |Pi| = ``radius`` for each fixed truncated increment
     vector of ``increments`` (numbers, or "D" / "-D": +-the run's truncation bound), at the run's dt;
     ``statistic`` over every point and vector lies in [min, max]: the least (``norm_min``) or largest
     (``norm_max``) ||(A, B)|| = sqrt(|A|^2 + |B|^2), the largest |A| or |B|, the most iterations of the solve in
-    one point, the points where it did not converge (paper 002 Fig. 14: all converge in <= 10 iterations at tol
+    one point, the points where it did not converge (Gay-Balmaz & Wu 2024 Fig. 14: all converge in <= 10 iterations at tol
     1e-15, |A|, |B| <= 2, ||(A, B)|| in sqrt 2 (1 +- 4e-5)). A deterministic map: no SE."""
     maps = [solvability_map(data, w, radius) for w in increments]
     per_map = {"norm_min": lambda m: float(np.min(m.norm)), "norm_max": lambda m: float(np.max(m.norm)),

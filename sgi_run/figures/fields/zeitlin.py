@@ -1,4 +1,4 @@
-"""Zeitlin's vorticity as a figure sees it (paper 004 Figure 2): quflow's coefficients of a state, its
+"""Zeitlin's vorticity as a figure sees it (Ephrati et al. 2024 Figure 2): quflow's coefficients of a state, its
 enstrophy and energy spectra, and its Berezin symbol on a latitude-longitude grid; the ``render_field`` and
 ``enstrophy_spectrum`` of ``ZeitlinEuler``'s states."""
 from __future__ import annotations
@@ -24,7 +24,7 @@ def coefficients_quflow(xq) -> np.ndarray:
 
 def spectra(omega) -> tuple[np.ndarray, np.ndarray]:
     """Enstrophy spectrum :math:`S_l = \\sum_m\\omega_{lm}^2` and energy spectrum :math:`E_l = S_l/(l(l+1))`
-    (:math:`E_0 = 0`), l = 0..N-1, of flat quflow coefficients (paper 004 Figure 2)."""
+    (:math:`E_0 = 0`), l = 0..N-1, of flat quflow coefficients (Ephrati et al. 2024 Figure 2)."""
     omega = np.asarray(omega)
     n = math.isqrt(omega.shape[-1])
     s = omega**2 @ (degrees(n)[:, None] == np.arange(n))
@@ -34,7 +34,7 @@ def spectra(omega) -> tuple[np.ndarray, np.ndarray]:
 
 def render(xq, n_lat: int = 256, n_lon: int = 512) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The Berezin (coherent-state) symbol :math:`\\omega_B(\\theta,\\varphi) = \\langle n|(-iX^q)|n\\rangle` of
-    a quflow-normalised :math:`X^q` on a latitude-longitude grid (quflow's default rendering, the project's choice for paper 004 Figure 2):
+    a quflow-normalised :math:`X^q` on a latitude-longitude grid (quflow's default rendering, the project's choice for Ephrati et al. (2024) Figure 2):
     :math:`c_r = \\sqrt{\\binom{N-1}{r}}\\cos^r(\\theta/2)\\sin^{N-1-r}(\\theta/2)e^{-i(r-s)\\varphi}` (the last row is
     the north pole), :math:`G_m(\\theta) = \\sum_{r-c=m}a_ra_cH_{rc}`,
     :math:`\\omega_B = G_0 + 2\\mathrm{Re}\\sum_{m>0}G_me^{im\\varphi}` by an FFT in longitude; binomials in log

@@ -18,7 +18,7 @@ from sgi_run.figures.results import RunData
 # on a latitude-longitude grid by the system's `render_field(state, n_lat, n_lon)`.
 PANEL_KEYS = ("quantity", "runs", "at", "path", "grid", "title", "label")
 FIELD_CMAP = "RdBu_r"   # diverging, white at 0: every map's colour scale is symmetric about 0
-FIELD_GRID = (256, 512)   # (n_lat, n_lon) of a field panel without `grid` (the project's choice for paper 004 Figure 2)
+FIELD_GRID = (256, 512)   # (n_lat, n_lon) of a field panel without `grid` (the project's choice for Ephrati et al. (2024) Figure 2)
 
 
 def _check_field(panel: dict, k, where: str, runs: dict, studies: frozenset) -> None:
@@ -47,7 +47,7 @@ def _field_panel(ax, exp, panel: dict, data: dict[str, RunData], styles: dict) -
     """One row of maps in the panel's place (``ax`` becomes a frame without axes): path ``path``'s state at
     each snapshot time, rendered on a latitude-longitude grid (longitude φ in [0, 2π) across, latitude
     down from π/2 at the top) by the system's ``render_field(state, n_lat, n_lon) -> (values (n_lat, n_lon),
-    lat, lon)``, each map on its own colour scale, symmetric about 0, with its own colour bar (paper 004
+    lat, lon)``, each map on its own colour scale, symmetric about 0, with its own colour bar (Ephrati et al. 2024
     Figure 2: vorticity snapshots)."""
     run_id, path = panel["runs"][0], panel.get("path", 0)
     run = data[run_id]

@@ -148,7 +148,7 @@ def _path_panel(ax, exp, panel: dict, data: dict[str, RunData], styles: dict) ->
 
 def _fit_y(ax, values: list[np.ndarray]) -> None:
     """The y-range of what an x-range shows (5% margin): matplotlib scales y to the whole curve, so a zoom on
-    a few cycles would keep the scale of a spike far outside them (paper 002 Fig. 12)."""
+    a few cycles would keep the scale of a spike far outside them (Gay-Balmaz & Wu 2024 Fig. 12)."""
     shown = np.concatenate([v[np.isfinite(v)] for v in values]) if values else np.empty(0)
     if shown.size:
         low, high = float(shown.min()), float(shown.max())

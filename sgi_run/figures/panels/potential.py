@@ -1,5 +1,5 @@
 """Panel kind ``potential``: the heavy top's effective potential V(theta; p_psi(t), p_phi(t)) of kept path
-``path`` at each time ``at`` (solid) and the level of E'(t) (dashed), theta over ``xlim`` (paper 002 Figs 3, 10,
+``path`` at each time ``at`` (solid) and the level of E'(t) (dashed), theta over ``xlim`` (Gay-Balmaz & Wu 2024 Figs 3, 10,
 13)."""
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ def _check_potential(panel: dict, k, where: str, runs: dict, studies: frozenset)
 def _potential_panel(ax, exp, panel: dict, data: dict[str, RunData], styles: dict) -> int:
     """The symmetric heavy top's effective potential V(theta; p_psi(t), p_phi(t)) (solid) and the level of the
     reduced energy E'(t) (dashed, same colour) of each run's kept path ``path`` at each time of ``at``, over
-    theta in ``xlim`` (paper 002 Figs 3, 10, 13: the curves coincide while p_psi and p_phi are conserved). Without a
+    theta in ``xlim`` (Gay-Balmaz & Wu 2024 Figs 3, 10, 13: the curves coincide while p_psi and p_phi are conserved). Without a
     ``ylim`` the y-range is the well's, from its bottom to above the highest E', so that the well and the turning
     points, where E' meets V (marked), can be seen."""
     theta = np.linspace(*panel.get("xlim", [0.2, 1.0]), 801)

@@ -70,7 +70,7 @@ def window_value(run: RunData, panel: dict, observable: str) -> tuple[float, flo
 def _scan_panel(ax, exp, panel: dict, data: dict[str, RunData], styles: dict) -> int:
     """One value per run against its step size, log-log, one curve per entry of ``series`` (its own colour)
     and per observable (its own line style): e.g. chord iterations per step against dt, or the largest
-    relative Casimir error against dt for two methods (statements in paper 001's text that have no figure). A run that went
+    relative Casimir error against dt for two methods (statements in Luesink et al.'s (2023) text that have no figure). A run that went
     non-finite is an x at the top edge; a zero has no place on a log axis and is named in the legend
     (``yscale: linear`` draws it)."""
     observables = panel.get("observable", exp.observable)

@@ -12,7 +12,7 @@ from sgi_run.figures.panels.validate import is_number
 from sgi_run.figures.results import RunData
 from sgi_run.figures.statistics import SOLVABILITY_NEEDS, increment_text, solvability_map, valid_increments
 
-# One (theta, phi) map of ||(A, B)|| per fixed increment vector, from one run's integrator and system (paper 002
+# One (theta, phi) map of ||(A, B)|| per fixed increment vector, from one run's integrator and system (Gay-Balmaz & Wu 2024
 # Figure 14).
 PANEL_KEYS = ("quantity", "runs", "increments", "radius", "title", "label")
 SOLVABILITY_CMAP = "viridis"   # sequential: ||(A, B)|| is positive; the maps share one range, compared
@@ -33,7 +33,7 @@ def _solvability_maps(panel: dict, data: dict[str, RunData]) -> int:
 
 
 def _solvability_panel(ax, exp, panel: dict, data: dict[str, RunData], styles: dict) -> int:
-    """Paper 002's Figure 14: one (theta, phi) map per fixed increment vector of ``increments`` of ||(A, B)|| =
+    """Gay-Balmaz & Wu's (2024) Figure 14: one (theta, phi) map per fixed increment vector of ``increments`` of ||(A, B)|| =
     sqrt(|A|^2 + |B|^2), the rigid body's half-step momenta of eqs. (62) solved by the run's own integrator at
     every point of the sphere |Pi| = ``radius`` (statistics.solvability_map; polar angle theta down, azimuth phi
     across), titled with its increments, its range and the solve's iterations. The maps are compared: one colour

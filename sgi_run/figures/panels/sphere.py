@@ -1,9 +1,9 @@
 """Panel kind ``sphere`` (3-D): the kept state view ``solid``, e.g. gamma, on the shaded sphere of its initial
 radius, and ``dashed``, e.g. pi; ``red`` runs drawn red from a red dot, ``select`` the kept path a rule picks,
 ``at`` every kept path's point at one time, ``contours`` the energy's level sets and separatrix, ``view`` the
-angles: paper 002 Figs 1, 2; ``symbol`` the solid view's symbol as the paper writes it, a letter or a Greek
-letter's name (paper 004 Fig. 1: x, the vortices x_1 ... x_4) or mathtext ("$\\Pi$", "$R e_3$"), not the observable's
-name; ``fit: true`` axes fitted to the curves without the sphere (paper 002 Fig. 4 (a): Π moves in a small circle
+angles: Gay-Balmaz & Wu (2024) Figs 1, 2; ``symbol`` the solid view's symbol as the paper writes it, a letter or a Greek
+letter's name (Ephrati et al. 2024 Fig. 1: x, the vortices x_1 ... x_4) or mathtext ("$\\Pi$", "$R e_3$"), not the observable's
+name; ``fit: true`` axes fitted to the curves without the sphere (Gay-Balmaz & Wu 2024 Fig. 4 (a): Π moves in a small circle
 of the plane Π_z = 1, a blob on the unit sphere)."""
 from __future__ import annotations
 
@@ -64,15 +64,15 @@ def _check_sphere_extras(panel: dict, k, where: str) -> None:
 def _sphere_panel(ax, exp, panel: dict, data: dict[str, RunData], styles: dict) -> int:
     """A 3-D panel (``ax`` has ``projection="3d"``): the state view ``solid`` (e.g. gamma) along one
     kept path, drawn solid on the grey-shaded sphere of its initial radius, and ``dashed`` (e.g. pi)
-    dashed, of each run (paper 001, Figs 1-3). A view of several vectors (point vortices: (t, k, 3)) draws
+    dashed, of each run (Luesink et al. 2023, Figs 1-3). A view of several vectors (point vortices: (t, k, 3)) draws
     one curve per vector, one colour each; the runs listed in ``black`` are drawn black (e.g. the
-    deterministic paths of paper 004 Figure 1), those in ``red`` red with their initial point a red dot (paper 002
+    deterministic paths of Ephrati et al. (2024) Figure 1), those in ``red`` red with their initial point a red dot (Gay-Balmaz & Wu 2024
     Figs 1, 2: the deterministic path from Pi0). ``select: {run, rule, orbit}`` draws the kept path of ``run`` a
     rule picks (statistics.SELECTION_RULES; ``orbit``: the run whose path is the deterministic orbit), ``at`` a
-    time draws every kept path's point at that time instead of paths (paper 002 Fig. 2), and ``contours: n``
-    draws n level sets of the first run's energy on the sphere and its separatrix in black (paper 002 Figs 1, 2)."""
+    time draws every kept path's point at that time instead of paths (Gay-Balmaz & Wu 2024 Fig. 2), and ``contours: n``
+    draws n level sets of the first run's energy on the sphere and its separatrix in black (Gay-Balmaz & Wu 2024 Figs 1, 2)."""
     solid, dashed, at = panel.get("solid", "gamma"), panel.get("dashed"), panel.get("at")
-    # The paper's symbol for the solid view (paper 004 writes x where the rigid body's view is named pi).
+    # The paper's symbol for the solid view (Ephrati et al. 2024 writes x where the rigid body's view is named pi).
     name = _mathtext(panel.get("symbol") or solid)
     radius = 0.0
     for run_id in panel["runs"]:
@@ -95,7 +95,7 @@ def _sphere_panel(ax, exp, panel: dict, data: dict[str, RunData], styles: dict) 
                 # Several vectors: each its indexed symbol, x_1 ... x_4 (the paper's x_i of vortex i).
                 indexed = len(vectors) > 1 and not black
                 text = f"{label}{note}: {_indexed(name, i + 1) if indexed else name}" + (" (solid)" if dashed else "")
-                # Fitted, a black reference run is thin: its many loops in a small circle (paper 002 Fig. 8 (a): the
+                # Fitted, a black reference run is thin: its many loops in a small circle (Gay-Balmaz & Wu 2024 Fig. 8 (a): the
                 # deterministic Π inside the stochastic one) filled a disc at 1 pt.
                 width = 0.4 if black and panel.get("fit") else 1.0
                 ax.plot(*v.T, color=shade, lw=width, label=text if i == 0 or not black else "_nolegend_")
@@ -181,7 +181,7 @@ def _sphere_paths(panel: dict, run_id: str, data: dict[str, RunData]) -> tuple[l
 
 def _sphere_points(ax, run: RunData, view: str, paths: list[int], at: float, tone, label: str,
                    name: str | None = None) -> float:
-    """Every listed kept path's ``view`` at output time ``at`` as a point (one realisation each: paper 002 Fig. 2's
+    """Every listed kept path's ``view`` at output time ``at`` as a point (one realisation each: Gay-Balmaz & Wu (2024) Fig. 2's
     ensemble forecast); returns the sphere's radius (|view(0)| of the first path)."""
     i = run.output_index(at)
     points = np.array([run.kept_view(view, p)[i] for p in paths]) if i is not None else np.empty((0, 3))
@@ -195,7 +195,7 @@ def _energy_contours(ax, system, radius: float, count: int) -> None:
     """``count`` level sets of the system's energy on the sphere of ``radius`` (thin) and its separatrix (thicker),
     black, on the hemisphere facing the viewer only (the far side's would show through the shaded sphere and
     cross the paths): computed on a (theta, phi) mesh from the run's own hamiltonian (statistics.sphere_energy;
-    paper 002 Figs 1, 2)."""
+    Gay-Balmaz & Wu (2024) Figs 1, 2)."""
     import contourpy
 
     theta, phi, energy = sphere_energy(system, radius)

@@ -76,7 +76,7 @@ def _time_panel(ax, exp, panel: dict, data: dict[str, RunData], styles: dict) ->
         keep = np.ones_like(s.t, bool) if not xlim else (s.t >= xlim[0]) & (s.t <= xlim[1])
         diverged = run.diverged_at(s)
         if np.isfinite(diverged):
-            # The project's layout for paper 003's figures: truncated where the run is declared diverged (a path went non-finite
+            # The project's layout for Bou-Rabee & Owhadi's (2007) figures: truncated where the run is declared diverged (a path went non-finite
             # or |E| > 1e6); past it the mean is over a shrinking, exploding ensemble.
             band_keep = _band_mask(s, keep, diverged)
             keep &= s.t <= diverged

@@ -43,7 +43,7 @@ def test_path_deviation_from_a_number_and_over_a_window():
 
 
 def test_path_deviation_relative_to_its_start():
-    """Figs 8-9 of paper 001: |x(t) - x(0)| / |x(0)|; a Casimir of size 0.05 drifting by 1e-9 is 2e-8 relative."""
+    """Figs 8-9 of Luesink et al. (2023): |x(t) - x(0)| / |x(0)|; a Casimir of size 0.05 drifting by 1e-9 is 2e-8 relative."""
     small = kept(0.05 * DRIFT)
     absolute, relative = (check("path_deviation", small, max=1e-10, relative=r) for r in (False, True))
     assert absolute.verdict == PASS and absolute.value == pytest.approx(5e-11)

@@ -31,7 +31,7 @@ def test_fitted_order_without_a_fitted_order_is_skipped_with_the_studys_reason()
 
 
 def test_fitted_order_of_the_sup_in_time_errors():
-    """norm: sup fits a strong study's sup-in-time RMS errors (paper 002's e_sup): slope 1/2 here, while the
+    """norm: sup fits a strong study's sup-in-time RMS errors (Gay-Balmaz & Wu's (2024) e_sup): slope 1/2 here, while the
     terminal errors have slope 1; a weak study has none (SKIP); an unknown norm is refused at load."""
     import dataclasses
     terminal = 1e-2 * DTS / DTS[0]
