@@ -25,7 +25,7 @@ from pathlib import Path
 import h5py
 import numpy as np
 
-from sgi_run import store, summary
+from sgi_run import markdown, store, summary
 from sgi_run.engine.convergence import RESOLVABLE_SE, ConvergenceResult, result_of
 
 FILE_NAME = "convergence.h5"
@@ -147,11 +147,10 @@ def write_tables(rows: list[dict], directory: Path, r: ConvergenceResult, attrs:
     w.writeheader()
     w.writerows(rows)
     drifts = [f"drift_{name}" for name in r.invariants]
-    lines = [f"# {title(r, attrs)}", "",
-             "| dt | error ± SE | local slope | resolvable |" + "".join(f" largest drift of {n} |" for n in r.invariants),
-             "|---|---|---|---|" + "---|" * len(drifts)]
-    lines += [f"| {row['dt']:g} | {row['error']:.4g} ± {row['se']:.2g} | {_slope_text(row['local_slope'])} | "
-              f"{'yes' if row['resolvable'] else 'no'} |" + "".join(f" {row[d]:.3g} |" for d in drifts) for row in rows]
+    header = ["dt", "error ± SE", "local slope", "resolvable", *(f"largest drift of {n}" for n in r.invariants)]
+    cells = [[f"{row['dt']:g}", f"{row['error']:.4g} ± {row['se']:.2g}", _slope_text(row["local_slope"]),
+              "yes" if row["resolvable"] else "no", *(f"{row[d]:.3g}" for d in drifts)] for row in rows]
+    lines = [f"# {title(r, attrs)}", "", *markdown.table(header, cells)]
     lines += ["", order_text(r) + "."]
     if r.note:
         lines += ["", f"Note: {r.note}."]

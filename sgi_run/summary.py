@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sgi_run import store
+from sgi_run import markdown, store
 from sgi_run.core.errors import ConfigError
 from sgi_run.core.solvers import on_fail_rule
 from sgi_run.store import Ensemble
@@ -232,8 +232,7 @@ def write(rows: list[dict], directory: Path, title: str, notes: list[str] = ()) 
     directory = Path(directory)
     columns = list(rows[0]) if rows else COLUMNS
     shown = [c for c in columns if c not in PLAN_COLUMNS]
-    lines = [f"# {title}", "", "| " + " | ".join(shown) + " |", "|" + "---|" * len(shown)]
-    lines += ["| " + " | ".join(_fmt(r[c]) for c in shown) + " |" for r in rows]
+    lines = [f"# {title}", "", *markdown.table(shown, [[_fmt(r[c]) for c in shown] for r in rows])]
     lines += [""] + [f"**{note}.**" for note in notes] if notes else []
     table = io.StringIO(newline="")
     w = csv.DictWriter(table, fieldnames=columns)

@@ -19,6 +19,7 @@ import html
 import re
 from pathlib import Path
 
+from sgi_run import markdown
 from sgi_run.figures import gallery
 from sgi_run.figures.experiment import Experiment, figure_command, figure_order
 from sgi_run.figures.records import stale_reasons
@@ -205,22 +206,21 @@ def _provenance_section(record: dict) -> list[str]:
              if "runs" in made else ""),
             ("numerics code digest", made.get("numerics_code", "")), ("JAX", made.get("jax_version", "")),
             ("command, as recorded", made.get("command", ""))]
-    lines = ["## Provenance", "", "| what made it | |", "|---|---|"]
-    lines += [f"| {what} | {markdown_literal(value)} |" for what, value in rows if value]
-    return lines + [""]
+    return ["## Provenance", "", *markdown.table(["what made it", ""], [[what, markdown_literal(value)]
+                                                                        for what, value in rows if value], str), ""]
 
 
 def _checks_section(record: dict) -> list[str]:
     lines = ["## Checks", "", badges(verdict_counts(record["checks"])), ""]
     if not record["checks"]:
         return lines + ["This figure has no checks.", ""]
-    lines += ["| verdict | check | run | measured | criterion |", "|---|---|---|---|---|"]
+    cells = []
     for check in record["checks"]:
         verdict = "by construction" if check.get("by_construction") else check["verdict"]
         measured = CheckResult.from_record(check).measured()
-        lines.append(f"| {badge(verdict, verdict)} | `{check['id']}` | `{check['run']}` | "
-                     f"{markdown_literal(measured)} | {markdown_literal(check['criterion'])} |")
-    return lines + [""]
+        cells.append([badge(verdict, verdict), f"`{check['id']}`", f"`{check['run']}`", markdown_literal(measured),
+                      markdown_literal(check["criterion"])])
+    return lines + markdown.table(["verdict", "check", "run", "measured", "criterion"], cells, str) + [""]
 
 
 
@@ -355,14 +355,15 @@ def papers_index(figures: list[Figure], titles: dict[str, str]) -> str:
              "Every figure of the five reproduced papers, computed from its experiment file "
              "(`experiments/<paper>/<figure>.yaml`). A paper's page says what is reproduced and how, then shows "
              "its figures; each figure's page has its image, table, checks, provenance and the command that "
-             "makes it again.", "",
-             "| paper | figures computed | at the paper's counts | checks |", "|---|---|---|---|"]
+             "makes it again.", ""]
+    cells = []
     for paper, title in titles.items():
         members = [f for f in figures if f.paper == paper and not f.diagnostic]
         computed = [f for f in members if f.record is not None]
         total = verdict_counts([c for f in computed for c in f.record["checks"]])
-        lines.append(f"| [{markdown_literal(title)}]({paper}.md) | {len(computed)} of {len(members)} | "
-                     f"{sum(at_papers_counts(f.record) for f in computed)} | {badges(total)} |")
+        cells.append([f"[{markdown_literal(title)}]({paper}.md)", f"{len(computed)} of {len(members)}",
+                      str(sum(at_papers_counts(f.record) for f in computed)), badges(total)])
+    lines += markdown.table(["paper", "figures computed", "at the paper's counts", "checks"], cells, str)
     return "\n".join(lines + [""])
 
 

@@ -1,5 +1,5 @@
 """A figure's tables: its rows as text (``fmt``, ``md_header``, ``md_cells``, the study and work-precision rows),
-markdown tables (``markdown_table``, the one writer of them), the disagreement section, and the figure's
+markdown tables (``markdown_table``: ``sgi_run.markdown.table``, the one writer of them), the disagreement section, and the figure's
 ``<fig>.csv``, ``<fig>.md`` and ``<fig>_checks.md`` files (``write_table``, ``write_checks``).
 """
 from __future__ import annotations
@@ -10,6 +10,7 @@ from pathlib import Path
 from collections.abc import Callable, Sequence
 
 from sgi_run import work_precision
+from sgi_run.markdown import table as markdown_table
 from sgi_run.figures.experiment import Experiment
 from sgi_run.figures.panels.style import mean_text, path_text
 from sgi_run.figures.results import CheckResult, counts_text, verdict_counts
@@ -191,19 +192,6 @@ def study_md_rows(rows: list[dict]) -> list[list[str]]:
                      + ([order, fmt(row["paths"]), fmt(row["T"])] if first else ["", "", ""])
                      + [fmt(row["nonfinite_paths"]), wall if first else ""])
     return cells
-
-
-def escaped(text) -> str:
-    """A table cell's text: a "|" of it ("SE/|E|") would end its cell."""
-    return str(text).replace("|", "\\|")
-
-
-def markdown_table(header: list[str], cells: list[list[str]], cell: Callable[[object], str] = escaped) -> list[str]:
-    """The markdown table of ``header`` and rows of ``cells``, each text written by ``cell`` (the site's
-    ``markdown_literal``)."""
-    def row(texts) -> str:
-        return "| " + " | ".join(cell(t) for t in texts) + " |"
-    return [row(header), "|" + "---|" * len(header)] + [row(c) for c in cells]
 
 
 def work_precision_header(rows: list[dict]) -> list[str]:
