@@ -21,7 +21,7 @@ from sgi_run.engine.plan import MAX_INDEX
 from sgi_run.figures import checks
 from sgi_run.figures.layout import LEGENDS, PALETTE
 from sgi_run.figures.panels import PANEL_KINDS
-from sgi_run.figures.panels.validate import check_keys, is_int, is_number
+from sgi_run.figures.panels.validate import check_keys, is_integer, is_number
 
 # A figure's run profiles: each is a set of overrides; a run never knows the profile it was made for (a smoke
 # and a reduced run with the same overrides are the same numbers, one cached result).
@@ -132,7 +132,7 @@ def nullable(value: Value) -> Value:
 
 
 def integer(least: int, most: int, what: str) -> Value:
-    return Value(lambda v: is_int(v) and least <= v <= most, f"an integer from {least} to {most}: {what}")
+    return Value(lambda v: is_integer(v) and least <= v <= most, f"an integer from {least} to {most}: {what}")
 
 
 def _is_text(v) -> bool:
@@ -205,7 +205,7 @@ RUN = Keys("a run", {"overrides": OVERRIDES, "label": TEXT, "dt_source": one_of(
 # 001's figures draw a Casimir's or the energy's drift: its table shows it in numbers).
 DRIFT = Keys("a drift column", {"observable": NAME, "relative": BOOLEAN}, required=("observable",))
 LAYOUT = Keys("layout", {
-    "columns": Value(lambda v: is_int(v) and v >= 1, "an integer from 1 to the number of panels"),
+    "columns": Value(lambda v: is_integer(v) and v >= 1, "an integer from 1 to the number of panels"),
     "legend": one_of(LEGENDS, "panel (each panel's legend beside it) or shared (one legend for the figure)"),
     "letters": BOOLEAN})
 EXPERIMENT = Keys("an experiment file", {

@@ -11,6 +11,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from sgi_run.core.fields import is_number
 from sgi_run.figures.results import RunData, Series
 
 
@@ -252,7 +253,7 @@ SOLVABILITY_GRID = (91, 181)    # polar x azimuthal points (Gay-Balmaz & Wu 2024
 
 def valid_increments(increments) -> bool:
     """A list of increment vectors whose entries are numbers or "D" / "-D" (the truncation bound)."""
-    entry = lambda v: (isinstance(v, (int, float)) and not isinstance(v, bool)) or v in ("D", "-D")
+    entry = lambda v: is_number(v) or v in ("D", "-D")
     return (isinstance(increments, list) and len(increments) > 0
             and all(isinstance(w, list) and len(w) > 0 and all(entry(v) for v in w) for w in increments))
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from collections.abc import Callable, Collection, Mapping
 
 from sgi_run.core.errors import ConfigError
+from sgi_run.core.fields import is_number
 from sgi_run.figures.results import (FAIL, PASS, SKIP, Band, CheckResult, Measurement, RunData, Series, StudyData,
                                      as_run_data)
 
@@ -86,7 +87,7 @@ def _typed(value, annotation: str) -> bool:
     if value is None:
         return annotation not in _TYPES or annotation.endswith("| None")
     # NaN compares false with everything: a band or a tolerance of NaN would judge nothing.
-    number = isinstance(value, (int, float)) and not isinstance(value, bool) and not math.isnan(value)
+    number = is_number(value) and not math.isnan(value)
     return {"float": number, "float | None": number, "bool": isinstance(value, bool),
             "int": number and float(value).is_integer(), "int | None": number and float(value).is_integer(),
             "str": isinstance(value, str), "str | None": isinstance(value, str)}.get(annotation, True)
@@ -119,10 +120,10 @@ def validate(spec: Mapping, where: str) -> None:
         if name in spec and not fits(spec[name]):
             raise ConfigError(f"{where}.{name}", spec[name], f"{allowed} ({kind}.{name})")
     low, high = spec.get("min"), spec.get("max")
-    if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (low, high)) and low > high:
+    if all(is_number(v) for v in (low, high)) and low > high:
         raise ConfigError(f"{where}.max", high, f"a number >= min = {low:g}: the band [min, max] holds no value")
     tolerance = spec.get("tolerance_se", 0)
-    if not (isinstance(tolerance, (int, float)) and tolerance >= 0):
+    if not (is_number(tolerance) and tolerance >= 0):
         raise ConfigError(f"{where}.tolerance_se", tolerance, "a number >= 0")
     if not isinstance(spec.get("by_construction", False), bool):
         raise ConfigError(f"{where}.by_construction", spec["by_construction"],

@@ -8,6 +8,7 @@ import math
 
 import numpy as np
 
+from sgi_run.core.fields import is_number
 from sgi_run.figures import fields
 from sgi_run.figures.checks.registry import _skip, check_kind
 from sgi_run.figures.results import Band, Measurement, RunData, Series
@@ -196,9 +197,8 @@ def across_paths(series: Series, *, per_path: str, statistic: str, at: float | N
 # --- the rigid body's kept paths on its momentum sphere (Gay-Balmaz & Wu 2024 Figs 1, 2) ----------------------------
 def _times(value, empty: bool) -> bool:
     """Whether ``value`` is an output time or a non-empty list of them (or, with ``empty``, null)."""
-    number = lambda v: isinstance(v, (int, float)) and not isinstance(v, bool)
-    return (empty and value is None) or number(value) or (isinstance(value, list) and len(value) > 0
-                                                           and all(number(v) for v in value))
+    return (empty and value is None) or is_number(value) or (isinstance(value, list) and len(value) > 0
+                                                              and all(is_number(v) for v in value))
 
 
 def _largest_spread(data: RunData, times, view: str) -> tuple[float | None, str]:

@@ -11,7 +11,7 @@ import numpy as np
 from sgi_run.core.errors import require
 from sgi_run.figures.panels import PanelKind, register
 from sgi_run.figures.panels.style import symbol
-from sgi_run.figures.panels.validate import is_int, is_number
+from sgi_run.figures.panels.validate import is_integer, is_number
 from sgi_run.figures.results import RunData
 from sgi_run.figures.statistics import histogram_density
 
@@ -37,7 +37,7 @@ def _check_density(panel: dict, k, where: str, runs: dict, studies: frozenset) -
             "a state coordinate (e.g. x)")
     require(k(f"{where}.at"), at, at is None or (is_number(at) and at >= 0),
             "a snapshot time >= 0, or null: the final time")
-    require(k(f"{where}.bins"), bins, is_int(bins) and bins >= 1, "how many bins (an integer >= 1)")
+    require(k(f"{where}.bins"), bins, is_integer(bins) and bins >= 1, "how many bins (an integer >= 1)")
     require(k(f"{where}.range"), extent, isinstance(extent, list) and len(extent) == 2
             and all(is_number(v) and math.isfinite(v) for v in extent) and extent[0] < extent[1],
             "[low, high] of the histogram, low < high")

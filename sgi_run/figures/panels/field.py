@@ -11,7 +11,7 @@ from sgi_run.core.errors import require
 from sgi_run.figures import fields
 from sgi_run.figures.panels import PanelKind, register
 from sgi_run.figures.panels.maps import colour_map, map_row, pi_axis
-from sgi_run.figures.panels.validate import check_path_index, is_int, is_times
+from sgi_run.figures.panels.validate import check_path_index, is_integer, is_times
 from sgi_run.figures.results import RunData
 
 # One row of maps, path `path`'s state at each snapshot time `at` (default: every snapshot the run stored) drawn
@@ -30,7 +30,7 @@ def _check_field(panel: dict, k, where: str, runs: dict, studies: frozenset) -> 
             "a list of distinct snapshot times >= 0 (plan.snapshots), or absent: every snapshot")
     check_path_index(panel, k, where)
     grid = panel.get("grid", [2, 2])
-    require(k(f"{where}.grid"), grid, isinstance(grid, list) and len(grid) == 2 and all(is_int(n) and n >= 2 for n in grid),
+    require(k(f"{where}.grid"), grid, isinstance(grid, list) and len(grid) == 2 and all(is_integer(n) and n >= 2 for n in grid),
             "[n_lat, n_lon]: two integers >= 2 (default [256, 512])")
 
 

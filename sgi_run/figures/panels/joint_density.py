@@ -15,7 +15,7 @@ import numpy as np
 from sgi_run.core.errors import require
 from sgi_run.figures.panels import PanelKind, register
 from sgi_run.figures.panels.style import symbol
-from sgi_run.figures.panels.validate import is_int, is_number
+from sgi_run.figures.panels.validate import is_integer, is_number
 from sgi_run.figures.results import RunData
 
 PANEL_KEYS = ("quantity", "runs", "coordinates", "at", "bins", "range", "density", "period", "title", "view")
@@ -27,7 +27,7 @@ def _check_joint(panel: dict, k, where: str, runs: dict, studies: frozenset) -> 
             and all(isinstance(c, str) for c in coordinates), "two state coordinates, e.g. [x, v]")
     require(k(f"{where}.at"), panel.get("at"), is_number(panel.get("at")) and panel["at"] >= 0,
             "a snapshot time >= 0 (the runs need plan.snapshots with it)")
-    require(k(f"{where}.bins"), bins, isinstance(bins, list) and len(bins) == 2 and all(is_int(b) and b >= 2 for b in bins),
+    require(k(f"{where}.bins"), bins, isinstance(bins, list) and len(bins) == 2 and all(is_integer(b) and b >= 2 for b in bins),
             "[bins along the first coordinate, along the second], integers >= 2")
     require(k(f"{where}.range"), extent, isinstance(extent, list) and len(extent) == 2 and all(
         isinstance(r, list) and len(r) == 2 and all(is_number(v) for v in r) and r[0] < r[1] for r in extent),

@@ -11,6 +11,7 @@ import re
 import numpy as np
 
 from sgi_run.core.errors import require
+from sgi_run.core.fields import is_number
 from sgi_run.figures.layout import LINESTYLES, style
 from sgi_run.figures.panels import PanelKind, register
 from sgi_run.figures.panels.style import symbol
@@ -33,8 +34,7 @@ def _check_path(panel: dict, k, where: str, runs: dict, studies: frozenset) -> N
     check_path_index(panel, k, where)
     deviation = panel.get("deviation", "initial")
     require(k(f"{where}.deviation"), deviation,
-            deviation is None or deviation == "initial" or (isinstance(deviation, (int, float))
-                                                           and not isinstance(deviation, bool)),
+            deviation is None or deviation == "initial" or is_number(deviation),
             "initial (x(t) - x(0)), a number (x(t) - it) or null (x(t))")
     for flag in ("absolute", "relative"):
         require(k(f"{where}.{flag}"), panel.get(flag), isinstance(panel.get(flag, False), bool), "true or false")

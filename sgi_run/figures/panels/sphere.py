@@ -13,7 +13,7 @@ from sgi_run.core.errors import require
 from sgi_run.figures.layout import style
 from sgi_run.figures.panels import PanelKind, register
 from sgi_run.figures.panels.style import symbol
-from sgi_run.figures.panels.validate import check_path_index, is_int, is_number
+from sgi_run.figures.panels.validate import check_path_index, is_integer, is_number
 from sgi_run.figures.results import RunData
 from sgi_run.figures.statistics import SELECTION_RULES, energy_levels, select_path, sphere_energy
 
@@ -53,7 +53,7 @@ def _check_sphere_extras(panel: dict, k, where: str) -> None:
     require(k(f"{where}.at"), panel.get("at"), panel.get("at") is None or (is_number(panel["at"]) and panel["at"] >= 0),
             "an output time >= 0 (every kept path's point at it)")
     require(k(f"{where}.contours"), panel.get("contours"),
-            panel.get("contours") is None or (is_int(panel["contours"]) and panel["contours"] >= 1),
+            panel.get("contours") is None or (is_integer(panel["contours"]) and panel["contours"] >= 1),
             "how many energy levels to draw (an integer >= 1)")
     view = panel.get("view")
     require(k(f"{where}.view"), view,

@@ -6,6 +6,7 @@ import math
 import numpy as np
 
 from sgi_run.core.errors import require
+from sgi_run.core.fields import is_number
 from sgi_run.figures.panels import PanelKind, register
 from sgi_run.figures.panels.style import AXES_WIDTH, BAND_SE, count_text, mean_text
 from sgi_run.figures.results import RunData
@@ -50,7 +51,7 @@ def _check_time(panel: dict, k, where: str, runs: dict, studies: frozenset) -> N
     require(k(f"{where}.observable"), panel.get("observable"), isinstance(panel.get("observable", ""), str),
             "an observable the runs record (one name)")
     references = panel.get("reference")
-    one = lambda r: isinstance(r, (int, float, str)) and not isinstance(r, bool)
+    one = lambda r: isinstance(r, str) or is_number(r)
     require(k(f"{where}.reference"), references, references is None or one(references)
             or (isinstance(references, list) and references and all(one(r) for r in references)),
             "a number, a reference the system computes (method or method:argument), or a list of them")

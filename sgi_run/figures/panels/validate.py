@@ -2,14 +2,9 @@
 from __future__ import annotations
 
 from sgi_run.core.errors import require
+from sgi_run.core.fields import is_integer, is_number
 
-
-def is_int(v) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
-
-
-def is_number(v) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool)
+__all__ = ["is_integer", "is_number", "is_times", "check_keys", "check_path_index"]
 
 
 def is_times(at) -> bool:
@@ -24,6 +19,6 @@ def check_keys(panel: dict, allowed: tuple, kind: str, k, where: str) -> None:
 
 
 def check_path_index(panel: dict, k, where: str) -> None:
-    require(k(f"{where}.path"), panel.get("path"), is_int(panel.get("path", 0)) and panel.get("path", 0) >= 0,
+    require(k(f"{where}.path"), panel.get("path"), is_integer(panel.get("path", 0)) and panel.get("path", 0) >= 0,
             "the index of a kept path (an integer >= 0)")
 
