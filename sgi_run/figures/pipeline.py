@@ -236,7 +236,7 @@ def make_figure(exp: Experiment, fidelity: str, output_dir, runs_root: str | Non
         plots.draw(exp, data, [per_run[i] for i in exp.runs], fidelity, stage["png"])
         write_table(exp, fidelity, table, stage, studies, precision, verdicts, _panel_tables(exp, data))
         write_checks(exp, fidelity, verdicts, stage["checks"])
-        write_record(stage["json"], seal(figure_record(exp, fidelity, table, studies, precision, verdicts, files, configs,
+        write_record(stage["json"], seal(figure_record(exp, fidelity, table, studies, precision, verdicts, files, configs, results,
                                                  figure_provenance(exp, fidelity, results, time.perf_counter() - started,
                                                              command, source)), stage))
     return FigureOutcome(exp, fidelity, table, verdicts, files, studies)

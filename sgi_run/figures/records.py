@@ -25,7 +25,8 @@ from sgi_run.figures.experiment import Experiment, figure_command
 from sgi_run.figures.results import CheckResult, verdict_counts
 
 def figure_record(exp: Experiment, fidelity: str, table: list[dict], studies: list[dict], precision: list[dict],
-            verdicts: list[CheckResult], files: dict[str, Path], configs: dict, provenance: dict) -> dict:
+            verdicts: list[CheckResult], files: dict[str, Path], configs: dict, results: dict,
+            provenance: dict) -> dict:
     """The figure's record: what the gallery shows of it, and what it was made from (``kept_record``)."""
     return {"paper": exp.paper, "figure": exp.figure, "title": exp.title, "paper_name": exp.paper_name,
             "name": exp.name, "label": exp.label, "heading": exp.heading, "diagnostic": exp.diagnostic,
@@ -41,37 +42,37 @@ def figure_record(exp: Experiment, fidelity: str, table: list[dict], studies: li
             "files": {k: p.name for k, p in files.items()}, "sgi_run_version": __version__,
             "papers_counts": exp.at_papers_counts(fidelity),
             "run_config_hashes": {run_id: config_hash(cfg) for run_id, cfg in configs.items()},
-            "run_code": run_code(configs),
+            "run_code": run_code(configs, results),
             "experiment_digest": experiment_digest(exp), "provenance": provenance}
 
 
-def run_code(configs: dict) -> dict:
-    """Each run's numerics code (``runner.run_code_digest``) with the names that find its classes again, so that
-    an edit of one system's code marks stale the figures of its runs alone (``code_changed``)."""
-    from sgi_run.runner import run_code_digest
-
+def run_code(configs: dict, results: dict) -> dict:
+    """Each run's numerics code as its file says (the ``code_digest`` its run wrote: a run reused from the cache
+    names the code that computed it, not today's), with the names that find its classes again, so that an edit of
+    one system's code marks stale the figures of its runs alone (``code_changed``)."""
     return {run_id: {"system": cfg.system.name, "integrator_family": cfg.integrator.family,
-                     "code_digest": run_code_digest(cfg)} for run_id, cfg in configs.items()}
+                     "code_digest": results[run_id].statistics.attrs.get("code_digest")}
+            for run_id, cfg in configs.items()}
 
 
 def code_changed(record: dict) -> bool:
-    """Whether the numerics code of the record's runs changed since it was drawn: not where no numerics code
-    changed at all (``provenance.numerics_code``), else where any run's code digest is not today's (``run_code``;
-    a record without them, or a run whose classes this process cannot name: changed)."""
+    """Whether the record's runs were not all computed by today's numerics code: a run's code digest
+    (``run_code``) is not today's, or its classes are not registered in this process. A record without
+    ``run_code`` (drawn before it was kept) counts as changed unless no numerics code changed at all
+    (``provenance.numerics_code``)."""
     from sgi_run.provenance import code_digest
     from sgi_run.runner import code_digest_of
 
-    if (record.get("provenance") or {}).get("numerics_code") == code_digest():
-        return False
     runs = record.get("run_code")
     if not isinstance(runs, dict) or not runs:
-        return True
+        return (record.get("provenance") or {}).get("numerics_code") != code_digest()
     for entry in runs.values():
         try:
             if code_digest_of(entry["system"], entry["integrator_family"]) != entry["code_digest"]:
                 return True
-        except (KeyError, TypeError):
-            return True
+        except (KeyError, TypeError):     # a class of one's own not registered here: the whole code as a guide
+            if (record.get("provenance") or {}).get("numerics_code") != code_digest():
+                return True
     return False
 
 

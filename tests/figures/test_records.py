@@ -29,3 +29,11 @@ def test_a_record_that_cannot_say_its_runs_code_is_stale_when_any_numerics_code_
     assert records.code_changed({"provenance": {"numerics_code": "000000000000"}})       # drawn before run_code
     assert records.code_changed(_record("000000000000", a=("no_such_system", "explicit_srk", "0123456789ab")))
     assert records.code_changed(_record("000000000000", a=("kubo", "no_such_family", "0123456789ab")))
+
+
+def test_a_record_drawn_today_from_a_run_cached_by_other_code_is_stale():
+    """A run reused from the cache (cache=reuse) keeps the digest of the code that computed it: the figure drawn
+    from it today is not current, though today's code drew it."""
+    kubo = ("kubo", "explicit_srk", code_digest_of("kubo", "explicit_srk"))
+    assert not records.code_changed(_record(provenance.code_digest(), a=kubo))
+    assert records.code_changed(_record(provenance.code_digest(), a=(*kubo[:2], "0123456789ab")))
