@@ -57,6 +57,10 @@ def integer(key: str, value, allowed: str = "an integer", *, at_least=None, belo
     return int(value)
 
 
+def probability(key: str, value, allowed: str = "a probability: a number in [0, 1]") -> float:
+    return real(key, value, allowed, at_least=0, at_most=1)
+
+
 def boolean(key: str, value, allowed: str = "true or false") -> bool:
     if not isinstance(value, (bool, np.bool_)):
         raise ConfigError(key, value, allowed)

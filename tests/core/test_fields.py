@@ -36,7 +36,10 @@ def test_an_integer_is_an_int_never_a_bool_or_a_float(value):
         fields.integer("k", value)
 
 
-def test_boolean_text_choice():
+def test_probability_boolean_text_choice():
+    assert fields.probability("p", 1) == 1.0
+    with pytest.raises(ConfigError):
+        fields.probability("p", -0.1)
     assert fields.boolean("b", np.bool_(True)) is True
     with pytest.raises(ConfigError):
         fields.boolean("b", 1)
