@@ -92,3 +92,12 @@ def session_cores():
             os.sched_setaffinity(0, mine)
     widened.cores = SESSION_CORES
     return widened
+
+
+def made_by_todays_code(run_code: dict) -> dict:
+    """A kept record's ``run_code`` as if today's numerics code had computed each of its runs (a test's record
+    made current: ``figures.records.code_changed``)."""
+    from sgi_run.runner import code_digest_of
+
+    return {run_id: {**entry, "code_digest": code_digest_of(entry["system"], entry["integrator_family"])}
+            for run_id, entry in run_code.items()}

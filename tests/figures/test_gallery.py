@@ -10,7 +10,7 @@ from sgi_run.figures.experiment import discover
 from sgi_run.figures.records import experiment_digest
 from sgi_run.figures.tables import table_parts
 from sgi_run.provenance import code_digest
-from tests.conftest import ROOT
+from tests.conftest import ROOT, made_by_todays_code
 
 
 def test_a_json_file_that_is_no_figure_record_is_left_out(tmp_path):
@@ -76,7 +76,8 @@ def _copy(paper, figure, target, current: bool, exp):
         shutil.copy(ROOT / "gallery/paper" / paper / name, target / paper / name)
     made = {**record["provenance"], "numerics_code": code_digest(), "uncommitted_changes": False}
     record.update(experiment_digest=experiment_digest(exp) if current else "0" * 64,
-                  provenance=made if current else record["provenance"])
+                  provenance=made if current else record["provenance"],
+                  run_code=made_by_todays_code(record["run_code"]) if current else record["run_code"])
     (target / paper / f"{figure}.json").write_text(json.dumps(record))
 
 

@@ -11,7 +11,7 @@ from sgi_run.figures import site
 from sgi_run.figures.experiment import discover
 from sgi_run.figures.records import experiment_digest
 from sgi_run.provenance import code_digest
-from tests.conftest import ROOT
+from tests.conftest import ROOT, made_by_todays_code
 
 pytestmark = pytest.mark.xdist_group("docs_site")
 GALLERY = ROOT / "gallery" / "paper"
@@ -110,7 +110,8 @@ def built(tmp_path_factory):
     # Luesink Figure 4's record current (today's experiment file and numerics code, committed), 4.2's stale.
     exp = next(e for e in discover(ROOT / "experiments") if (e.paper, e.figure) == ("luesink_2023", "fig4"))
     copy_record(GALLERY, "luesink_2023", "fig4", records, checks=checks, experiment_digest=experiment_digest(exp),
-                provenance={**fig4["provenance"], "numerics_code": code_digest(), "uncommitted_changes": False})
+                provenance={**fig4["provenance"], "numerics_code": code_digest(), "uncommitted_changes": False},
+                run_code=made_by_todays_code(fig4["run_code"]))
     copy_record(GALLERY, "kraus_tyranowski_2021", "fig4_2", records, fidelity="reduced", papers_counts=False,
                 experiment_digest="0" * 64)
     copy_record(GALLERY, "kraus_tyranowski_2021", "fig4_3", records, fidelity="reduced", papers_counts=True)
