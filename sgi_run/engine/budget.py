@@ -249,12 +249,13 @@ def _convergence_estimate(system, integrator, plan: ConvergencePlan, reference_i
 
     - per shard on the device: per path, ``_lock_step_words``, and the coarse step's random numbers
       (every fine increment of it: a block is at least one coarse step of every path);
-    - per path, when the order gets a bootstrap interval: its final error at every level (three copies,
-      as an ensemble's time averages).
+    - per path, when the order gets a bootstrap interval: its final error at every level, and a weak
+      observable's (plan.weak_observable) (three copies, as an ensemble's time averages).
     """
     words = {"plan.shard_size": _shard_words(system, integrator, plan, reference_integrator)}
     if plan.bootstrap:
-        words["plan.paths"] = 3 * plan.paths * (len(plan.dts) + 1)
+        weak = len(plan.dts) if plan.weak_observable is not None else 0     # its per-path differences too
+        words["plan.paths"] = 3 * plan.paths * (len(plan.dts) + 1 + weak)
     return MemoryEstimate({key: 8 * n for key, n in words.items()})
 
 
