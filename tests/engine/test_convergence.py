@@ -355,3 +355,14 @@ def test_weak_studies_of_three_point_and_gaussian_methods_meet_the_same_referenc
     assert rs2.samples == "independent"
     leaves = [name for name in ens_rs2.kept if name.startswith("reference.")]
     assert leaves and all(np.array_equal(ens_rs2.kept[n], ens_midpoint.kept[n]) for n in leaves), leaves
+
+
+@pytest.mark.slow
+def test_a_gaussian_method_takes_the_same_increments_against_a_reference_drawing_the_pair():
+    """The midpoint rule against E1's reference (the pair dW, dZ drawn on the finest grid) takes row dW, the same
+    draw it makes alone: its levels' states are those of its study against its own fine reference, to the bit."""
+    (_, pair), (_, own) = [_kept_study(["system=kubo", "integrator=midpoint", *extra])
+                           for extra in (["plan.reference_method=e1"], [])]
+    levels = [name for name in own.kept if name.startswith("level")]
+    assert levels and all(np.array_equal(pair.kept[n], own.kept[n]) for n in levels), levels
+    assert not np.array_equal(pair.kept["reference.z"], own.kept["reference.z"])     # E1's reference is not its own
