@@ -128,6 +128,8 @@ class BuiltConfig:
     system: System
     integrator: Integrator
     plan: Plan | ConvergencePlan   # a ConvergencePlan when plan.kind = convergence
+    # A study's fine reference method (plan.reference_method); None: the study's own integrator.
+    reference_integrator: Integrator | None = None
 
 
 def as_python(node):
@@ -175,17 +177,42 @@ def build(cfg: DictConfig) -> BuiltConfig:
     system = build_system(cfg.system)
     integrator = build_integrator(as_python(cfg.integrator))
     integrator.check_fits(system)
-    plan = budget.fit_to_memory(system, integrator, _plan_fitted_to(cfg.plan, system, integrator))
+    reference = build_reference_integrator(cfg.plan)
+    plan = budget.fit_to_memory(system, integrator, _plan_fitted_to(cfg.plan, system, integrator, reference),
+                                reference)
     _check_run_options(cfg)
-    return BuiltConfig(system, integrator, plan)
+    return BuiltConfig(system, integrator, plan, reference)
 
 
-def _plan_fitted_to(node, system, integrator) -> Plan | ConvergencePlan:
+def reference_integrator_node(name) -> dict:
+    """The integrator option ``name`` (conf/integrator/<name>.yaml, with its own settings) as a config node, its
+    ``claims`` (what it declares of itself, not how it runs) left out; refused, naming plan.reference_method, where
+    ``name`` is not an integrator option."""
+    try:
+        node = group_node("integrator", name, {})
+    except ConfigError as err:
+        raise ConfigError("plan.reference_method", name, f"null or an integrator option: {err.allowed}") from None
+    node.pop("claims", None)
+    return node
+
+
+def build_reference_integrator(plan_node) -> Integrator | None:
+    """A convergence study's fine reference method (``plan.reference_method``), or None (its own integrator)."""
+    if plan_node.get("kind", "ensemble") != "convergence" or plan_node.get("reference_method") is None:
+        return None
+    name = text("plan.reference_method", plan_node.get("reference_method"), "null or the name of an integrator option")
+    try:
+        return build_integrator(reference_integrator_node(name))
+    except ConfigError as err:
+        raise ConfigError("plan.reference_method", name, err.allowed) from None
+
+
+def _plan_fitted_to(node, system, integrator, reference_integrator=None) -> Plan | ConvergencePlan:
     """The plan of its config node (an ensemble, or a convergence study by ``plan.kind``), refused where the
-    system and the integrator cannot run it."""
+    system and the integrator (and a study's reference method) cannot run it."""
     kind = choice("plan.kind", node.get("kind", "ensemble"), PLAN_KINDS)
     if kind == "convergence":
-        return ConvergencePlan.from_mapping(as_python(node)).fitted_to(system, integrator)
+        return ConvergencePlan.from_mapping(as_python(node)).fitted_to(system, integrator, reference_integrator)
     plan = Plan.from_mapping(as_python(node))
     if integrator.noise_kind == "three_point":
         # The three-point law is not a Brownian path: there is no finer grid to sum, nothing to clip.
@@ -282,7 +309,7 @@ def run_config(system: System, integrator: Integrator, plan: Plan | ConvergenceP
 # --- identity of a run -----------------------------------------------------------------------------
 # Optional outputs added after runs existed: left out of the hash while unset (null), so adding them
 # did not change the identity of the runs made before.
-_HASHED_WHEN_SET = {"plan": ("time_average",), "integrator": ("iterations",)}
+_HASHED_WHEN_SET = {"plan": ("time_average", "reference_method", "weak_observable"), "integrator": ("iterations",)}
 
 
 def config_hash(cfg) -> str:
@@ -302,6 +329,13 @@ def config_hash(cfg) -> str:
         for key in keys:
             if isinstance(content.get(group), dict) and content[group].get(key, 0) is None:
                 del content[group][key]
+    reference_method = content["plan"].get("reference_method") if isinstance(content.get("plan"), dict) else None
+    if isinstance(reference_method, str):
+        # Its settings are the reference's numbers: editing conf/integrator/<name>.yaml re-runs the study.
+        try:
+            content["reference_integrator"] = reference_integrator_node(reference_method)
+        except ConfigError:     # refused by build; named as it is
+            content["reference_integrator"] = reference_method
     return hashlib.sha256(json.dumps(content, sort_keys=True, default=str).encode()).hexdigest()[:12]
 
 

@@ -10,8 +10,11 @@ not at all: the tables never stand beside another study's file or none):
   checksummed; ``observables/sq_error`` or ``difference``/``value`` per step size at every coarse
   step, every path's final values in ``time_averages``, solver diagnostics) and, at its root, the
   datasets ``dts``, ``error``, ``se``, ``local_slope``, ``resolvable``, ``nonfinite_paths``, ``order``,
-  ``order_ci`` (and ``sup_error``, ``sup_se`` for strong studies); attributes ``error_kind``,
-  ``reference``, ``samples``, ``observable``, ``reference_dt``, ``T``, ``note`` besides a run's;
+  ``order_ci`` (and ``sup_error``, ``sup_se`` for strong studies; ``weak_error``, ``weak_se``,
+  ``weak_resolvable``, ``weak_local_slope``, ``weak_order``, ``weak_order_ci`` for a strong study's
+  ``plan.weak_observable``); attributes ``error_kind``, ``reference``, ``samples``, ``observable``,
+  ``reference_dt``, ``T``, ``note`` besides a run's (and ``reference_method``, ``weak_observable``,
+  ``weak_note``, ``reference_unconverged``, ``reference_stagnated`` where the study has them);
 - ``convergence.csv`` / ``convergence.md``: dt, error, SE, local slope, fitted order [CI]; an implicit method's
   unconverged and stagnated lock-step path-steps (``summary.solver_counts``: the study's, not per step size);
 - ``convergence.png``: log-log |error| against dt with ±2 SE bars and a reference slope.
@@ -26,7 +29,7 @@ import h5py
 import numpy as np
 
 from sgi_run import markdown, store, summary
-from sgi_run.engine.convergence import RESOLVABLE_SE, ConvergenceResult, result_of
+from sgi_run.engine.convergence import RESOLVABLE_SE, ConvergenceResult, WeakErrors, result_of
 
 FILE_NAME = "convergence.h5"
 # What ``write_outputs`` writes, in its order: a directory holding convergence.csv holds them all (the plot where
@@ -54,6 +57,13 @@ def write_study(path: Path, sim, engine_result, ens: store.Ensemble) -> tuple[Co
                   "observable": plan.observable if plan.error == "weak" else "state",
                   "reference_dt": plan.reference_dt or 0.0, "T": plan.T, "note": result.note,
                   "resolvable_se": result.resolvable_se, "invariants": list(result.invariants)}
+    if plan.reference_method is not None:
+        ens.attrs["reference_method"] = plan.reference_method
+    if result.reference_unconverged is not None:
+        ens.attrs |= {"reference_unconverged": result.reference_unconverged,
+                      "reference_stagnated": result.reference_stagnated}
+    if result.weak is not None:
+        ens.attrs |= {"weak_observable": result.weak.observable, "weak_note": result.weak.note}
     store.write(path, ens, extra=lambda f: _fill(f, result))
     return result, table_rows_of(result, ens.attrs, summary.solver_counts(ens))
 
@@ -80,6 +90,13 @@ def _fill(f: h5py.File, result: ConvergenceResult) -> None:
                             invariants=list(result.invariants))
     store.create_series(f, "order_ci", np.asarray(result.order_ci))
     store.create_checked_dataset(f, "order", result.order)
+    if result.weak is not None:
+        weak = result.weak
+        for name, data in {"weak_error": weak.error, "weak_se": weak.se, "weak_resolvable": weak.resolvable,
+                           "weak_local_slope": weak.local_slopes(result.dts)}.items():
+            store.create_series(f, name, np.asarray(data), dts)
+        store.create_series(f, "weak_order_ci", np.asarray(weak.order_ci))
+        store.create_checked_dataset(f, "weak_order", weak.order)
 
 
 def load_run(path) -> tuple[store.Ensemble, ConvergenceResult, dict]:
@@ -104,10 +121,25 @@ def load(path) -> tuple[ConvergenceResult, dict]:
             nonfinite=data["nonfinite_paths"], paths=int(attrs["paths"]), note=attrs["note"],
             sup_error=data.get("sup_error"), sup_se=data.get("sup_se"),
             resolvable_se=float(attrs.get("resolvable_se", RESOLVABLE_SE)),   # files before the option: 2
-            invariants=tuple(attrs.get("invariants", ())), drift_max=data.get("invariant_drift"))
+            invariants=tuple(attrs.get("invariants", ())), drift_max=data.get("invariant_drift"),
+            weak=_weak_of(data, attrs), reference_unconverged=_count(attrs.get("reference_unconverged")),
+            reference_stagnated=_count(attrs.get("reference_stagnated")))
     except KeyError as err:
         raise store.DamagedFile(f"{path}: missing {err.args[0]}") from None
     return result, attrs
+
+
+def _weak_of(data: dict, attrs: dict) -> WeakErrors | None:
+    """A strong study's weak error (plan.weak_observable) as written by ``_fill``; None in a file without it."""
+    if "weak_observable" not in attrs:
+        return None
+    return WeakErrors(observable=attrs["weak_observable"], error=data["weak_error"], se=data["weak_se"],
+                      resolvable=data["weak_resolvable"], order=float(data["weak_order"]),
+                      order_ci=tuple(float(x) for x in data["weak_order_ci"]), note=attrs.get("weak_note", ""))
+
+
+def _count(value) -> int | None:
+    return None if value is None else int(value)
 
 
 # --- tables ---------------------------------------------------------------------------------------

@@ -253,7 +253,7 @@ class _StudyKind(RunKind):
     outputs = convergence_run.OUTPUTS
 
     def simulator(self, setup: BuiltConfig) -> Simulator:
-        return convergence.simulator(setup.system, setup.integrator, setup.plan)
+        return convergence.simulator(setup.system, setup.integrator, setup.plan, setup.reference_integrator)
 
     def levels(self, plan) -> int:
         return len(plan.dts)
@@ -390,7 +390,7 @@ def run(cfg: DictConfig, run_dir: Path | None = None, *, setup: BuiltConfig | No
         mode = _progress_mode(cfg, progress)
         if mode:
             _say(_planned(label, sim.plan, len(shards.finished()), levels=kind.levels(plan))
-                 + f"; {memory_estimate(system, setup.integrator, plan).describe()}"
+                 + f"; {memory_estimate(system, setup.integrator, plan, setup.reference_integrator).describe()}"
                  + (f"; on {cluster.where}" if cluster is not None else f"; {at_once} shards at once" if at_once > 1 else ""))
         with _stopped_by_write_failures(run_dir, shards):
             try:
@@ -424,7 +424,8 @@ def _with_outputs(kind: RunKind, run: RunResult) -> RunResult:
 def shards_at_once(local: executor.Local, sim: Simulator, setup: BuiltConfig, pending: int) -> int:
     """How many shards executor=local computes at once: as asked, at most the shards left and those the
     memory holds, and one where a shard's programs call a library (``Simulator.calls_libraries``)."""
-    at_once = min(local.thread_count, pending, fitting_shards(setup.system, setup.integrator, setup.plan))
+    at_once = min(local.thread_count, pending, fitting_shards(setup.system, setup.integrator, setup.plan,
+                                                                  setup.reference_integrator))
     return 1 if at_once > 1 and sim.calls_libraries() else at_once
 
 

@@ -480,3 +480,52 @@ def test_where_hydra_would_write_the_jobs_record(name, overrides, subdir, tmp_pa
     from sgi_run.config import ConfigSource, hydra_node
     (tmp_path / "mine.yaml").write_text("defaults:\n  - config\n  - _self_\nhydra:\n  output_subdir: record\n")
     assert hydra_node(overrides, ConfigSource(name=name, added=str(tmp_path))).output_subdir == subdir
+
+
+# --- a convergence study's reference method (plan.reference_method) and weak observable --------------------
+STUDY = ["plan=convergence", "plan.paths=20", "plan.dts=[0.25,0.125]", "plan.bootstrap=0"]
+
+
+def test_a_study_without_the_new_keys_keeps_its_hash():
+    """Hashes of studies composed before plan.reference_method and plan.weak_observable existed (null: unhashed)."""
+    assert config_hash(compose(["plan=convergence"])) == "3ef661dc732d"
+    assert config_hash(compose(["plan=convergence", "system=rigid_body", "integrator=lp_midpoint",
+                                "plan.reference=fine"])) == "9a72bca011b6"
+    assert config_hash(compose([])) == "f7595c3a9b5f"
+
+
+def test_a_reference_method_is_built_and_hashed_with_its_own_settings(monkeypatch):
+    lie_poisson = ["system=rigid_body", "integrator=isomp", *STUDY]
+    setup = build(compose([*lie_poisson, "plan.reference_method=lp_trapezoidal"]))
+    assert setup.reference_integrator.name == "lp_trapezoidal" and setup.plan.reference == "fine"
+    assert build(compose(lie_poisson)).reference_integrator is None
+    hashes = {m: config_hash(compose([*lie_poisson, f"plan.reference_method={m}"])) for m in ("lp_trapezoidal", "tmk")}
+    assert len(set(hashes.values()) | {config_hash(compose(lie_poisson))}) == 3
+    # The reference option's settings are hashed (editing its YAML re-runs the study), its claims are not.
+    node = sgi_run.config.reference_integrator_node("tmk")
+    monkeypatch.setattr(sgi_run.config, "group_node", lambda *args: node | {"tol": 1e-6})
+    assert config_hash(compose([*lie_poisson, "plan.reference_method=tmk"])) != hashes["tmk"]
+    monkeypatch.setattr(sgi_run.config, "group_node", lambda *args: node | {"claims": {"strong_order": 1}})
+    assert config_hash(compose([*lie_poisson, "plan.reference_method=tmk"])) == hashes["tmk"]
+    assert config_hash(compose([*lie_poisson, "plan.weak_observable=H"])) != config_hash(compose(lie_poisson))
+
+
+@pytest.mark.parametrize("overrides, allowed", [
+    (["plan.reference_method=no_such_method"], "null or an integrator option: one of ["),
+    (["plan.reference_method=tmk"], "system 'Kubo' has structure 'canonical'"),
+    (["plan.reference_method=srkw2"], "a method of Gaussian increments: srkw2 draws three-point variables"),
+    (["plan.reference=exact", "plan.reference_method=heun"], "null with plan.reference=exact"),
+])
+def test_a_reference_method_that_cannot_run_the_reference_is_refused(overrides, allowed):
+    message = refused([*STUDY, *overrides])
+    assert message.startswith("plan.reference_method=") and allowed in message, message
+
+
+@pytest.mark.parametrize("overrides, allowed", [
+    (["plan.weak_observable=E"], "null or an observable of Kubo: ['H', 'q', 'p']"),
+    (["plan.weak_observable=q"], "Kubo has no exact mean of q"),
+    (["plan.error=weak", "plan.weak_observable=H"], "null in a weak study"),
+])
+def test_a_weak_observable_that_cannot_be_measured_is_refused(overrides, allowed):
+    message = refused([*STUDY, *overrides])
+    assert message.startswith("plan.weak_observable=") and allowed in message, message

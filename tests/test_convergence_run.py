@@ -247,3 +247,30 @@ def test_cli_a_study_whose_every_path_failed_says_so_and_exits_1(tmp_path):
     printed = " ".join(out.stdout.split())
     assert "FAILED: every one of the 100 paths went non-finite (the first by t=0.5, all by t=0.5)" in printed
     assert "(and convergence.csv, .md)" in printed
+
+
+@pytest.mark.slow
+def test_a_reference_method_and_a_weak_observable_are_written_and_read_back(runs_root):
+    """plan.reference_method is recorded in convergence.h5; plan.weak_observable's weak errors, SEs, resolvable
+    flags, local slopes, order and interval are written and read back (``run.result.weak``), the cached run's
+    the same; an implicit reference's solver counts are read back apart from the method's."""
+    cfg = sgi_run.compose(runs_root + ["system=rigid_body", "integrator=isomp", "plan=convergence", "plan.paths=20",
+                                       "plan.T=0.5", "plan.dts=[0.125,0.0625]", "plan.bootstrap=10",
+                                       "plan.reference_refine=2", "plan.reference_method=lp_trapezoidal",
+                                       "plan.weak_observable=H"])
+    first = sgi_run.run(cfg)
+    weak = first.result.weak
+    assert first.result.reference == "fine" and weak is not None and weak.observable == "H"
+    with h5py.File(first.path) as f:
+        assert f.attrs["reference_method"] == "lp_trapezoidal" and f.attrs["weak_observable"] == "H"
+        assert np.array_equal(f["weak_error"][()], weak.error) and f["weak_order_ci"].shape == (2,)
+        assert np.array_equal(f["weak_local_slope"][()], weak.local_slopes(first.result.dts), equal_nan=True)
+    again = sgi_run.run(cfg)
+    assert again.cached
+    for name in ("error", "se", "resolvable"):
+        assert np.array_equal(getattr(again.result.weak, name), getattr(weak, name)), name
+    np.testing.assert_equal((again.result.weak.order, again.result.weak.order_ci), (weak.order, weak.order_ci))
+    assert again.result.weak.note == weak.note
+    assert again.result.reference_unconverged == first.result.reference_unconverged == 0
+    plain = load(sgi_run.run(sgi_run.compose(runs_root + SMALL)).path)[0]
+    assert plain.weak is None and plain.reference_unconverged is None

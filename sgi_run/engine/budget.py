@@ -25,19 +25,22 @@ _UNITS = {"": 1, "B": 1, "KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40,
           "GB": 10**9, "TB": 10**12}
 
 
-def fit_to_memory(system, integrator, plan: Plan | ConvergencePlan) -> Plan | ConvergencePlan:
-    """The plan with ``shard_size: auto`` settled for the memory there is; refused where it cannot fit."""
+def fit_to_memory(system, integrator, plan: Plan | ConvergencePlan,
+                  reference_integrator=None) -> Plan | ConvergencePlan:
+    """The plan with ``shard_size: auto`` settled for the memory there is; refused where it cannot fit. A
+    study's fine reference method (``plan.reference_method``) is ``reference_integrator`` (None: its own)."""
     limit = memory_limit()     # read once: the shard is fitted to and checked against the same number
-    plan = fit_shard_size(system, integrator, plan, host_bytes=limit[0])
-    _check_memory(memory_estimate(system, integrator, plan), plan, system, integrator, limit)
-    _check_array_size(plan, system, integrator)
+    plan = fit_shard_size(system, integrator, plan, host_bytes=limit[0], reference_integrator=reference_integrator)
+    _check_memory(memory_estimate(system, integrator, plan, reference_integrator), plan, system, integrator, limit,
+                  reference_integrator)
+    _check_array_size(plan, system, integrator, reference_integrator)
     return plan
 
 
-def fitting_shards(system, integrator, plan) -> int:
+def fitting_shards(system, integrator, plan, reference_integrator=None) -> int:
     """How many shards of the plan fit in memory at once (at least one): each on the device, the rest of
     the run once (executor=local's ``shards_at_once``)."""
-    estimate, limit = memory_estimate(system, integrator, plan), memory_limit()[0]
+    estimate, limit = memory_estimate(system, integrator, plan, reference_integrator), memory_limit()[0]
     shard = estimate.parts["plan.shard_size"]
     fits = 1 + max(0, limit - estimate.total) // max(shard, 1)
     free = device.free_bytes()
@@ -97,7 +100,7 @@ def format_bytes(n: float) -> str:
         n /= 1024
 
 
-def memory_estimate(system, integrator, plan: Plan | ConvergencePlan) -> MemoryEstimate:
+def memory_estimate(system, integrator, plan: Plan | ConvergencePlan, reference_integrator=None) -> MemoryEstimate:
     """What ``Simulator`` and ``engine.ensemble.run_shards`` allocate, in float64 words:
 
     - per shard on the device: paths x ``_words_per_path`` (state, keys, an implicit solver's Jacobian
@@ -111,12 +114,12 @@ def memory_estimate(system, integrator, plan: Plan | ConvergencePlan) -> MemoryE
     A convergence study: see ``_convergence_estimate``.
     """
     if isinstance(plan, ConvergencePlan):
-        return _convergence_estimate(system, integrator, plan)
+        return _convergence_estimate(system, integrator, plan, reference_integrator)
     d, n_times = state_words(system.space), plan.outputs + 1
     n_obs = sum(math.prod(shape) for shape in observable_shapes(system, plan.observables).values())
     copies = 3
     words = {
-        "plan.shard_size": _shard_words(system, integrator, plan),
+        "plan.shard_size": _shard_words(system, integrator, plan, reference_integrator),
         "plan.output_dt": (plan.shard_count + copies) * n_times * (3 * n_obs + 3),
         "plan.keep_paths": copies * plan.keep_paths * n_times * (d + n_obs),
         "plan.snapshots": copies * len(plan.snapshots) * plan.paths * d,
@@ -133,17 +136,17 @@ def memory_estimate(system, integrator, plan: Plan | ConvergencePlan) -> MemoryE
 DRAW_COPIES = 3
 
 
-def _shard_layout_words(system, integrator, plan) -> tuple[int, int, int]:
+def _shard_layout_words(system, integrator, plan, reference_integrator=None) -> tuple[int, int, int]:
     """(words one path of a shard holds on the device besides its random numbers, random-number words one
     path draws per step, and per output interval), for an ensemble or a convergence study
     (``memory_estimate``, ``_convergence_estimate``)."""
     if isinstance(plan, ConvergencePlan):
-        return _lock_step_words(system, integrator, plan)
+        return _lock_step_words(system, integrator, plan, reference_integrator)
     per_step = noise.NOISE_KINDS[integrator.noise_kind] * system.noises * plan.brownian_refine
     return _words_per_path(system, integrator), per_step, per_step * plan.steps_per_output
 
 
-def _lock_step_words(system, integrator, plan: ConvergencePlan) -> tuple[int, int, int]:
+def _lock_step_words(system, integrator, plan: ConvergencePlan, reference_integrator=None) -> tuple[int, int, int]:
     """``_shard_layout_words`` of a study's lock-step (``engine.convergence.LockStep``): every level's and
     the reference's state, one implicit solve's temporaries (the levels are stepped one after another),
     every level's variables of a coarse step laid end to end and the reference's, and for a strong study
@@ -151,8 +154,10 @@ def _lock_step_words(system, integrator, plan: ConvergencePlan) -> tuple[int, in
     stacked copy; or the exact solution at the grid times)."""
     from sgi_run.engine.convergence import lock_step     # convergence imports the engine this module sizes
     d, u = state_words(system.space), integrator.jacobian_unknowns(system)
-    step = lock_step(system, integrator, plan)
-    n, rows = step.grid_steps, noise.NOISE_KINDS[integrator.noise_kind] * system.noises
+    step = lock_step(system, integrator, plan, reference_integrator)
+    if reference_integrator is not None:
+        u = max(u, reference_integrator.jacobian_unknowns(system))
+    n, rows = step.grid_steps, noise.NOISE_KINDS[step.drawn_kind] * system.noises
     variables = rows * (sum(n // step.refine(dt) for dt in plan.dts) + n)
     reference_path = (2 if plan.reference == "fine" else 1) * n * d if plan.error == "strong" else 0
     per_path = (len(plan.dts) + 1) * 10 * d + _solve_words(d, u) + variables + reference_path
@@ -175,18 +180,18 @@ def _shard_key(plan) -> str:
     return "plan.shard_size" if plan.shards == "auto" else "plan.shards"
 
 
-def _shard_words(system, integrator, plan) -> int:
+def _shard_words(system, integrator, plan, reference_integrator=None) -> int:
     """Device words of one shard: its paths and its block of random numbers as the draws hold it."""
-    per_path, per_step, drawn = _shard_layout_words(system, integrator, plan)
+    per_path, per_step, drawn = _shard_layout_words(system, integrator, plan, reference_integrator)
     paths = _paths_per_shard(plan)
     return paths * per_path + DRAW_COPIES * _block_words(paths, per_step, drawn)
 
 
-def path_bytes(system, integrator, plan) -> int:
+def path_bytes(system, integrator, plan, reference_integrator=None) -> int:
     """Bytes one path of a shard holds on the device, its share of a block's random numbers included (a
     block of BLOCK_VALUES grows no further with the paths, but one step of every path does): what no
     shard size can make smaller."""
-    per_path, per_step, _ = _shard_layout_words(system, integrator, plan)
+    per_path, per_step, _ = _shard_layout_words(system, integrator, plan, reference_integrator)
     return 8 * (per_path + DRAW_COPIES * per_step)
 
 
@@ -200,26 +205,27 @@ def path_bytes(system, integrator, plan) -> int:
 ARRAY_ELEMENTS_MAX = 2**28
 
 
-def array_elements_per_path(system, integrator, plan) -> int:
+def array_elements_per_path(system, integrator, plan, reference_integrator=None) -> int:
     """Elements one path adds to a shard's largest array, as counted against ``ARRAY_ELEMENTS_MAX``: its
     state, or the random numbers it draws in one step (a block holds at least one step of every path)."""
-    _, per_step, _ = _shard_layout_words(system, integrator, plan)
+    _, per_step, _ = _shard_layout_words(system, integrator, plan, reference_integrator)
     return max(state_words(system.space), per_step)
 
 
-def max_shard_paths(system, integrator, plan) -> int:
+def max_shard_paths(system, integrator, plan, reference_integrator=None) -> int:
     """The most paths a shard may have (``ARRAY_ELEMENTS_MAX``)."""
-    return max(1, ARRAY_ELEMENTS_MAX // array_elements_per_path(system, integrator, plan))
+    return max(1, ARRAY_ELEMENTS_MAX // array_elements_per_path(system, integrator, plan, reference_integrator))
 
 
-def fit_shard_size(system, integrator, plan, host_bytes: int | None = None):
+def fit_shard_size(system, integrator, plan, host_bytes: int | None = None, reference_integrator=None):
     """The plan (ensemble or convergence study) with ``shard_size: auto`` settled for this device
     (``engine.device.auto_shard_size``; ``host_bytes``: the memory a run may use on the host) and for
     ``ARRAY_ELEMENTS_MAX``."""
     if plan.shard_size != "auto":
         return plan
-    fits = device.auto_shard_size(path_bytes(system, integrator, plan), plan.paths, host_bytes)
-    return dataclasses.replace(plan, shard_size=min(fits, max_shard_paths(system, integrator, plan)))
+    fits = device.auto_shard_size(path_bytes(system, integrator, plan, reference_integrator), plan.paths, host_bytes)
+    most = max_shard_paths(system, integrator, plan, reference_integrator)
+    return dataclasses.replace(plan, shard_size=min(fits, most))
 
 
 def _words_per_path(system, integrator) -> int:
@@ -238,17 +244,18 @@ def _solve_words(d: int, u: int) -> int:
     return 24 + d * d + 3 * u * u + u * (u + 1) if u else 0
 
 
-def _convergence_estimate(system, integrator, plan: ConvergencePlan) -> MemoryEstimate:
+def _convergence_estimate(system, integrator, plan: ConvergencePlan, reference_integrator=None) -> MemoryEstimate:
     """What a convergence study (``engine.convergence``, run by this engine) allocates, in float64 words:
 
     - per shard on the device: per path, ``_lock_step_words``, and the coarse step's random numbers
       (every fine increment of it: a block is at least one coarse step of every path);
-    - per path, when the order gets a bootstrap interval: its final error at every level (three copies,
-      as an ensemble's time averages).
+    - per path, when the order gets a bootstrap interval: its final error at every level, and a weak
+      observable's (plan.weak_observable) (three copies, as an ensemble's time averages).
     """
-    words = {"plan.shard_size": _shard_words(system, integrator, plan)}
+    words = {"plan.shard_size": _shard_words(system, integrator, plan, reference_integrator)}
     if plan.bootstrap:
-        words["plan.paths"] = 3 * plan.paths * (len(plan.dts) + 1)
+        weak = len(plan.dts) if plan.weak_observable is not None else 0     # its per-path differences too
+        words["plan.paths"] = 3 * plan.paths * (len(plan.dts) + 1 + weak)
     return MemoryEstimate({key: 8 * n for key, n in words.items()})
 
 
@@ -264,22 +271,24 @@ _MEMORY_ADVICE = {
 }
 
 
-def _check_array_size(plan: Plan | ConvergencePlan, system, integrator) -> None:
-    most = max_shard_paths(system, integrator, plan)
+def _check_array_size(plan: Plan | ConvergencePlan, system, integrator, reference_integrator=None) -> None:
+    most = max_shard_paths(system, integrator, plan, reference_integrator)
     paths = _paths_per_shard(plan)
     if paths <= most:
         return
     shard_key = _shard_key(plan)
     raise ConfigError(shard_key, getattr(plan, shard_key.split(".", 1)[1]),
-                      f"shards of at most {most} paths for this run ({array_elements_per_path(system, integrator, plan)} "
+                      f"shards of at most {most} paths for this run "
+                      f"({array_elements_per_path(system, integrator, plan, reference_integrator)} "
                       f"numbers a path in a shard's largest array, kept under 2^28 elements: past 2^31, XLA's GPU "
                       f"code gave wrong numbers); use {_MEMORY_ADVICE[shard_key]}")
 
 
-def _check_memory(estimate, plan: Plan | ConvergencePlan, system, integrator, memory: tuple[int, str]) -> None:
+def _check_memory(estimate, plan: Plan | ConvergencePlan, system, integrator, memory: tuple[int, str],
+                  reference_integrator=None) -> None:
     shard_key = _shard_key(plan)
     on_device, free = estimate.parts["plan.shard_size"], device.free_bytes()
-    one_path = path_bytes(system, integrator, plan)
+    one_path = path_bytes(system, integrator, plan, reference_integrator)
     if free is not None and one_path > free:
         raise _one_path_too_big(system, integrator, one_path, f"{device.describe()} has {format_bytes(free)} free")
     if free is not None and on_device > free:

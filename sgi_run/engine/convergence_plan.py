@@ -11,7 +11,7 @@ from typing import ClassVar
 
 from sgi_run.core import noise
 from sgi_run.core.errors import ConfigError, require
-from sgi_run.core.fields import choice, integer, list_of, real
+from sgi_run.core.fields import choice, integer, list_of, real, text
 from sgi_run.engine.plan import MAX_INDEX, Plan, _ratio, _whole_ratio, check_sharding, check_truncate, read_plan
 
 ERRORS = ("strong", "weak")
@@ -23,6 +23,19 @@ MAX_BOOTSTRAP = 100_000
 # C(2n - 1, n) distinct resamples: 3 at n = 2, 126 at n = 5 (fewer than the default 200 draws), 92378 at n = 10.
 # Below 10 paths the 2.5% and 97.5% percentiles are ties among a few repeated resamples, not an interval.
 MIN_BOOTSTRAP_PATHS = 10
+
+
+def check_reference_method(name, system, reference_integrator) -> None:
+    """Refuses a reference method that cannot run the fine reference: one that does not fit the system, or a
+    weak method (three-point variables are no Brownian path: its run is no reference for a path)."""
+    try:
+        reference_integrator.check_fits(system)
+    except ConfigError as err:
+        raise ConfigError("plan.reference_method", name, err.allowed) from None
+    if reference_integrator.noise_kind == "three_point":
+        raise ConfigError("plan.reference_method", name,
+                          f"a method of Gaussian increments: {reference_integrator.name} draws three-point "
+                          "variables, which give no Brownian path to follow")
 
 
 def has_exact_state(system) -> bool:
@@ -48,6 +61,11 @@ class ConvergencePlan:
     truncate: float | str | None = None   # null, a bound on |dW|, or log_dt: each level truncated after summing
     resolvable_se: float = 2.0      # the order is fitted on the errors above this many SEs (3 x 1.96: the project's choice, not in Ephrati et al. (2024))
     invariants: str = "none"        # declared: each level's largest drift of every invariant the system declares
+    # An integrator option (conf/integrator/<name>.yaml) that runs the fine reference instead of the study's own
+    # method, on the same Brownian path: every method's study with the same plan meets the same reference numbers.
+    reference_method: str | None = None
+    # A strong study's observable whose weak error E f(level)(T) - E f(reference)(T) is measured on the same paths.
+    weak_observable: str | None = None
 
     DESCRIBED_AS: ClassVar[str] = "convergence plan"
     BUNDLED_OPTION: ClassVar[str] = "convergence"
@@ -103,10 +121,20 @@ class ConvergencePlan:
              "a number > 0 (an error enters the fitted order when it exceeds this many standard errors)", above=0)
         integer("plan.checkpoint_every", self.checkpoint_every,
                 "an integer >= 0 (coarse steps between a shard's progress checkpoints; 0: none)", at_least=0)
+        if self.reference_method is not None:
+            text("plan.reference_method", self.reference_method, "null or the name of an integrator option")
+            require("plan.reference_method", self.reference_method, self.reference != "exact",
+                    "null with plan.reference=exact (a reference method runs a fine reference: reference fine or auto)")
+        if self.weak_observable is not None:
+            text("plan.weak_observable", self.weak_observable, "null or the name of an observable of the system")
+            require("plan.weak_observable", self.weak_observable, self.error == "strong",
+                    "null in a weak study (plan.observable is its observable)")
 
     # --- the checks that need the system and the integrator -------------------------------------
-    def fitted_to(self, system, integrator) -> ConvergencePlan:
-        """This plan with ``reference`` settled to exact or fine; refuses what the pair cannot do."""
+    def fitted_to(self, system, integrator, reference_integrator=None) -> ConvergencePlan:
+        """This plan with ``reference`` settled to exact or fine (fine where ``reference_method`` names the method
+        of a fine reference); refuses what the pair, and the reference method ``reference_integrator`` (built of
+        ``reference_method``), cannot do."""
         if self.error == "strong" and integrator.noise_kind == "three_point":
             raise ConfigError("plan.error", self.error,
                               f"weak with the weak integrator {integrator.name} (three-point increments "
@@ -121,10 +149,21 @@ class ConvergencePlan:
         if self.reference == "exact" and not exact:
             raise ConfigError("plan.reference", self.reference,
                               f"fine or auto: {type(system).__name__} has no {what}")
+        if reference_integrator is not None:
+            check_reference_method(self.reference_method, system, reference_integrator)
+        if self.weak_observable is not None and self.weak_observable not in allowed:
+            raise ConfigError("plan.weak_observable", self.weak_observable,
+                              f"null or an observable of {type(system).__name__}: {allowed}")
         if self.invariants == "declared" and not system.invariants():
             raise ConfigError("plan.invariants", self.invariants,
                               f"none: {type(system).__name__} declares no invariant with these parameters")
-        resolved = self.reference if self.reference != "auto" else ("exact" if exact else "fine")
+        resolved = self.reference if self.reference != "auto" else (
+            "exact" if exact and self.reference_method is None else "fine")
+        if (self.weak_observable is not None and resolved == "exact"
+                and system.reference_mean(self.weak_observable) is None):
+            raise ConfigError("plan.weak_observable", self.weak_observable,
+                              f"null, or plan.reference=fine: {type(system).__name__} has no exact mean of "
+                              f"{self.weak_observable} for the exact reference")
         plan = dataclasses.replace(self, reference=resolved)
         if plan.grid_steps >= MAX_INDEX:
             finest = "min(dts) / reference_refine" if resolved == "fine" else "min(dts)"

@@ -163,3 +163,26 @@ def test_a_shard_stays_under_the_array_size_xla_indexes_right(monkeypatch):
     assert message.startswith("plan.shards=21 ") and "at most 174762 paths" in message
     # An ensemble of the van der Pol oscillator draws one number a path a step: 10^7 paths fit one shard.
     assert build(compose(["system=van_der_pol", "integrator=heun", "plan.paths=10000000", "plan.shards=1"])).plan
+
+
+def test_a_study_counts_the_variables_its_reference_method_draws():
+    """A Gaussian method against E1 (the pair dW, dZ) draws the pair on the finest grid: twice its own draws,
+    counted in the memory estimate; a three-point method's reference draws E1's pair of its own; the builds
+    carry the reference method to the estimate."""
+    from sgi_run.engine.convergence import lock_step
+    study = ["system=kubo", "plan=convergence", "plan.paths=1000", "plan.dts=[0.25,0.125]", "plan.reference=fine"]
+    own, shared = (build(compose([*study, "integrator=midpoint", *extra])) for extra in ([], ["plan.reference_method=e1"]))
+    assert shared.reference_integrator.noise_kind == "gaussian_pair"
+    steps = [lock_step(s.system, s.integrator, s.plan, s.reference_integrator) for s in (own, shared)]
+    assert steps[1].values_per_step == 2 * steps[0].values_per_step
+    estimates = [memory_estimate(s.system, s.integrator, s.plan, s.reference_integrator) for s in (own, shared)]
+    assert estimates[1].parts["plan.shard_size"] > estimates[0].parts["plan.shard_size"]
+    weak = ["plan.error=weak", "integrator=rs2"]
+    three_point, with_pair = (build(compose([*study, *weak, *extra])) for extra in ([], ["plan.reference_method=e1"]))
+    grid = lock_step(three_point.system, three_point.integrator, three_point.plan).grid_steps
+    assert (lock_step(with_pair.system, with_pair.integrator, with_pair.plan, with_pair.reference_integrator)
+            .values_per_step == lock_step(three_point.system, three_point.integrator, three_point.plan)
+            .values_per_step + grid)
+    weak_observable = build(compose([*study, "integrator=midpoint", "plan.weak_observable=H"]))
+    assert memory_estimate(weak_observable.system, weak_observable.integrator, weak_observable.plan
+                           ).parts["plan.paths"] == 8 * 3 * 1000 * (2 * 2 + 1)

@@ -225,3 +225,144 @@ def test_invariants_declared_is_refused_for_a_system_that_declares_none(make_int
         ConvergencePlan(**GOOD, invariants="declared").fitted_to(KUBO, make_integrator("midpoint"))
     with pytest.raises(ConfigError, match=r"^plan.invariants='some'"):
         ConvergencePlan(**GOOD, invariants="some")
+
+
+# --- one reference method for every method compared (plan.reference_method) -------------------------------
+def _kept_study(overrides):
+    """A study run with every path kept: its reference's state at every coarse step is in ``kept``."""
+    import dataclasses
+
+    from sgi_run.config import compose_setup
+    from sgi_run.engine.convergence import result_of, simulator
+    from sgi_run.engine.ensemble import run_shards
+    from sgi_run.engine.simulate import Simulator
+
+    _, setup = compose_setup(["plan=convergence", "plan.paths=6", "plan.T=0.25", "plan.dts=[0.125,0.0625]",
+                              "plan.bootstrap=0", "plan.reference=fine", "plan.reference_refine=2", *overrides])
+    sim = simulator(setup.system, setup.integrator, setup.plan, setup.reference_integrator)
+    sim = Simulator(sim.system, sim.integrator, dataclasses.replace(sim.plan, keep_paths=setup.plan.paths))
+    ensemble = run_shards(sim, None)
+    return result_of(sim, ensemble), ensemble
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("system, methods, reference", [
+    ("rigid_body", ("lp_midpoint", "isomp"), "lp_trapezoidal"),   # an implicit reference of two other methods
+    ("kubo", ("midpoint", "e1"), "midpoint"),    # a method drawing the pair (dW, dZ), a reference taking dW
+    ("kubo", ("midpoint", "e1"), "e1"),          # a reference drawing the pair, a method taking dW
+])
+def test_methods_with_one_reference_method_meet_the_same_reference_numbers(system, methods, reference):
+    """Two methods' studies of one system with the same plan and reference method: the reference's state at
+    every coarse step of every path is the same to the bit; the levels' differ (the methods do)."""
+    runs = [_kept_study([f"system={system}", f"integrator={m}", f"plan.reference_method={reference}"])
+            for m in methods]
+    (a, ens_a), (b, ens_b) = runs
+    leaves = [name for name in ens_a.kept if name.startswith("reference.")]
+    assert leaves and all(np.array_equal(ens_a.kept[n], ens_b.kept[n]) for n in leaves), leaves
+    assert not np.array_equal(ens_a.kept["level0." + leaves[0].split(".", 1)[1]],
+                              ens_b.kept["level0." + leaves[0].split(".", 1)[1]])
+    assert not np.array_equal(a.error, b.error)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("system, method", [("rigid_body", "lp_trapezoidal"), ("kubo", "e1")])
+def test_a_method_as_its_own_reference_method_is_the_fine_study(system, method):
+    """reference_method naming the study's own method: the fine study's errors, SEs and sup errors exactly."""
+    (own, _), (named, _) = [_kept_study([f"system={system}", f"integrator={method}", *extra])
+                            for extra in ([], [f"plan.reference_method={method}"])]
+    for name in ("error", "se", "sup_error", "sup_se", "nonfinite"):
+        assert np.array_equal(getattr(own, name), getattr(named, name)), name
+
+
+@pytest.mark.slow
+def test_an_implicit_reference_methods_solver_counts_are_kept_apart(make_integrator):
+    """An explicit method against an implicit reference method: the engine's solver counts are the method's
+    (none), the reference's are the result's own; a method without a reference method of its own has none."""
+    r, ensemble = _kept_study(["system=rigid_body", "integrator=isomp", "plan.reference_method=lp_trapezoidal"])
+    assert ensemble.solver_name is None or ensemble.solver_name == "fixed_point"
+    assert r.reference_unconverged == 0 and r.reference_stagnated == 0
+    r, _ = _kept_study(["system=rigid_body", "integrator=lp_trapezoidal"])
+    assert r.reference_unconverged is None and r.reference_stagnated is None
+
+
+def test_reference_method_and_weak_observable_refusals(make_integrator):
+    """Each refusal one line naming its key: a reference method with the exact reference, a weak observable in a
+    weak study, one the system does not have, or without an exact mean for the exact reference; a reference
+    method that does not fit the system, or draws three-point variables."""
+    with pytest.raises(ConfigError, match=r"^plan.reference_method='midpoint' is not allowed: null with "
+                                          r"plan.reference=exact"):
+        ConvergencePlan(**GOOD, reference="exact", reference_method="midpoint")
+    with pytest.raises(ConfigError, match=r"^plan.reference_method=3 is not allowed"):
+        ConvergencePlan(**GOOD, reference_method=3)
+    with pytest.raises(ConfigError, match=r"^plan.weak_observable='H' is not allowed: null in a weak study"):
+        ConvergencePlan(**GOOD, error="weak", weak_observable="H")
+    midpoint = make_integrator("midpoint")
+    with pytest.raises(ConfigError, match=r"^plan.weak_observable='E' is not allowed: null or an observable of Kubo"):
+        ConvergencePlan(**GOOD, weak_observable="E").fitted_to(KUBO, midpoint)
+    with pytest.raises(ConfigError, match=r"^plan.weak_observable='q' is not allowed: .*Kubo has no exact mean of q"):
+        ConvergencePlan(**GOOD, weak_observable="q").fitted_to(KUBO, midpoint)
+    with pytest.raises(ConfigError, match=r"^plan.reference_method='tmk' is not allowed: system 'Kubo'"):
+        ConvergencePlan(**GOOD, reference_method="tmk").fitted_to(KUBO, midpoint, make_integrator("tmk"))
+    with pytest.raises(ConfigError, match=r"^plan.reference_method='srkw2' is not allowed: a method of Gaussian"):
+        ConvergencePlan(**GOOD, reference_method="srkw2").fitted_to(KUBO, midpoint, make_integrator("srkw2"))
+    # auto settles to fine where a reference method is named, even with an exact path.
+    assert ConvergencePlan(**GOOD, reference_method="midpoint").fitted_to(KUBO, midpoint).reference == "fine"
+    assert ConvergencePlan(**GOOD, weak_observable="H").fitted_to(KUBO, midpoint).reference == "exact"
+
+
+# --- a strong study's weak error on its paths (plan.weak_observable) ------------------------------------
+@pytest.mark.slow
+def test_a_strong_studys_weak_error_against_the_exact_mean_is_the_weak_studys(make_integrator):
+    """Kubo, exact reference, weak_observable=H: the weak errors are the shared-sample weak study's against the
+    exact mean on the same paths (the same numbers, up to the order the sums are taken in), the strong study's
+    errors unchanged by measuring them."""
+    heun = make_integrator("heun")
+    dts, keys = [0.25, 0.125, 0.0625], dict(T=1.0, paths=300, bootstrap=50)
+    strong = strong_study(KUBO, heun, dts=dts, weak_observable="H", **keys)
+    weak = weak_study(KUBO, heun, dts=dts, observable="H", **keys)
+    alone = strong_study(KUBO, heun, dts=dts, **keys)
+    assert strong.weak is not None and strong.weak.observable == "H"
+    np.testing.assert_allclose(strong.weak.error, weak.error, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(strong.weak.se, weak.se, rtol=1e-9)
+    assert np.array_equal(strong.weak.resolvable, weak.resolvable)
+    assert np.all(np.abs(strong.weak.error - weak.error) <= 3 * weak.se)
+    if np.isfinite(weak.order):
+        assert strong.weak.order == pytest.approx(weak.order, rel=1e-9)
+    for name in ("error", "se", "sup_error", "order"):
+        assert np.array_equal(getattr(strong, name), getattr(alone, name)), name
+    assert alone.weak is None
+
+
+@pytest.mark.slow
+def test_a_strong_studys_weak_error_against_a_fine_reference_is_paired(make_integrator):
+    """Against a fine reference the weak error is the mean of per-path differences to the reference run: the
+    weak study of the same plan (shared samples, a fine reference) gives the same numbers."""
+    midpoint = make_integrator("midpoint")
+    keys = dict(T=1.0, dts=[0.25, 0.125], paths=40, bootstrap=0, reference="fine", reference_refine=4)
+    strong = strong_study(VanDerPol(), midpoint, weak_observable="H", **keys)
+    weak = weak_study(VanDerPol(), midpoint, observable="H", **keys)
+    np.testing.assert_allclose(strong.weak.error, weak.error, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(strong.weak.se, weak.se, rtol=1e-9)
+
+
+@pytest.mark.slow
+def test_weak_studies_of_three_point_and_gaussian_methods_meet_the_same_reference_numbers():
+    """A weak study's reference method runs on the Brownian paths a shared-sample study gives its reference,
+    whether the method's samples are shared (Gaussian) or its own per step size (three-point): RS2's and the
+    midpoint rule's weak studies with reference_method=midpoint hold the same reference states to the bit."""
+    weak = ["system=kubo", "plan.error=weak", "plan.reference_method=midpoint"]
+    (rs2, ens_rs2), (_, ens_midpoint) = [_kept_study([*weak, f"integrator={m}"]) for m in ("rs2", "midpoint")]
+    assert rs2.samples == "independent"
+    leaves = [name for name in ens_rs2.kept if name.startswith("reference.")]
+    assert leaves and all(np.array_equal(ens_rs2.kept[n], ens_midpoint.kept[n]) for n in leaves), leaves
+
+
+@pytest.mark.slow
+def test_a_gaussian_method_takes_the_same_increments_against_a_reference_drawing_the_pair():
+    """The midpoint rule against E1's reference (the pair dW, dZ drawn on the finest grid) takes row dW, the same
+    draw it makes alone: its levels' states are those of its study against its own fine reference, to the bit."""
+    (_, pair), (_, own) = [_kept_study(["system=kubo", "integrator=midpoint", *extra])
+                           for extra in (["plan.reference_method=e1"], [])]
+    levels = [name for name in own.kept if name.startswith("level")]
+    assert levels and all(np.array_equal(pair.kept[n], own.kept[n]) for n in levels), levels
+    assert not np.array_equal(pair.kept["reference.z"], own.kept["reference.z"])     # E1's reference is not its own
