@@ -10,6 +10,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.ticker import NullFormatter  # noqa: E402
 
 from sgi_run.bench.verdicts import NONFINITE, UNCONVERGED  # noqa: E402
 
@@ -54,6 +55,7 @@ def draw(system, path: Path) -> None:
                         marker=MARKERS[n % len(MARKERS)], mfc="none" if hollow else None, label=label, capsize=2)
         ax.set_xscale("log")
         ax.set_yscale("log")
+        ax.xaxis.set_minor_formatter(NullFormatter())     # a narrow cost range would label every minor tick
         ax.set_xlabel(f"wall time per path [s] ({system.rows[0]['device']})")
         ax.set_title(title, fontsize=10)
         ax.grid(True, which="both", alpha=0.3)
