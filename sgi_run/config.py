@@ -30,6 +30,7 @@ from sgi_run.engine.convergence_plan import ConvergencePlan
 from sgi_run.engine.plan import Plan, resolve_auto_keys
 from sgi_run.engine.simulate import observable_functions
 from sgi_run.integrators import Integrator, integrator_config, make_integrator
+from sgi_run.integrators.claims import KEY as CLAIMS_KEY, split_claims
 from sgi_run.system_parameters import check_parameter_types, typed
 from sgi_run.systems import BUILT_IN, SYSTEMS, System, registered_name
 
@@ -115,7 +116,8 @@ def _integrators_that_fit(system: System, source: ConfigSource) -> list[str]:
     fitting = []
     for option in group_options("integrator", source):
         try:
-            make_integrator(as_python(composed_groups((f"integrator={option}",), source).integrator)).check_fits(system)
+            node = as_python(composed_groups((f"integrator={option}",), source).integrator)
+            build_integrator(node).check_fits(system)
         except ConfigError:
             continue
         fitting.append(option)
@@ -160,7 +162,10 @@ def build_system(cfg) -> System:
 
 
 def build_integrator(cfg) -> Integrator:
-    """The integrator of a config node; a malformed tableau or option is one ConfigError line."""
+    """The integrator of a config node; a malformed tableau or option is one ConfigError line. Its ``claims``
+    (what sgi-bench checks) are validated and left out: they describe the method, never change it."""
+    if isinstance(cfg, Mapping):
+        cfg = split_claims(cfg)[0]
     family = cfg.get("family") if isinstance(cfg, dict) else None
     try:
         return make_integrator(cfg)
@@ -323,6 +328,8 @@ def config_hash(cfg) -> str:
         content["system"] = SYSTEMS[name].settle_defaults(content["system"])
         if name not in BUILT_IN:    # a class of one's own: the numerics digest does not cover its code, this does
             content["system_code"] = provenance.class_digest(SYSTEMS[name])
+    if isinstance(content.get("integrator"), dict):     # what the method claims, not what it computes
+        content["integrator"].pop(CLAIMS_KEY, None)
     if isinstance(content.get("integrator"), dict) and "on_fail" in content["integrator"]:
         content["integrator"]["on_fail"] = on_fail_rule(content["integrator"]["on_fail"])
     for group, keys in _HASHED_WHEN_SET.items():

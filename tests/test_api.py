@@ -101,8 +101,8 @@ def test_an_integrator_of_ones_own_from_a_tableau_object(tmp_path):
 
 @pytest.mark.parametrize("call, message", [
     (lambda: sgi_run.integrator("dirk", lam=0.3),
-     "integrator.lam=0.3 is not allowed: a known key; 'integrator' has ['family', 'iterations', 'max_iter', "
-     "'name', 'norm', 'on_fail', 'parameters', 'solver', 'tableau', 'tol']"),
+     "integrator.lam=0.3 is not allowed: a known key; 'integrator' has ['claims', 'family', 'iterations', "
+     "'max_iter', 'name', 'norm', 'on_fail', 'parameters', 'solver', 'tableau', 'tol']"),
     (lambda: sgi_run.integrator("dirk", family="lda_prk"),
      "integrator.family='lda_prk' is not allowed: set by the integrator group: choose integrator=<option>, one of"),
     (lambda: sgi_run.integrator("midpoint", tol=-1.0), "integrator.tol=-1.0 is not allowed"),

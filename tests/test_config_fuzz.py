@@ -67,8 +67,13 @@ def _keys(node, prefix=""):
 def _keys_of(choice: tuple[str, ...]) -> list[str]:
     cfg = hydra_compose(choice)
     keys = sorted(set(_keys(OmegaConf.masked_copy(cfg, [k for k in cfg if k != "hydra"]))))
-    # List entries (tableau rows) are overridden by their list's key: Hydra has no index syntax.
-    return [k for k in keys if not any(part.isdigit() for part in k.split("."))]
+    # List entries (tableau rows) are overridden by their list's key: Hydra has no index syntax. The claims keys
+    # are drawn by a test of their own (test_any_claim_composes_or_is_refused_for_what_was_typed), so that the
+    # draws of these tests stay those they were.
+    return [k for k in keys if not any(part.isdigit() for part in k.split(".")) and not k.startswith(CLAIMS)]
+
+
+CLAIMS = "integrator.claims"
 
 
 
@@ -202,6 +207,20 @@ def combinations(draw):
 @given(combinations())
 def test_two_or_three_keys_at_once_compose_or_are_refused_for_what_was_typed(args):
     refused_for_what_was_typed(args)
+
+
+@pytest.mark.slow
+@FUZZ_GROUP
+@settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_any_claim_composes_or_is_refused_for_what_was_typed(data):
+    """A claim typed on the command line (what sgi-bench checks, never what a run computes) composes or is refused
+    in one line naming it."""
+    choice = data.draw(st.sampled_from([(), *(c for c in choices() if c[0].startswith("integrator="))]))
+    cfg = hydra_compose(choice)
+    keys = sorted(k for k in set(_keys(OmegaConf.masked_copy(cfg, ["integrator"]))) if k.startswith(CLAIMS))
+    key = data.draw(st.sampled_from([*keys, f"+{CLAIMS}.strong.scalar", f"+{CLAIMS}.orders"]))
+    refused_for_what_was_typed([*choice, f"{key}={_hydra(data.draw(values))}"])
 
 
 @pytest.fixture(scope="module")
