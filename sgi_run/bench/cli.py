@@ -46,6 +46,7 @@ def _parser() -> argparse.ArgumentParser:
                       "against the claimed ones, invariant drifts and cost, against one shared reference per system.")
     p.add_argument("--fidelity", default="reduced", help="a profile of the suite file (smoke | reduced; default reduced)")
     p.add_argument("--systems", help="only these systems of the suite, comma-separated")
+    p.add_argument("--methods", help="only these integrator options, comma-separated (default: every one that fits)")
     p.add_argument("--suite", default=str(suite_mod.SUITE_FILE), help="the suite file (default: conf/bench/suite.yaml)")
     p.add_argument("--system", metavar="FILE_OR_NAME",
                    help="benchmark one system instead of the suite: a system YAML of one's own (as conf/system/*.yaml) "
@@ -149,8 +150,12 @@ def main(argv: list[str] | None = None) -> int:
                                   provenance=prov)
                 print(f"    results ({len(done)}/{len(suite.systems)} systems): {output / results_mod.RESULTS}")
 
+            methods = args.methods.split(",") if args.methods else None
+            for method in methods or ():
+                require("--methods", method, method in group_options("integrator", source),
+                        f"integrator options: {group_options('integrator', source)}")
             done = run_suite(suite, args.fidelity, write, runs_root=args.runs_root, cache=args.cache,
-                             executor=where, source=source)
+                             executor=where, source=source, methods=methods)
         except ConfigError as err:
             return refuse(err)
         except KeyboardInterrupt:

@@ -9,10 +9,10 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-from matplotlib.ticker import NullFormatter  # noqa: E402
+import matplotlib.pyplot as plt
+from matplotlib.ticker import NullFormatter
 
-from sgi_run.bench.verdicts import NONFINITE, UNCONVERGED  # noqa: E402
+from sgi_run.bench.verdicts import NONFINITE, UNCONVERGED
 
 ERROR_BAR_SE = 2
 MARKERS = "osD^v<>pXh*P"

@@ -33,13 +33,14 @@ BOOTSTRAP = 200
 
 
 def study_overrides(entry: SystemEntry, cell: Cell, fidelity: Fidelity, runs_root: str | None = None,
-                    cache: str | None = None, executor: Sequence[str] = ()) -> list[str]:
-    """The overrides of a cell's study: the system's, the method, and the plan every method of the system shares."""
+                    cache: str | None = None, executor: Sequence[str] = (), invariants: bool = True) -> list[str]:
+    """The overrides of a cell's study: the system's, the method, and the plan every method of the system shares
+    (``invariants``: the system declares some, whose drifts every study records)."""
     dts = entry.dts[:fidelity.levels]
     paths = max(10, round(fidelity.paths * entry.paths))
     plan = ["plan=convergence", f"plan.error={cell.error_kind}", f"plan.T={entry.T}",
             f"plan.dts=[{','.join(repr(d) for d in dts)}]", f"plan.paths={paths}", f"plan.seed={SEED}",
-            f"plan.bootstrap={BOOTSTRAP}", "plan.invariants=declared",
+            f"plan.bootstrap={BOOTSTRAP}", f"plan.invariants={'declared' if invariants else 'none'}",
             f"plan.truncate={'null' if entry.truncate is None else entry.truncate}"]
     if entry.exact:
         plan.append("plan.reference=exact")
@@ -62,23 +63,42 @@ class SystemResult:
     wall_s: float
 
 
-def run_system(entry: SystemEntry, fidelity: Fidelity, *, runs_root: str | None = None, cache: str | None = None,
-               executor: Sequence[str] = (), integrators: Sequence[str] | None = None,
-               source: ConfigSource = ConfigSource(), log: Callable[[str], None] = print) -> SystemResult:
-    started = time.perf_counter()
+@dataclasses.dataclass
+class PreparedSystem:
+    """A system's cells and every fitting cell's validated study (config and BuiltConfig), before any compute."""
+    entry: SystemEntry
+    cells: list[Cell]
+    composed: dict                  # integrator -> (cfg, BuiltConfig)
+    facts: SystemFacts | None
+
+
+def prepare_system(entry: SystemEntry, fidelity: Fidelity, *, runs_root: str | None = None, cache: str | None = None,
+                   executor: Sequence[str] = (), integrators: Sequence[str] | None = None,
+                   source: ConfigSource = ConfigSource()) -> PreparedSystem:
+    """The system's cells, and the study of each that fits, validated (a bad one refused here, in one line)."""
     cells = cells_of(entry.name, entry.overrides, integrators or integrator_options(source), source)
     fitting = [c for c in cells if c.fits]
-    composed = {c.integrator: compose_setup(study_overrides(entry, c, fidelity, runs_root, cache, executor), source)
-                for c in fitting}       # every study's config refused here, before any compute
-    facts = SystemFacts.of(next(iter(composed.values()))[1].system) if composed else None
+    if not fitting:
+        return PreparedSystem(entry, cells, {}, None)
+    facts = SystemFacts.of(compose_setup([*entry.overrides, f"integrator={fitting[0].integrator}"], source)[1].system)
+    composed = {c.integrator: compose_setup(study_overrides(entry, c, fidelity, runs_root, cache, executor,
+                                                            bool(facts.invariants)), source)
+                for c in fitting}
+    return PreparedSystem(entry, cells, composed, facts)
+
+
+def run_system(prepared: PreparedSystem, fidelity: Fidelity, *, cache: str | None = None,
+               source: ConfigSource = ConfigSource(), log: Callable[[str], None] = print) -> SystemResult:
+    """Every fitting cell's study (cached, resumable), the system's timing series, and the rows and verdicts."""
+    started = time.perf_counter()
+    entry, composed = prepared.entry, prepared.composed
     studies, cell_rows, rows = {}, [], []
-    for n, cell in enumerate(fitting, 1):
-        cfg, setup = composed[cell.integrator]
-        log(f"[{entry.name} {n}/{len(fitting)}] {cell.integrator}: {cell.error_kind} study")
+    for n, (method, (cfg, setup)) in enumerate(composed.items(), 1):
+        log(f"[{entry.name} {n}/{len(composed)}] {method}: {cfg.plan.error} study")
         cell_started = time.perf_counter()
-        studies[cell.integrator] = (cfg, setup, run(cfg, setup=setup))
-        log(f"    {'cached' if studies[cell.integrator][2].cached else 'ran'} in "
-            f"{time.perf_counter() - cell_started:.1f} s: {studies[cell.integrator][2].run_dir}")
+        studies[method] = (cfg, setup, run(cfg, setup=setup))
+        log(f"    {'cached' if studies[method][2].cached else 'ran'} in "
+            f"{time.perf_counter() - cell_started:.1f} s: {studies[method][2].run_dir}")
     costs = {}
     if studies:
         first = next(iter(studies.values()))[0]
@@ -87,15 +107,15 @@ def run_system(entry: SystemEntry, fidelity: Fidelity, *, runs_root: str | None 
             {m: config_hash(cfg) for m, (cfg, _, _) in studies.items()}, fidelity.cost_paths, fidelity.cost_repeats,
             root=first.output_root, cache=cache or first.cache, log=log)
         log(f"    timings {'cached' if reused else 'kept'}: {path}")
-    for cell in cells:
+    for cell in prepared.cells:
         if not cell.fits:
-            cell_rows.append(_cell_row(entry, cell, facts) | {"reason": cell.reason})
+            cell_rows.append(_cell_row(entry, cell, prepared.facts) | {"reason": cell.reason})
             continue
-        cfg, setup, result = studies[cell.integrator]
-        row, per_dt = _measured(entry, cell, facts, setup, result, costs[cell.integrator], source)
+        _, setup, result = studies[cell.integrator]
+        row, per_dt = _measured(entry, cell, prepared.facts, setup, result, costs[cell.integrator], source)
         cell_rows.append(row)
         rows += per_dt
-    return SystemResult(entry, facts, cell_rows, rows, time.perf_counter() - started)
+    return SystemResult(entry, prepared.facts, cell_rows, rows, time.perf_counter() - started)
 
 
 def _cell_row(entry: SystemEntry, cell: Cell, facts: SystemFacts | None) -> dict:
@@ -112,11 +132,11 @@ def _measured(entry: SystemEntry, cell: Cell, facts: SystemFacts, setup, study, 
     unconverged = int(counts["unconverged_steps"] or 0)
     stagnated = int(counts["stagnated_steps"] or 0)
     nonfinite = int(max(r.nonfinite)) if len(r.nonfinite) else 0
-    claimed = claims.order(r.error_kind, facts.noise_class)
+    claimed = verdicts.claimed_order(claims, r.error_kind, facts.noise_class)
     weak = getattr(r, "weak", None)
     # The weak error: a weak study's own, or the one a strong study measured on its paths.
     w = r if r.error_kind == "weak" else weak
-    weak_claimed = claims.order("weak", facts.noise_class)
+    weak_claimed = verdicts.claimed_order(claims, "weak", facts.noise_class)
     kept = verdicts.kept_invariants(claims.keeps, facts.structure, facts.invariants, facts.quadratic)
     drifts = ({name: float(max(r.drift_max[:, k])) for k, name in enumerate(r.invariants)}
               if r.drift_max is not None else {})
@@ -165,14 +185,19 @@ def _measured(entry: SystemEntry, cell: Cell, facts: SystemFacts, setup, study, 
 
 def run_suite(suite: Suite, fidelity: str, write: Callable[[list[SystemResult], bool, float], None], *,
               runs_root: str | None = None, cache: str | None = None, executor: Sequence[str] = (),
-              source: ConfigSource = ConfigSource(), log: Callable[[str], None] = print) -> list[SystemResult]:
-    """Every system of ``suite`` at ``fidelity``; ``write(results so far, complete, wall seconds)`` after each."""
+              source: ConfigSource = ConfigSource(), methods: Sequence[str] | None = None,
+              log: Callable[[str], None] = print) -> list[SystemResult]:
+    """Every system of ``suite`` at ``fidelity`` with every integrator option (or only ``methods``);
+    ``write(results so far, complete, wall seconds)`` after each system."""
     profile = suite.fidelity(fidelity)
     started = time.perf_counter()
-    integrators = integrator_options(source)
+    integrators = list(methods) if methods else integrator_options(source)
+    log(f"validating the studies of {len(suite.systems)} systems")
+    # Every system's studies are validated before the first computes: a bad one is refused before any compute.
+    prepared = [prepare_system(entry, profile, runs_root=runs_root, cache=cache, executor=executor,
+                               integrators=integrators, source=source) for entry in suite.systems.values()]
     results = []
-    for entry in suite.systems.values():
-        results.append(run_system(entry, profile, runs_root=runs_root, cache=cache, executor=executor,
-                                  integrators=integrators, source=source, log=log))
-        write(results, len(results) == len(suite.systems), time.perf_counter() - started)
+    for system in prepared:
+        results.append(run_system(system, profile, cache=cache, source=source, log=log))
+        write(results, len(results) == len(prepared), time.perf_counter() - started)
     return results

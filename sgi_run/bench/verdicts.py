@@ -25,6 +25,21 @@ ORDER_MARGIN = 0.1
 INVARIANT_TOLERANCE = 1e-9
 
 
+# Noise classes from the narrowest: additive noise commutes, and commuting noise is a case of general noise.
+NARROWEST_FIRST = ("additive", "commutative", "general")
+
+
+def claimed_order(claims, kind: str, noise_class: str) -> float | None:
+    """The order ``claims`` (``integrators.claims.Claims``) makes for ``kind`` on a system of ``noise_class``: its
+    claim for that class, else its claim for the nearest broader class (an order proved for commuting noise holds for
+    additive noise, which commutes); None where it claims nothing."""
+    for broader in NARROWEST_FIRST[NARROWEST_FIRST.index(noise_class):]:
+        order = claims.order(kind, broader)
+        if order is not None:
+            return order
+    return None
+
+
 def order_verdict(claimed: float | None, order: float, ci: tuple[float, float], *, unconverged: int = 0,
                   nonfinite: int = 0) -> str:
     """The verdict on an order claim (module docstring); ``ci`` the fitted order's interval (NaN: none, then the

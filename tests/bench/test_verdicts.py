@@ -37,3 +37,13 @@ def test_an_invariant_claim_fails_on_a_drift_beyond_round_off_or_every_path_lost
     assert v.invariant_verdict(("C2",), {"C2": 1e-6}, {"C2": 1.0}) == v.FAIL
     assert v.invariant_verdict(("C2",), {"C2": math.nan}, {"C2": 1.0}) == v.FAIL
     assert v.invariant_verdict((), {}, {}) == v.NO_CLAIM
+
+
+def test_a_claim_for_a_broader_noise_class_holds_for_a_narrower_one():
+    from sgi_run.integrators.claims import Claims
+    claims = Claims({"additive": None, "commutative": 1.0, "general": 0.5}, {"additive": 2.0, "commutative": None,
+                                                                             "general": None}, (), "test")
+    assert v.claimed_order(claims, "strong", "additive") == 1.0
+    assert v.claimed_order(claims, "strong", "general") == 0.5
+    assert v.claimed_order(claims, "weak", "additive") == 2.0
+    assert v.claimed_order(claims, "weak", "commutative") is None
