@@ -130,7 +130,7 @@ def system_page(record: dict, system: dict) -> str:
              f"- invariants: {', '.join(facts.get('invariants') or []) or 'none'}"
              + (f" (quadratic: {', '.join(facts['quadratic'])})" if facts.get("quadratic") else ""),
              f"- reference: {system['reference']}; T = {system['T']:g}; weak errors of E {system['observable']}(T)",
-             f"- its suite took {system['wall_s']:.0f} s", ""]
+             f"- measured in {system['wall_s']:.0f} s (its studies and timings)", ""]
     if system.get("plot"):
         lines += [f'<a href="{system["plot"]}"><img class="sgi-figure" src="{system["plot"]}" '
                   f'alt="work-precision diagram of {system["name"]}"></a>', ""]

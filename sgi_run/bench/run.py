@@ -15,9 +15,12 @@ finished, and a rerun reuses every finished study and timing series and continue
 from __future__ import annotations
 
 import dataclasses
+import gc
 import math
 import time
 from collections.abc import Callable, Sequence
+
+import jax
 
 from sgi_run import summary, work_precision
 from sgi_run.bench import verdicts
@@ -97,6 +100,7 @@ def run_system(prepared: PreparedSystem, fidelity: Fidelity, *, cache: str | Non
         log(f"[{entry.name} {n}/{len(composed)}] {method}: {cfg.plan.error} study")
         cell_started = time.perf_counter()
         studies[method] = (cfg, setup, run(cfg, setup=setup))
+        jax.clear_caches()      # its programs (see run_suite): the timing series compiles its own
         log(f"    {'cached' if studies[method][2].cached else 'ran'} in "
             f"{time.perf_counter() - cell_started:.1f} s: {studies[method][2].run_dir}")
     costs = {}
@@ -200,4 +204,8 @@ def run_suite(suite: Suite, fidelity: str, write: Callable[[list[SystemResult], 
     for system in prepared:
         results.append(run_system(system, profile, cache=cache, source=source, log=log))
         write(results, len(results) == len(prepared), time.perf_counter() - started)
+        # Each study compiles programs of its own that nothing later runs: JAX keeps every one, and a whole suite
+        # in one process grew past the 2-core machine's 23 GB (the compiler then failed for want of memory).
+        jax.clear_caches()
+        gc.collect()
     return results

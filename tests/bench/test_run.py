@@ -99,3 +99,20 @@ def test_bad_input_is_one_line(argv, key, capsys, tmp_path):
     assert cli.main([*argv, "--output", str(tmp_path / "o")]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and key in err
+
+
+@pytest.mark.slow
+def test_a_formula_system_of_ones_own_is_benchmarked_by_one_command(tmp_path):
+    mine = tmp_path / "duffing.yaml"
+    mine.write_text("name: custom\nH: p**2/2 + q**4/4 - q**2/2\nnoise: [0.1*q**2]\nF: null\nnoise_forcing: null\n"
+                    "dof: 1\nq0: 1.0\np0: 0.0\n")
+    out = tmp_path / "bench"
+    assert cli.main(["--system", str(mine), "--fidelity", "smoke", "--methods", "heun,midpoint,tmk", "--output",
+                     str(out), "--runs-root", str(tmp_path / "runs")]) == 0
+    system, = results_mod.read(out)["systems"]
+    assert system["name"] == "duffing" and system["facts"]["noise_class"] == "commutative"
+    # No exact path: the reference is the fitting method claiming the highest strong order (heun or midpoint, 1).
+    assert system["reference"].startswith(("heun", "midpoint"))
+    cells = {c["integrator"]: c for c in system["cells"]}
+    assert cells["heun"]["fits"] and cells["midpoint"]["fits"] and not cells["tmk"]["fits"]
+    assert all(math.isfinite(c["strong_order"]) for c in system["cells"] if c["fits"])
