@@ -7,7 +7,7 @@ FIGURE ?=
 # Test processes (pytest-xdist), each pinned to its own core (tests/conftest.py).
 TEST_WORKERS ?= 2
 
-.PHONY: run test test-fast figures docs bench bench-figures clean
+.PHONY: run test test-fast figures docs bench bench-figures bench-suite clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -56,5 +56,11 @@ bench: $(VENV)/.installed
 bench-figures: $(VENV)/.installed
 	$(BIN)/python benchmarks/figures_wall_time.py --fidelity $(FIDELITY) $(if $(FIGURE),--only $(FIGURE))
 
+## bench-suite: every method on every system it fits (sgi-bench): errors, orders against the claimed ones, invariant
+## drifts and cost per system, at FIDELITY (smoke | reduced); SYSTEMS=kubo_undamped,rigid_body for some;
+## outputs/bench-suite/<fidelity>/ (the site shows the copy kept in gallery/bench)
+bench-suite: $(VENV)/.installed
+	$(BIN)/sgi-bench --fidelity $(FIDELITY) $(if $(SYSTEMS),--systems $(SYSTEMS))
+
 clean:
-	rm -rf $(VENV) outputs/runs outputs/figures outputs/bench site
+	rm -rf $(VENV) outputs/runs outputs/figures outputs/bench outputs/bench-suite site

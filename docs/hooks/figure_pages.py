@@ -2,6 +2,8 @@
 
 - one page per paper figure and its data files, from the figure records (``sgi_run.figures.site``); each
   paper's page (``docs/papers/<paper>.md``) gains the grid of its figures, the navigation their pages;
+- the benchmark's pages (``sgi_run.bench.pages``: "Which method for my system?" and one page per system) from the
+  suite's results kept in ``extra.bench_results`` (default ``gallery/bench``), when it holds one;
 - ``usage.md``: the repository's README.md, the command-line reference, with its links made the site's;
 - MathJax from the installed ``django-static-mathjax`` package, so that the site loads nothing from the network;
 - ``404.html``'s links made relative, so that the site works opened from disk.
@@ -18,6 +20,8 @@ from pathlib import Path
 
 from mkdocs.structure.files import File, Files
 
+from sgi_run.bench import pages as bench_pages
+from sgi_run.bench import results as bench_results
 from sgi_run.figures import experiment, site
 
 MATHJAX = "javascripts/mathjax/tex-svg.js"     # extra_javascript names it
@@ -45,6 +49,11 @@ def on_config(config):
     for figure in figures:      # a record whose experiment file is gone
         _state["titles"].setdefault(figure.paper, (figure.record or {}).get("paper_name") or figure.paper)
     config.nav = _with_figures(config.nav or [], figures)
+    bench = root / extra.get("bench_results", "gallery/bench")
+    _state["bench"] = (bench, bench_results.read(bench)) if (bench / bench_results.RESULTS).is_file() else None
+    systems = _state["bench"][1]["systems"] if _state["bench"] else []
+    config.nav.append({"Benchmark": [{"Which method for my system?": f"{bench_pages.DIR}/index.md"}]
+                       + [{s["name"]: bench_pages.page_of(s["name"])} for s in systems]})
     return config
 
 
@@ -77,6 +86,20 @@ def on_files(files: Files, config) -> Files:
             files.append(data)
     files.append(File.generated(config, f"{site.PAPERS}/index.md",
                                 content=site.papers_index(figures, _state["titles"])))
+    if not _state["bench"]:
+        files.append(File.generated(config, f"{bench_pages.DIR}/index.md", content=bench_pages.NO_RESULTS))
+    else:
+        directory, record = _state["bench"]
+        files.append(File.generated(config, f"{bench_pages.DIR}/index.md", content=bench_pages.index_page(record)))
+        for system in record["systems"]:
+            files.append(File.generated(config, bench_pages.page_of(system["name"]),
+                                        content=bench_pages.system_page(record, system)))
+        for path in sorted(directory.iterdir()):
+            if path.suffix in (".png", ".svg", ".csv", ".json", ".h5"):
+                data = DataFile(f"{bench_pages.DIR}/{path.name}", src_dir=None, dest_dir=config.site_dir,
+                                use_directory_urls=config.use_directory_urls)
+                data.abs_src_path = str(path)
+                files.append(data)
     readme = _state["root"] / "README.md"
     files.append(File.generated(config, "usage.md",
                                 content=rewrite_links(readme.read_text(), readme, "usage.md", config)))

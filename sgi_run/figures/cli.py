@@ -42,7 +42,7 @@ from sgi_run.figures.experiment import FIDELITIES
 from sgi_run.figures.results import BY_CONSTRUCTION, counts_text, verdict_counts
 
 
-class _Parser(argparse.ArgumentParser):
+class OneLineParser(argparse.ArgumentParser):
     """argparse whose refusals are one line, never a usage block: a value outside a flag's choices and an
     argument that is no flag are ``ConfigError`` (``main`` prints them); argparse's other refusals (a flag
     without its value, an abbreviation of several flags) are its own words, also one line, exit status 2."""
@@ -63,7 +63,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="sgi-figures", description="Run the missing runs of every paper figure, "
+    p = OneLineParser(prog="sgi-figures", description="Run the missing runs of every paper figure, "
                 "draw it, check it and rebuild the gallery.")
     p.add_argument("--fidelity", choices=FIDELITIES, default="reduced",
                    help="sampling profile of every figure (default: reduced)")
