@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from sgi_run import store
+from sgi_run.convergence_run import drift_cells
 from sgi_run.engine import cost
 
 FILE_NAME = "cost.h5"
@@ -129,22 +130,22 @@ def _by_method(cells: list[cost.Cell], timings: cost.Timings, device: str) -> di
     return out
 
 
+def cost_columns(method_cost: MethodCost, j: int) -> dict:
+    """A table row's cost of one method at its ``j``-th timed step size: the median, fastest and slowest repeat per
+    path, path-steps per second, the first call, and what was timed where."""
+    low, high = method_cost.per_path_range_s
+    return {"seconds_per_path": float(method_cost.per_path_s[j]), "seconds_per_path_low": float(low[j]),
+            "seconds_per_path_high": float(high[j]), "path_steps_per_s": float(method_cost.path_steps_per_s[j]),
+            "first_call_s": float(method_cost.first_call_s[j]), "timed_paths": method_cost.paths,
+            "repeats": int(method_cost.seconds.shape[1]), "device": method_cost.device}
+
+
 def rows(method: str, label: str, result, method_cost: MethodCost) -> list[dict]:
     """The work-precision table's rows of one method: per step size its error ± SE (the study's), its cost
-    (median, fastest and slowest repeat per path; path-steps per second; the first call) and the largest drift
-    of each declared invariant."""
-    low, high = method_cost.per_path_range_s
-    out = []
-    for i, (dt, j) in enumerate(zip(result.dts, method_cost.at(result.dts))):
-        out.append({"run": method, "label": label, "dt": float(dt), "error": float(result.error[i]),
-                    "se": float(result.se[i]), "resolvable": bool(result.resolvable[i]),
-                    "seconds_per_path": float(method_cost.per_path_s[j]), "seconds_per_path_low": float(low[j]),
-                    "seconds_per_path_high": float(high[j]), "path_steps_per_s": float(method_cost.path_steps_per_s[j]),
-                    "first_call_s": float(method_cost.first_call_s[j]), "timed_paths": method_cost.paths,
-                    "repeats": int(method_cost.seconds.shape[1]), "device": method_cost.device}
-                   | {f"drift_{name}": (float(result.drift_max[i, k]) if result.drift_max is not None else math.nan)
-                      for k, name in enumerate(result.invariants)})
-    return out
+    (``cost_columns``) and the largest drift of each declared invariant."""
+    return [{"run": method, "label": label, "dt": float(dt), "error": float(result.error[i]), "se": float(result.se[i]),
+             "resolvable": bool(result.resolvable[i])} | cost_columns(method_cost, j) | drift_cells(result, i)
+            for i, (dt, j) in enumerate(zip(result.dts, method_cost.at(result.dts)))]
 
 
 def cheapest(rows: list[dict]) -> list[dict]:

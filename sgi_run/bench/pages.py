@@ -53,8 +53,8 @@ def _claimed(value) -> str:
 
 
 def _provenance(record: dict) -> str:
-    complete = "" if record.get("complete") else " **Incomplete: the suite was interrupted; the systems below are " \
-                                                  "those it finished.**"
+    complete = "" if record.get("complete") else (" **Incomplete: the suite had not finished when these results "
+                                                   "were written; the systems below are those it had.**")
     commit = (record.get("commit") or "unknown")[:12]
     return (f"Computed at `{record['fidelity']}` fidelity by `{record['command']}` on {record['device']} "
             f"(sgi-run {record['sgi_run']}, commit `{commit}`, JAX {record['jax']}, {record['date_utc']} UTC) in "

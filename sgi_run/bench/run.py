@@ -28,6 +28,7 @@ from sgi_run.bench.cells import Cell, SystemFacts, cells_of, integrator_options
 from sgi_run.bench.suite import Fidelity, Suite, SystemEntry
 from sgi_run.composition import ConfigSource
 from sgi_run.config import compose_setup, config_hash
+from sgi_run.convergence_run import drift_cells
 from sgi_run.integrators.claims import claims_of
 from sgi_run.runner import run
 
@@ -166,24 +167,17 @@ def _measured(entry: SystemEntry, cell: Cell, facts: SystemFacts, setup, study, 
         "study_wall_s": float(attrs.get("wall_time_s", study.statistics.attrs.get("wall_time_s", math.nan))),
         "cached": bool(study.cached), "run_dir": str(study.run_dir), "claims_source": claims.source}
     per_dt = []
-    timed = cost.at(r.dts)
-    low, high = cost.per_path_range_s
-    for i, dt in enumerate(r.dts):
-        j = timed[i]
+    for i, (dt, j) in enumerate(zip(r.dts, cost.at(r.dts))):
+        strong = r.error_kind == "strong"
         per_dt.append({"system": entry.name, "integrator": cell.integrator, "error_kind": r.error_kind, "dt": float(dt),
-                       "strong_error": float(r.error[i]) if r.error_kind == "strong" else math.nan,
-                       "strong_se": float(r.se[i]) if r.error_kind == "strong" else math.nan,
-                       "strong_resolvable": bool(r.resolvable[i]) if r.error_kind == "strong" else False,
+                       "strong_error": float(r.error[i]) if strong else math.nan,
+                       "strong_se": float(r.se[i]) if strong else math.nan,
+                       "strong_resolvable": bool(r.resolvable[i]) if strong else False,
                        "weak_error": float(w.error[i]) if w is not None else math.nan,
                        "weak_se": float(w.se[i]) if w is not None else math.nan,
                        "weak_resolvable": bool(w.resolvable[i]) if w is not None else False,
-                       "nonfinite_paths": int(r.nonfinite[i]),
-                       "seconds_per_path": float(cost.per_path_s[j]), "seconds_per_path_low": float(low[j]),
-                       "seconds_per_path_high": float(high[j]), "path_steps_per_s": float(cost.path_steps_per_s[j]),
-                       "first_call_s": float(cost.first_call_s[j]), "timed_paths": cost.paths,
-                       "repeats": int(cost.seconds.shape[1]), "device": cost.device}
-                      | {f"drift_{name}": (float(r.drift_max[i, k]) if r.drift_max is not None else math.nan)
-                         for k, name in enumerate(r.invariants)})
+                       "nonfinite_paths": int(r.nonfinite[i])}
+                      | work_precision.cost_columns(cost, j) | drift_cells(r, i))
     return row, per_dt
 
 
