@@ -24,6 +24,7 @@ import h5py
 import numpy as np
 
 from sgi_run import store, work_precision
+from sgi_run.bench import verdicts
 from sgi_run.core.errors import ConfigError
 from sgi_run.figures.records import strict_json
 
@@ -91,9 +92,11 @@ def all_rows(results) -> tuple[list[dict], list[dict]]:
 
 def cheapest(system) -> dict[str, list[dict]]:
     """Per error kind, the cheapest method at each target error and the runner-up (``work_precision.cheapest``):
-    only resolvable errors of cells whose order verdict is not UNCONVERGED or NON-FINITE."""
+    only resolvable errors of cells none of whose verdicts is UNCONVERGED or NON-FINITE."""
+    failed = (verdicts.UNCONVERGED, verdicts.NONFINITE)
+    # A weak-only cell has no strong verdict: its weak one says whether its solves converged.
     trusted = {c["integrator"] for c in system.cells if c["fits"]
-               and c.get("strong_verdict") not in ("UNCONVERGED", "NON-FINITE")}
+               and c.get("strong_verdict") not in failed and c.get("weak_verdict") not in failed}
     out = {}
     for kind in ("strong", "weak"):
         rows = [{"label": r["integrator"], "error": r[f"{kind}_error"], "resolvable": r[f"{kind}_resolvable"],

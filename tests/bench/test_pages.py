@@ -65,3 +65,11 @@ def test_a_system_page_shows_failures_and_the_pairs_that_do_not_fit_with_why():
     assert re.search(r"`bad`.*0\.40 \[0\.9, 1\.1\] \(claims 1\).*FAIL", page)
     assert re.search(r"`stuck`.*UNCONVERGED.*\| 12 \|", page)
     assert "## Methods that do not fit" in page and "does not fit: no" in page
+
+
+def test_an_unconverged_weak_only_cell_is_never_the_cheapest():
+    system = _system()
+    stuck = next(c for c in system.cells if c["integrator"] == "stuck")
+    stuck.update(strong_verdict="NOT MEASURED", weak_verdict="UNCONVERGED")
+    best = results.cheapest(system)["strong"]
+    assert best and all("stuck" not in (b["method"], b["runner_up"]) for b in best)
