@@ -41,7 +41,7 @@ def study_overrides(entry: SystemEntry, cell: Cell, fidelity: Fidelity, runs_roo
     """The overrides of a cell's study: the system's, the method, and the plan every method of the system shares
     (``invariants``: the system declares some, whose drifts every study records)."""
     dts = entry.dts[:fidelity.levels]
-    paths = max(10, round(fidelity.paths * entry.paths))
+    paths = entry.scaled_paths(fidelity.paths, least=10)
     plan = ["plan=convergence", f"plan.error={cell.error_kind}", f"plan.T={entry.T}",
             f"plan.dts=[{','.join(repr(d) for d in dts)}]", f"plan.paths={paths}", f"plan.seed={SEED}",
             f"plan.bootstrap={BOOTSTRAP}", f"plan.invariants={'declared' if invariants else 'none'}",
@@ -109,7 +109,8 @@ def run_system(prepared: PreparedSystem, fidelity: Fidelity, *, cache: str | Non
         first = next(iter(studies.values()))[0]
         costs, path, reused = work_precision.measure(
             {m: (s.system, s.integrator, s.plan) for m, (_, s, _) in studies.items()},
-            {m: config_hash(cfg) for m, (cfg, _, _) in studies.items()}, fidelity.cost_paths, fidelity.cost_repeats,
+            {m: config_hash(cfg) for m, (cfg, _, _) in studies.items()}, entry.scaled_paths(fidelity.cost_paths),
+            fidelity.cost_repeats,
             root=first.output_root, cache=cache or first.cache, log=log)
         log(f"    timings {'cached' if reused else 'kept'}: {path}")
     for cell in prepared.cells:

@@ -34,7 +34,11 @@ class SystemEntry:
     reference: str                  # exact, or the method computing the shared reference
     refine: int = 16
     truncate: str | float | None = None
-    paths: float = 1.0              # a factor on the fidelity's paths
+    paths: float = 1.0              # a factor on the fidelity's paths, studied and timed
+
+    def scaled_paths(self, paths: int, least: int = 1) -> int:
+        """The fidelity's ``paths`` (a study's, or the timing series') for this system: a costly one runs fewer."""
+        return max(least, round(paths * self.paths))
 
     @property
     def exact(self) -> bool:

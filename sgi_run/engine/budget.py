@@ -147,12 +147,12 @@ def _shard_layout_words(system, integrator, plan, reference_integrator=None) -> 
 
 
 def _lock_step_words(system, integrator, plan: ConvergencePlan, reference_integrator=None) -> tuple[int, int, int]:
-    """``_shard_layout_words`` of a study's lock-step (``engine.convergence.LockStep``): every level's and
+    """``_shard_layout_words`` of a study's lock-step (``engine.lock_step.LockStep``): every level's and
     the reference's state, one implicit solve's temporaries (the levels are stepped one after another),
     every level's variables of a coarse step laid end to end and the reference's, and for a strong study
     the reference path over the coarse step (a fine run's states, held twice: the scan's output and its
     stacked copy; or the exact solution at the grid times)."""
-    from sgi_run.engine.convergence import lock_step     # convergence imports the engine this module sizes
+    from sgi_run.engine.lock_step import lock_step     # the lock-step imports the engine this module sizes
     d, u = state_words(system.space), integrator.jacobian_unknowns(system)
     step = lock_step(system, integrator, plan, reference_integrator)
     if reference_integrator is not None:

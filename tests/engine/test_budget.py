@@ -169,7 +169,7 @@ def test_a_study_counts_the_variables_its_reference_method_draws():
     """A Gaussian method against E1 (the pair dW, dZ) draws the pair on the finest grid: twice its own draws,
     counted in the memory estimate; a three-point method's reference draws E1's pair of its own; the builds
     carry the reference method to the estimate."""
-    from sgi_run.engine.convergence import lock_step
+    from sgi_run.engine.lock_step import lock_step
     study = ["system=kubo", "plan=convergence", "plan.paths=1000", "plan.dts=[0.25,0.125]", "plan.reference=fine"]
     own, shared = (build(compose([*study, "integrator=midpoint", *extra])) for extra in ([], ["plan.reference_method=e1"]))
     assert shared.reference_integrator.noise_kind == "gaussian_pair"
