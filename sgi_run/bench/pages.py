@@ -91,7 +91,7 @@ def index_page(record: dict) -> str:
               "Each cell: the strong order (S), the weak order (W) and the invariants kept exactly (I), each "
               "coloured by its verdict against the method's claim for the system's noise class (green PASS, red "
               "FAIL, orange unconverged or non-finite, grey no claim or not resolvable); – the pair does not fit. "
-              "An order claim p holds when the fitted order's 95% interval reaches p - 0.1.", ""]
+              "An order claim p holds when the fitted order's 95% interval reaches p - 0.1 and lies above zero.", ""]
     methods = sorted({c["integrator"] for s in systems for c in s["cells"]})
     header = ["method"] + [f"[{s['name']}]({s['name']}.md)" for s in systems]
     rows = []

@@ -2,8 +2,10 @@
 
 An order claim p (strong or weak, for the system's noise class) is an asymptotic statement, error = O(dt^p):
 a measured order above it does not contradict it, one below does. So a claim holds (PASS) when the fitted
-order's 95% bootstrap interval reaches up to p - ``ORDER_MARGIN``, and fails (FAIL) when the whole interval lies
-below that: the margin allows for step sizes not yet in the asymptotic regime, stated here once for every cell.
+order's 95% bootstrap interval reaches up to p - ``ORDER_MARGIN`` and lies above zero, and fails (FAIL) when the
+whole interval lies below p - ``ORDER_MARGIN``: the margin allows for step sizes not yet in the asymptotic regime,
+stated here once for every cell. An interval that reaches the claim but also down to zero or below cannot tell the
+claim from an error that does not decrease at all: too wide to confirm anything, it is ``UNRESOLVED``.
 Before any verdict on a number, the run itself: a study with unconverged solves (``UNCONVERGED``) or paths that
 went non-finite (``NON-FINITE``) is never shown as a good one, whatever its slope; one whose errors are not
 resolvable above the Monte Carlo noise at two step sizes or more has no order (``UNRESOLVED``); a method that claims
@@ -52,8 +54,10 @@ def order_verdict(claimed: float | None, order: float, ci: tuple[float, float], 
         return NO_CLAIM
     if not math.isfinite(order):
         return UNRESOLVED
-    high = ci[1] if math.isfinite(ci[1]) else order
-    return PASS if high >= claimed - ORDER_MARGIN else FAIL
+    low, high = (ci[0], ci[1]) if math.isfinite(ci[0]) and math.isfinite(ci[1]) else (order, order)
+    if high < claimed - ORDER_MARGIN:
+        return FAIL
+    return PASS if low > 0 else UNRESOLVED
 
 
 def kept_invariants(keeps, structure: str, invariants, quadratic) -> tuple[str, ...]:

@@ -12,6 +12,14 @@ def test_an_order_claim_holds_when_the_interval_reaches_it():
     assert v.order_verdict(0.5, 1.0, (0.9, 1.1)) == v.PASS            # better than claimed: no contradiction
 
 
+def test_an_interval_down_to_zero_confirms_nothing_but_one_below_the_claim_still_fails():
+    # The heavy top's weak order of lp_trapezoidal at 1000 paths: 0.49 in [-0.78, 1.79].
+    assert v.order_verdict(1.0, 0.49, (-0.78, 1.79)) == v.UNRESOLVED
+    assert v.order_verdict(1.0, 1.0, (0.0, 2.0)) == v.UNRESOLVED
+    assert v.order_verdict(1.0, 0.1, (-0.4, 0.5)) == v.FAIL           # resolved errors that do not decrease
+    assert v.order_verdict(1.0, -0.2, (math.nan, math.nan)) == v.FAIL
+
+
 def test_no_interval_compares_the_fitted_order():
     assert v.order_verdict(1.0, 0.95, (math.nan, math.nan)) == v.PASS
     assert v.order_verdict(1.0, 0.5, (math.nan, math.nan)) == v.FAIL
