@@ -175,7 +175,10 @@ def _provenance(command: str, suite_source: str) -> dict:
     from sgi_run.engine import device
     from sgi_run.version import __version__
     commit = provenance.source_commit()
-    return {"command": command, "suite": suite_source, "device": device.describe(), "jax": jax.__version__,
+    # The bundled suite by its place in the package, not the clone's absolute path.
+    bundled = Path(suite_source).resolve() == suite_mod.SUITE_FILE.resolve()
+    return {"command": command, "suite": "sgi_run's conf/bench/suite.yaml" if bundled else suite_source,
+            "device": device.describe(), "jax": jax.__version__,
             "sgi_run": __version__, "commit": commit.get("commit"),
             "uncommitted_changes": commit.get("uncommitted_changes"),
             "date_utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M")}
