@@ -40,8 +40,8 @@ def _order(cell: dict, kind: str) -> str:
     if order is None:
         return "–"
     low, high = cell.get(f"{kind}_ci_low"), cell.get(f"{kind}_ci_high")
-    interval = f" [{_number(low, 2)}, {_number(high, 2)}]" if low is not None and high is not None else ""
-    return f"{order:.2f}{interval}"
+    finite = low is not None and high is not None and math.isfinite(low) and math.isfinite(high)
+    return f"{order:.2f}" + (f" [{low:.2f}, {high:.2f}]" if finite else "")   # as many decimals as the order
 
 
 def badge(text: str, verdict: str) -> str:

@@ -62,7 +62,7 @@ def test_the_matrix_colours_each_verdict_and_marks_a_pair_that_does_not_fit():
 
 def test_a_system_page_shows_failures_and_the_pairs_that_do_not_fit_with_why():
     page = pages.system_page(_record(), _record()["systems"][0])
-    assert re.search(r"`bad`.*0\.40 \[0\.9, 1\.1\] \(claims 1\).*FAIL", page)
+    assert re.search(r"`bad`.*0\.40 \[0\.90, 1\.10\] \(claims 1\).*FAIL", page)
     assert re.search(r"`stuck`.*UNCONVERGED.*\| 12 \|", page)
     assert "## Methods that do not fit" in page and "does not fit: no" in page
 
