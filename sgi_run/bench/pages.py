@@ -58,7 +58,15 @@ def _provenance(record: dict) -> str:
     commit = (record.get("commit") or "unknown")[:12]
     return (f"Computed at `{record['fidelity']}` fidelity by `{record['command']}` on {record['device']} "
             f"(sgi-run {record['sgi_run']}, commit `{commit}`, JAX {record['jax']}, {record['date_utc']} UTC) in "
-            f"{record['wall_s'] / 60:.1f} minutes.{complete}")
+            f"{record['wall_s'] / 60:.1f} minutes{_reused(record['systems'])}.{complete}")
+
+
+def _reused(systems: list[dict]) -> str:
+    """How many studies a run took from the cache (its wall time is then not what computing them costs)."""
+    studies = [c for s in systems for c in s["cells"] if c.get("fits")]
+    reused = sum(bool(c.get("cached")) for c in studies)
+    return (f", {reused} of its {len(studies)} studies reused from the cache (each study's own compute time is in "
+            f"its system's table)" if reused else "")
 
 
 def index_page(record: dict) -> str:
@@ -130,7 +138,7 @@ def system_page(record: dict, system: dict) -> str:
              f"- invariants: {', '.join(facts.get('invariants') or []) or 'none'}"
              + (f" (quadratic: {', '.join(facts['quadratic'])})" if facts.get("quadratic") else ""),
              f"- reference: {system['reference']}; T = {system['T']:g}; weak errors of E {system['observable']}(T)",
-             f"- measured in {system['wall_s']:.0f} s (its studies and timings)", ""]
+             f"- measured in {system['wall_s']:.0f} s (its studies and timings){_reused([system])}", ""]
     if system.get("plot"):
         lines += [f'<a href="{system["plot"]}"><img class="sgi-figure" src="{system["plot"]}" '
                   f'alt="work-precision diagram of {system["name"]}"></a>', ""]

@@ -73,3 +73,12 @@ def test_an_unconverged_weak_only_cell_is_never_the_cheapest():
     stuck.update(strong_verdict="NOT MEASURED", weak_verdict="UNCONVERGED")
     best = results.cheapest(system)["strong"]
     assert best and all("stuck" not in (b["method"], b["runner_up"]) for b in best)
+
+
+def test_a_wall_time_from_reused_studies_says_so():
+    record = _record()
+    assert "minutes." in pages.index_page(record) and "reused" not in pages.index_page(record)
+    for cell in record["systems"][0]["cells"][:2]:
+        cell["cached"] = True
+    assert "1.0 minutes, 2 of its 3 studies reused from the cache" in pages.index_page(record)
+    assert "2 of its 3 studies reused from the cache" in pages.system_page(record, record["systems"][0])
