@@ -12,7 +12,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 from matplotlib.ticker import NullFormatter
 
-from sgi_run.bench.verdicts import NONFINITE, UNCONVERGED
+from sgi_run.bench.verdicts import run_failed
 
 ERROR_BAR_SE = 2
 MARKERS = "osD^v<>pXh*P"
@@ -34,8 +34,7 @@ def draw(system, path: Path) -> None:
     panels = _panels(system)
     fig, axes = plt.subplots(1, len(panels), figsize=(5.2 * len(panels), 4.2), squeeze=False)
     methods = list(dict.fromkeys(r["integrator"] for r in system.rows))
-    flagged = {c["integrator"] for c in system.cells if c["fits"]
-               and (c.get("strong_verdict") in (UNCONVERGED, NONFINITE) or c.get("weak_verdict") in (UNCONVERGED, NONFINITE))}
+    flagged = {c["integrator"] for c in system.cells if c["fits"] and run_failed(c)}
     for ax, (kind, title) in zip(axes[0], panels):
         for n, method in enumerate(methods):
             rows = [r for r in system.rows if r["integrator"] == method]

@@ -93,10 +93,7 @@ def all_rows(results) -> tuple[list[dict], list[dict]]:
 def cheapest(system) -> dict[str, list[dict]]:
     """Per error kind, the cheapest method at each target error and the runner-up (``work_precision.cheapest``):
     only resolvable errors of cells none of whose verdicts is UNCONVERGED or NON-FINITE."""
-    failed = (verdicts.UNCONVERGED, verdicts.NONFINITE)
-    # A weak-only cell has no strong verdict: its weak one says whether its solves converged.
-    trusted = {c["integrator"] for c in system.cells if c["fits"]
-               and c.get("strong_verdict") not in failed and c.get("weak_verdict") not in failed}
+    trusted = {c["integrator"] for c in system.cells if c["fits"] and not verdicts.run_failed(c)}
     out = {}
     for kind in ("strong", "weak"):
         rows = [{"label": r["integrator"], "error": r[f"{kind}_error"], "resolvable": r[f"{kind}_resolvable"],

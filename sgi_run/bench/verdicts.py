@@ -60,6 +60,12 @@ def order_verdict(claimed: float | None, order: float, ci: tuple[float, float], 
     return PASS if low > 0 else UNRESOLVED
 
 
+def run_failed(cell: dict) -> bool:
+    """Whether a fitting cell's study itself failed (an UNCONVERGED or NON-FINITE verdict, strong or weak: a weak-only
+    cell has no strong verdict): its numbers are flagged on the plots and never recommended."""
+    return any(cell.get(f"{kind}_verdict") in (UNCONVERGED, NONFINITE) for kind in ("strong", "weak"))
+
+
 def kept_invariants(keeps, structure: str, invariants, quadratic) -> tuple[str, ...]:
     """The system's declared invariants a method claiming ``keeps`` says it keeps exactly."""
     kept = set()
